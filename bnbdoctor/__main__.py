@@ -1,0 +1,5 @@
+"""``python -m bnbdoctor``: the same entry point as the console script."""
+
+from bnbdoctor.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""The command-line contract, owned by this one module.
+
+- stdout is data: ``--json`` prints one JSON document and nothing else; logs go to stderr.
+- Exit codes are :class:`bnbdoctor.report.ExitCode`: 0 no error findings, 1 error findings (or
+  warnings with ``--strict``), 2 usage error or bnbdoctor itself failed.
+- Bad input (unknown rule, missing fixture, bad ``--python``) is one line on stderr, exit 2,
+  never a traceback (``--debug`` shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from bnbdoctor import __version__
+from bnbdoctor.render import OutputFormat
+from bnbdoctor.report import ExitCode, Report
+
+log = logging.getLogger("bnbdoctor")
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for; printed as one line, exit 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bnbdoctor",
+        description="Find out why bitsandbytes does not work on this machine, and what to do about it.",
+    )
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--text", dest="format", action="store_const", const=OutputFormat.TEXT,
+                     help="plain text report (the default when stdout is not a terminal)")
+    fmt.add_argument("--json", dest="format", action="store_const", const=OutputFormat.JSON,
+                     help="one JSON document on stdout (for CI); logs go to stderr")
+    fmt.add_argument("--tui", dest="format", action="store_const", const=OutputFormat.TUI,
+                     help="the interactive app (the default on a terminal)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--fixture", metavar="NAME_OR_PATH", help="diagnose a recorded machine from platform_fixtures/")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter whose torch/bitsandbytes to examine")
+    parser.add_argument("--rule", metavar="ID", action="append", default=[],
+                        help="run only this rule (repeatable), e.g. --rule BNB101")
+    parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
+    parser.add_argument("--no-load", action="store_true", help="skip the real dlopen check in a subprocess")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--list-rules", action="store_true", help="list every rule and exit")
+    parser.add_argument("--list-fixtures", action="store_true", help="list the recorded machines and exit")
+    parser.add_argument("--debug", action="store_true", help="log probe details and show tracebacks")
+    parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
+    return parser
+
+
+def _list_rules() -> str:
+    from bnbdoctor.rules import all_rules
+
+    rows = [f"{r.id}  {r.severity.value:<7}  {r.name:<42} {r.summary}" for r in all_rules()]
+    return "\n".join(rows) + "\n"
+
+
+def _list_fixtures() -> str:
+    from bnbdoctor.hosts.fixture import fixtures_dir, list_fixtures
+
+    fixtures = list_fixtures()
+    if not fixtures:
+        return f"no recorded machines in {fixtures_dir()}\n"
+    width = max(len(name) for name, _ in fixtures)
+    return "\n".join(f"{name:<{width}}  {description}" for name, description in fixtures) + "\n"
+
+
+def _choose_format(args: argparse.Namespace) -> OutputFormat:
+    if args.format is not None:
+        return args.format
+    return OutputFormat.TUI if sys.stdout.isatty() and sys.stdin.isatty() else OutputFormat.TEXT
+
+
+def _host(args: argparse.Namespace):  # -> Host
+    if args.fixture:
+        from bnbdoctor.hosts.fixture import FixtureError, FixtureHost
+
+        try:
+            return FixtureHost.named(args.fixture)
+        except FixtureError as exc:
+            raise UsageError(str(exc)) from None
+    from bnbdoctor.hosts.live import LiveHost
+
+    host = LiveHost()
+    if args.python and not host.is_file(args.python):
+        raise UsageError(f"--python {args.python}: no such file")
+    return host
+
+
+def _rules(ids: list[str]):  # -> list[Rule] | None
+    if not ids:
+        return None
+    from bnbdoctor.rules import get_rule
+
+    chosen = []
+    for rule_id in ids:
+        for part in rule_id.split(","):
+            found = get_rule(part)
+            if found is None:
+                raise UsageError(f"unknown rule {part!r} (see bnbdoctor --list-rules)")
+            chosen.append(found)
+    return chosen
+
+
+def render(report: Report, fmt: OutputFormat, color: bool) -> str:
+    if fmt is OutputFormat.JSON:
+        from bnbdoctor.render.json import render_json
+
+        return render_json(report)
+    from bnbdoctor.render.text import render_text
+
+    return render_text(report, color=color)
+
+
+def _write(text: str, output: str | None) -> None:
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+        log.info("report written to %s", output)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    if args.list_rules:
+        _write(_list_rules(), args.output)
+        return ExitCode.OK
+    if args.list_fixtures:
+        _write(_list_fixtures(), args.output)
+        return ExitCode.OK
+    rules = _rules(args.rule)
+    host = _host(args)
+    fmt = _choose_format(args)
+    from bnbdoctor.doctor import diagnose
+    from bnbdoctor.probes import ProbeOptions
+
+    options = ProbeOptions(python=args.python, load=not args.no_load)
+    if fmt is OutputFormat.TUI:
+        fmt = OutputFormat.TEXT  # the TUI arrives with its own issue; until then, text on a terminal
+    report = diagnose(host, options, rules)
+    if args.python and report.facts.python is None:
+        raise UsageError(f"--python {args.python}: {report.facts.probe_error('python')}")
+    color = fmt is OutputFormat.TEXT and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    _write(render(report, fmt, color), args.output)
+    return report.exit_code(args.strict)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
+                        format="bnbdoctor: %(message)s")
+    try:
+        return int(run(args))
+    except UsageError as exc:
+        print(f"bnbdoctor: error: {exc}", file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    except KeyboardInterrupt:
+        print("bnbdoctor: interrupted", file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+    except Exception as exc:  # noqa: BLE001 - the doctor must never crash with a traceback
+        if args.debug:
+            raise
+        print(f"bnbdoctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
+              file=sys.stderr)
+        return int(ExitCode.FAILURE)

@@ -1,0 +1,78 @@
+"""The environment-variable allowlist: the only variables bnbdoctor ever reads.
+
+Secrets must never enter a report, so nothing is read by pattern or in bulk: a probe names a
+variable, and the host refuses any name that is not listed here. A name that looks like a secret
+is refused even if someone adds it to the list by mistake.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Variables that change how bitsandbytes, torch, CUDA and the dynamic loader behave.
+ALLOWED_ENV: frozenset[str] = frozenset(
+    {
+        # dynamic loader and search paths
+        "PATH",
+        "LD_LIBRARY_PATH",
+        "LD_PRELOAD",
+        "DYLD_LIBRARY_PATH",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        # CUDA / ROCm / XPU selection
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "CUDA_ROOT",
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        "HIP_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "ROCM_PATH",
+        "ROCM_HOME",
+        "HIP_PATH",
+        "TORCH_CUDA_ARCH_LIST",
+        # bitsandbytes' own switches
+        "BNB_CUDA_VERSION",
+        "BNB_ROCM_VERSION",
+        "BNB_BACKEND",
+        "BITSANDBYTES_NOWELCOME",
+        # which Python environment is active
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "CONDA_DEFAULT_ENV",
+        "PIPX_HOME",
+        # WSL and Windows
+        "WSL_DISTRO_NAME",
+        "WSL_INTEROP",
+        "SYSTEMROOT",
+        "WINDIR",
+        # Hugging Face offline switches (never tokens)
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+    }
+)
+
+#: Names that look like they hold a secret. Matched on whole underscore-separated words.
+_SECRET_WORDS = re.compile(
+    r"(^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?|AUTH|COOKIE|SESSION|PRIVATE)(_|$)",
+    re.IGNORECASE,
+)
+
+
+class EnvNotAllowed(KeyError):
+    """A probe asked for a variable outside the allowlist: a bug in bnbdoctor, not the machine."""
+
+
+def looks_secret(name: str) -> bool:
+    """True when a variable's name suggests it holds a credential."""
+    return bool(_SECRET_WORDS.search(name))
+
+
+def check_allowed(name: str) -> str:
+    """Return the canonical (upper-case) name, or raise :class:`EnvNotAllowed`."""
+    canonical = name.upper()
+    if looks_secret(canonical) or canonical not in ALLOWED_ENV:
+        raise EnvNotAllowed(name)
+    return canonical

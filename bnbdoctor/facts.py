@@ -1,0 +1,218 @@
+"""Facts: what the probes found, as plain JSON-serializable records.
+
+Rules read facts and nothing else, and a report carries its facts, so a diagnosis can be replayed
+anywhere (``--from``). A section that is ``None`` means its probe failed or did not run; the
+reason is in :attr:`Facts.probes`. Bump :data:`SCHEMA_VERSION` on any incompatible change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Version of the facts/report layout. Readers migrate or reject other versions.
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class PlatformFacts:
+    """The operating system, as the loader and the wheels see it."""
+
+    os: str  # "linux", "windows", "macos" or the raw platform.system() lowercased
+    arch: str  # normalised: "x86_64", "aarch64", "arm64", ...
+    kernel: str = ""
+    os_version: str | None = None  # Windows build, macOS version
+    distro_id: str | None = None  # /etc/os-release ID: "ubuntu", "centos", "debian"
+    distro_version: str | None = None  # VERSION_ID: "20.04", "7"
+    distro_name: str | None = None  # PRETTY_NAME
+    libc: str | None = None  # "glibc", "musl"
+    libc_version: str | None = None  # "2.36"
+    wsl: int | None = None  # 1 or 2 under WSL, else None
+    wsl_lib_dir: str | None = None  # "/usr/lib/wsl/lib" when it exists
+    wsl_lib_on_loader_path: bool | None = None  # in LD_LIBRARY_PATH or /etc/ld.so.conf*
+    jetson_release: str | None = None  # first line of /etc/nv_tegra_release
+    container: str | None = None  # "docker", "podman", ... when detected
+
+    @property
+    def is_linux(self) -> bool:
+        return self.os == "linux"
+
+
+@dataclass
+class GpuDevice:
+    """One NVIDIA GPU. ``visible`` is False when CUDA_VISIBLE_DEVICES hides it."""
+
+    index: int
+    name: str
+    compute_capability: list[int] | None = None  # [major, minor]
+    memory_total_bytes: int | None = None
+    memory_free_bytes: int | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    visible: bool = True
+
+    @property
+    def cc(self) -> tuple[int, int] | None:
+        cc = self.compute_capability
+        return (int(cc[0]), int(cc[1])) if cc and len(cc) == 2 else None
+
+    @property
+    def cc_text(self) -> str:
+        cc = self.cc
+        return f"{cc[0]}.{cc[1]}" if cc else "unknown"
+
+
+@dataclass
+class GpuFacts:
+    """The NVIDIA driver and GPUs, from NVML."""
+
+    nvml_available: bool
+    nvml_error: str | None = None
+    nvml_error_kind: str | None = None  # library_not_found | driver_not_loaded | timeout | ...
+    driver_version: str | None = None  # "535.129.03"
+    driver_cuda_version: str | None = None  # highest CUDA the driver supports: "12.2"
+    devices: list[GpuDevice] = field(default_factory=list)
+    cuda_visible_devices: str | None = None
+
+    @property
+    def visible(self) -> list[GpuDevice]:
+        return [d for d in self.devices if d.visible]
+
+    @property
+    def highest_cc(self) -> tuple[int, int] | None:
+        """bitsandbytes sorts every visible GPU's capability and uses the highest."""
+        ccs = [d.cc for d in self.visible if d.cc]
+        return max(ccs) if ccs else None
+
+
+@dataclass
+class PackageFacts:
+    """An installed distribution, read from its metadata (never imported)."""
+
+    name: str
+    version: str | None = None
+    location: str | None = None  # the import package's folder
+    requires_python: str | None = None
+    requires: list[str] = field(default_factory=list)  # Requires-Dist lines without extras
+
+
+@dataclass
+class NvidiaWheel:
+    """A pip ``nvidia-*`` wheel that brings CUDA libraries (what torch preloads)."""
+
+    name: str  # "nvidia-cuda-runtime-cu12"
+    version: str | None = None
+    lib_dir: str | None = None
+    libraries: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TorchFacts:
+    """PyTorch as installed: versions from ``torch/version.py``, read as text."""
+
+    installed: bool
+    version: str | None = None
+    cuda: str | None = None  # torch.version.cuda, "12.1"
+    hip: str | None = None
+    xpu: str | None = None
+    location: str | None = None
+    lib_dir: str | None = None
+    lib_files: list[str] = field(default_factory=list)  # CUDA-related libraries in torch/lib
+    nvidia_wheels: list[NvidiaWheel] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def build(self) -> str:
+        """"cuda", "rocm", "xpu" or "cpu" (None when torch is missing)."""
+        if self.cuda:
+            return "cuda"
+        if self.hip:
+            return "rocm"
+        if self.xpu:
+            return "xpu"
+        return "cpu"
+
+
+@dataclass
+class BnbFacts:
+    """bitsandbytes as installed: version, package folder and the native files it ships."""
+
+    installed: bool
+    version: str | None = None
+    location: str | None = None  # the package folder holding libbitsandbytes_*
+    has_metadata: bool = False  # False for a bare source checkout on sys.path
+    requires_python: str | None = None
+    requires_torch: str | None = None  # the torch specifier from Requires-Dist: ">=2.4,<3"
+    native_libraries: list[str] = field(default_factory=list)  # file names only
+    legacy_cuda_setup: bool = False  # ships bitsandbytes/cuda_setup/ (<= 0.43.0)
+    error: str | None = None
+
+
+@dataclass
+class PythonFacts:
+    """The patient interpreter: the one whose torch and bitsandbytes are diagnosed."""
+
+    executable: str
+    selected_by: str  # "--python", "VIRTUAL_ENV", "CONDA_PREFIX", "PATH", "current"
+    version: str | None = None  # "3.11.7"
+    implementation: str | None = None
+    prefix: str | None = None
+    base_prefix: str | None = None
+    platform_tag: str | None = None  # sysconfig.get_platform()
+    site_packages: list[str] = field(default_factory=list)
+    torch: TorchFacts = field(default_factory=lambda: TorchFacts(installed=False))
+    bitsandbytes: BnbFacts = field(default_factory=lambda: BnbFacts(installed=False))
+    packages: dict[str, str | None] = field(default_factory=dict)  # other patients' versions
+
+
+@dataclass
+class CudaToolkit:
+    """One CUDA toolkit folder found on disk."""
+
+    path: str
+    version: str | None = None  # from version.json / version.txt
+    source: str = ""  # "CUDA_HOME", "/usr/local", "CONDA_PREFIX", ...
+    has_cudart: bool = False
+
+
+@dataclass
+class CudaToolkitFacts:
+    """Locally installed CUDA toolkits. bitsandbytes never uses them to choose its library,
+    but their libraries can win the loader's search."""
+
+    cuda_home: str | None = None
+    toolkits: list[CudaToolkit] = field(default_factory=list)
+    nvcc_path: str | None = None
+    nvcc_version: str | None = None
+    nvcc_error: str | None = None
+
+
+@dataclass
+class ProbeRun:
+    """How one probe went: a failed probe is a fact, not a crash."""
+
+    name: str
+    ok: bool
+    duration_s: float
+    error: str | None = None
+    skipped: bool = False
+
+
+@dataclass
+class Facts:
+    """Everything the probes gathered about one machine."""
+
+    schema_version: int = SCHEMA_VERSION
+    source: dict[str, Any] = field(default_factory=dict)  # {"kind": "live"|"fixture"|"log", ...}
+    env: dict[str, str] = field(default_factory=dict)  # allowlisted variables that are set
+    platform: PlatformFacts | None = None
+    gpu: GpuFacts | None = None
+    python: PythonFacts | None = None
+    cuda_toolkit: CudaToolkitFacts | None = None
+    probes: list[ProbeRun] = field(default_factory=list)
+
+    def probe_error(self, name: str) -> str | None:
+        for run in self.probes:
+            if run.name == name and not run.ok:
+                return run.error
+        return None

@@ -1,0 +1,168 @@
+"""The host interface: the one seam between bnbdoctor and a machine.
+
+Probes never touch ``os``, ``pathlib``, ``subprocess`` or NVML. They ask a :class:`Host`, so the
+same probe runs against this machine (:class:`~bnbdoctor.hosts.live.LiveHost`) or a recorded one
+(:class:`~bnbdoctor.hosts.fixture.FixtureHost`). Every answer is plain data; a missing file is
+``None``, a command that could not run is a :class:`CommandResult` with ``error`` set.
+"""
+
+from __future__ import annotations
+
+import ntpath
+import posixpath
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+#: How long a command may run before it is killed, unless a probe asks for less.
+DEFAULT_TIMEOUT_S = 10.0
+#: The most bytes a probe reads from one file (ELF libraries are read in full up to this).
+DEFAULT_READ_LIMIT = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What running a command produced. ``returncode`` is None when it never finished."""
+
+    argv: tuple[str, ...]
+    returncode: int | None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    error: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and self.error is None
+
+    def describe_failure(self) -> str:
+        """One line saying why the command did not succeed."""
+        if self.timed_out:
+            return f"`{' '.join(self.argv)}` timed out after {self.duration_s:.1f}s"
+        if self.error:
+            return f"`{' '.join(self.argv)}` could not run: {self.error}"
+        tail = (self.stderr or self.stdout).strip().splitlines()[-1:] or [""]
+        return f"`{' '.join(self.argv)[:200]}` exited with {self.returncode}: {tail[0][:300]}"
+
+
+@dataclass(frozen=True)
+class OsInfo:
+    """What the operating system says about itself, before any file is read."""
+
+    system: str  # "Linux", "Windows" or "Darwin", as platform.system() spells them
+    machine: str  # "x86_64", "aarch64", "AMD64", "arm64"
+    release: str  # kernel release, Windows build or Darwin release
+    version: str = ""  # platform.version(): the Windows build string, the kernel build line
+    libc_name: str | None = None  # "glibc", "musl" or None
+    libc_version: str | None = None
+    mac_version: str | None = None
+    hostname: str | None = None
+    username: str | None = None
+    home: str | None = None
+
+
+@dataclass(frozen=True)
+class NvmlDevice:
+    """One GPU as NVML reports it (NVML enumerates all GPUs; CUDA masks are applied later)."""
+
+    index: int
+    name: str
+    compute_capability: tuple[int, int] | None
+    memory_total_bytes: int | None = None
+    memory_free_bytes: int | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+
+
+@dataclass(frozen=True)
+class NvmlAnswer:
+    """The whole NVML query, answered at once so that it can be time-boxed as one unit."""
+
+    available: bool
+    error: str | None = None
+    # library_not_found | driver_not_loaded | no_permission | timeout | unknown
+    error_kind: str | None = None
+    driver_version: str | None = None
+    cuda_driver_version: int | None = None  # e.g. 12020 for CUDA 12.2
+    devices: tuple[NvmlDevice, ...] = field(default_factory=tuple)
+
+
+class Host(ABC):
+    """A machine that probes can ask questions of."""
+
+    #: "live" or "fixture"; reported so that a reader knows where the facts came from.
+    kind: str = "abstract"
+    #: A human label: "this machine", "fixture centos7-cxxabi".
+    label: str = ""
+
+    @abstractmethod
+    def os_info(self) -> OsInfo: ...
+
+    @abstractmethod
+    def getenv(self, name: str) -> str | None:
+        """An allowlisted environment variable (see :mod:`bnbdoctor.environment`)."""
+
+    @abstractmethod
+    def read_bytes(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> bytes | None:
+        """A file's first ``limit`` bytes, or None when it is missing or unreadable."""
+
+    @abstractmethod
+    def is_file(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def is_dir(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def list_dir(self, path: str) -> list[str] | None:
+        """Sorted entry names, or None when the directory is missing or unreadable."""
+
+    @abstractmethod
+    def realpath(self, path: str) -> str:
+        """The path with every symlink resolved (the path itself when nothing resolves)."""
+
+    @abstractmethod
+    def run(self, argv: list[str], timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:
+        """Run a command without a shell; never raises, never waits past ``timeout``."""
+
+    @abstractmethod
+    def run_python(
+        self, executable: str, script: str, timeout: float = DEFAULT_TIMEOUT_S
+    ) -> CommandResult:
+        """Run a stdlib-only script in the patient interpreter, isolated from bnbdoctor."""
+
+    @abstractmethod
+    def nvml(self, timeout: float = 5.0) -> NvmlAnswer:
+        """Ask NVML about the driver and every GPU; an NVML error is an answer, not a raise."""
+
+    @abstractmethod
+    def current_python(self) -> CurrentPython:
+        """The interpreter running bnbdoctor (the fallback patient)."""
+
+    # -- helpers shared by every host -------------------------------------------------------
+
+    @property
+    def pathmod(self) -> ModuleType:
+        """``ntpath`` on Windows, ``posixpath`` elsewhere: pure string path functions."""
+        return ntpath if self.os_info().system == "Windows" else posixpath
+
+    def read_text(self, path: str, limit: int = 4 * 1024 * 1024) -> str | None:
+        """A text file decoded leniently (undecodable bytes never raise)."""
+        data = self.read_bytes(path, limit)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def exists(self, path: str) -> bool:
+        return self.is_file(path) or self.is_dir(path)
+
+    def describe(self) -> dict[str, Any]:
+        """Where facts came from, for the report header."""
+        return {"kind": self.kind, "label": self.label}
+
+
+@dataclass(frozen=True)
+class CurrentPython:
+    """The interpreter bnbdoctor itself runs in, and whether it is a tool's private venv."""
+
+    executable: str
+    isolated_tool_env: bool  # pipx / uv tool: its site-packages are not the user's

@@ -1,0 +1,273 @@
+"""LiveHost: answers questions about the machine bnbdoctor runs on.
+
+Everything that can hang is time-boxed here: commands are killed with their whole process group,
+and NVML is asked from a daemon thread that is abandoned if the driver does not answer.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+
+from bnbdoctor.environment import check_allowed
+from bnbdoctor.hosts.base import (
+    DEFAULT_READ_LIMIT,
+    DEFAULT_TIMEOUT_S,
+    CommandResult,
+    CurrentPython,
+    Host,
+    NvmlAnswer,
+    NvmlDevice,
+    OsInfo,
+)
+
+
+class LiveHost(Host):
+    """This machine, read through the standard library and NVML."""
+
+    kind = "live"
+    label = "this machine"
+
+    def __init__(self) -> None:
+        self._os_info: OsInfo | None = None
+
+    def os_info(self) -> OsInfo:
+        if self._os_info is None:
+            self._os_info = _read_os_info()
+        return self._os_info
+
+    def getenv(self, name: str) -> str | None:
+        return os.environ.get(check_allowed(name))
+
+    def read_bytes(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> bytes | None:
+        try:
+            with open(path, "rb") as handle:
+                return handle.read(limit)
+        except (OSError, ValueError):
+            return None
+
+    def is_file(self, path: str) -> bool:
+        try:
+            return os.path.isfile(path)
+        except (OSError, ValueError):
+            return False
+
+    def is_dir(self, path: str) -> bool:
+        try:
+            return os.path.isdir(path)
+        except (OSError, ValueError):
+            return False
+
+    def list_dir(self, path: str) -> list[str] | None:
+        try:
+            return sorted(os.listdir(path))
+        except (OSError, ValueError):
+            return None
+
+    def realpath(self, path: str) -> str:
+        try:
+            return os.path.realpath(path)
+        except (OSError, ValueError):
+            return path
+
+    def run(self, argv: list[str], timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:
+        return run_command(argv, timeout)
+
+    def run_python(
+        self, executable: str, script: str, timeout: float = DEFAULT_TIMEOUT_S
+    ) -> CommandResult:
+        # -B: never write .pyc files into the patient's environment.
+        result = run_command([executable, "-B", "-c", script], timeout)
+        # Report the command as the user would recognise it, not with the whole script inline.
+        return replace(result, argv=(executable, "-B", "-c", "<patient script>"))
+
+    def current_python(self) -> CurrentPython:
+        prefix = sys.prefix.replace("\\", "/").lower()
+        isolated = "/pipx/venvs/" in prefix or "/uv/tools/" in prefix
+        return CurrentPython(sys.executable, isolated)
+
+    def nvml(self, timeout: float = 5.0) -> NvmlAnswer:
+        box: list[NvmlAnswer] = []
+        worker = threading.Thread(target=lambda: box.append(_query_nvml()), daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if not box:
+            return NvmlAnswer(
+                available=False,
+                error=f"NVML did not answer within {timeout:.0f}s (driver hung?)",
+                error_kind="timeout",
+            )
+        return box[0]
+
+
+def run_command(argv: list[str], timeout: float) -> CommandResult:
+    """Run ``argv`` in its own process group; kill the whole group when time is up."""
+    started = time.perf_counter()
+    popen_kwargs: dict[str, object] = {}
+    if sys.platform != "win32":
+        popen_kwargs["start_new_session"] = True
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - argv is built by bnbdoctor, no shell
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            **popen_kwargs,  # type: ignore[arg-type]
+        )
+    except (OSError, ValueError) as exc:
+        return CommandResult(tuple(argv), None, error=_oserror_text(exc))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        return CommandResult(
+            tuple(argv),
+            None,
+            _decode(out),
+            _decode(err),
+            timed_out=True,
+            duration_s=time.perf_counter() - started,
+        )
+    return CommandResult(
+        tuple(argv),
+        proc.returncode,
+        _decode(out),
+        _decode(err),
+        duration_s=time.perf_counter() - started,
+    )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        if sys.platform != "win32":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:
+        proc.kill()
+
+
+def _decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def _oserror_text(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "not found"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return str(exc) or type(exc).__name__
+
+
+def _read_os_info() -> OsInfo:
+    libc_name: str | None = None
+    libc_version: str | None = None
+    if sys.platform.startswith("linux"):
+        try:
+            name, _, version = os.confstr("CS_GNU_LIBC_VERSION").partition(" ")  # "glibc 2.36"
+            libc_name, libc_version = name, version or None
+        except (AttributeError, ValueError, OSError):
+            libc_name, libc_version = None, None
+    try:
+        user: str | None = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry in some containers
+        user = None
+    mac = platform.mac_ver()[0] or None
+    return OsInfo(
+        system=platform.system(),
+        machine=platform.machine(),
+        release=platform.release(),
+        version=platform.version(),
+        libc_name=libc_name,
+        libc_version=libc_version,
+        mac_version=mac,
+        hostname=socket.gethostname() or None,
+        username=user,
+        home=os.path.expanduser("~") or None,
+    )
+
+
+def _query_nvml() -> NvmlAnswer:
+    """Ask NVML everything at once; classify failures instead of raising."""
+    try:
+        import pynvml  # nvidia-ml-py; pure Python, loads libnvidia-ml lazily
+    except ImportError as exc:  # pragma: no cover - a dependency, but stay calm without it
+        return NvmlAnswer(False, f"nvidia-ml-py is not installed: {exc}", "unknown")
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return NvmlAnswer(False, str(exc), _nvml_error_kind(pynvml, exc))
+    except OSError as exc:
+        return NvmlAnswer(False, str(exc), "library_not_found")
+    try:
+        driver = _text(pynvml.nvmlSystemGetDriverVersion())
+        try:
+            cuda_version: int | None = int(pynvml.nvmlSystemGetCudaDriverVersion())
+        except pynvml.NVMLError:
+            cuda_version = None
+        devices = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            devices.append(_query_device(pynvml, index))
+        return NvmlAnswer(True, None, None, driver, cuda_version, tuple(devices))
+    except pynvml.NVMLError as exc:
+        return NvmlAnswer(False, str(exc), _nvml_error_kind(pynvml, exc))
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001 - shutting down must never mask the answer
+            pass
+
+
+def _query_device(pynvml: object, index: int) -> NvmlDevice:
+    nv = pynvml
+    handle = nv.nvmlDeviceGetHandleByIndex(index)  # type: ignore[attr-defined]
+
+    def optional(call: str, *args: object) -> object:
+        try:
+            return getattr(nv, call)(handle, *args)
+        except Exception:  # noqa: BLE001 - one unanswered field is not a failed GPU
+            return None
+
+    cc = optional("nvmlDeviceGetCudaComputeCapability")
+    memory = optional("nvmlDeviceGetMemoryInfo")
+    pci = optional("nvmlDeviceGetPciInfo")
+    return NvmlDevice(
+        index=index,
+        name=_text(optional("nvmlDeviceGetName")) or f"GPU {index}",
+        compute_capability=(int(cc[0]), int(cc[1])) if cc else None,  # type: ignore[index]
+        memory_total_bytes=getattr(memory, "total", None),
+        memory_free_bytes=getattr(memory, "free", None),
+        uuid=_text(optional("nvmlDeviceGetUUID")),
+        pci_bus_id=_text(getattr(pci, "busId", None)) if pci is not None else None,
+    )
+
+
+def _nvml_error_kind(pynvml: object, exc: Exception) -> str:
+    value = getattr(exc, "value", None)
+    names = {
+        "NVML_ERROR_LIBRARY_NOT_FOUND": "library_not_found",
+        "NVML_ERROR_DRIVER_NOT_LOADED": "driver_not_loaded",
+        "NVML_ERROR_NO_PERMISSION": "no_permission",
+        "NVML_ERROR_FUNCTION_NOT_FOUND": "driver_too_old",
+    }
+    for constant, kind in names.items():
+        if value is not None and value == getattr(pynvml, constant, object()):
+            return kind
+    return "unknown"
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)

@@ -1,0 +1,1 @@
+"""What bnbdoctor knows about bitsandbytes releases, independent of any machine."""

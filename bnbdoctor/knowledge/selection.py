@@ -1,0 +1,217 @@
+"""Which ``libbitsandbytes_*`` file a bitsandbytes release will try to load, and what happens.
+
+Each release family has its own logic (bnb_internals.md §1.3-1.4, read from cextension.py and
+cuda_setup/main.py at each tag). This module reproduces it as a pure function of facts, so the
+doctor can predict the failure without importing bitsandbytes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bnbdoctor.knowledge.versions import major_minor, release_tuple
+
+# Families, by the first release that behaves this way.
+LEGACY = (0, 0, 0)  # <= 0.43.0: CUDASetup, _nocublaslt below cc 7.5, raises at import
+CPU_FALLBACK = (0, 43, 1)  # 0.43.1-0.45.x: missing CUDA library -> CPU library, warning
+EXACT = (0, 46, 0)  # 0.46-0.49: exact match, error on first native call
+NEAREST = (0, 50, 0)  # 0.50+: nearest packaged version of the same major
+
+
+@dataclass(frozen=True)
+class LibrarySelection:
+    """The prediction. ``outcome`` is one of:
+
+    - ``loads``: the file exists (whether it then loads is the loader's business);
+    - ``cpu_library``: no GPU backend applies, the CPU library is chosen on purpose;
+    - ``import_error``: <= 0.43.0 raises "CUDA Setup failed despite GPU being available";
+    - ``cpu_fallback``: 0.43.1-0.45.x warn and silently load the CPU library instead;
+    - ``error_on_first_call``: 0.46+ import fine, then raise at the first native call;
+    - ``override_error``: BNB_CUDA_VERSION / BNB_ROCM_VERSION is rejected outright.
+    """
+
+    backend: str  # cuda | rocm | xpu | cpu
+    expected_file: str  # what the release asks for
+    loaded_file: str | None  # what it ends up loading (None when nothing can load)
+    exists: bool
+    outcome: str
+    reason: str
+    override: str | None = None  # the BNB_*_VERSION value in force
+    fallback_from: str | None = None  # 0.50+: the exact name that was missing
+    message: str | None = None  # what bitsandbytes prints or raises
+
+
+def library_suffix(bnb_version: tuple[int, ...], os_name: str) -> str:
+    if bnb_version < (0, 43, 0):
+        return ".so"  # <= 0.42 hard-codes .so everywhere, Windows included
+    return {"windows": ".dll", "macos": ".dylib"}.get(os_name, ".so")
+
+
+def _version_tag(bnb_version: tuple[int, ...], runtime: tuple[int, int]) -> str:
+    if EXACT <= bnb_version < NEAREST:
+        return str(runtime[0] * 10 + runtime[1])  # 0.46-0.49: ROCm 7.14 became "84"
+    return f"{runtime[0]}{runtime[1]}"
+
+
+def _split_tag(backend: str, digits: str) -> tuple[int, int]:
+    """0.50+ reads file names back: CUDA's first two digits are the major, ROCm's first one."""
+    cut = 1 if backend == "rocm" else 2
+    return int(digits[:cut]), int(digits[cut:] or 0)
+
+
+def select_library(
+    *,
+    bnb_version: str | None,
+    os_name: str,
+    shipped: list[str],
+    torch_cuda: str | None,
+    torch_hip: str | None = None,
+    torch_xpu: str | None = None,
+    gpu_available: bool,
+    highest_cc: tuple[int, int] | None,
+    bnb_cuda_version: str | None = None,
+    bnb_rocm_version: str | None = None,
+) -> LibrarySelection | None:
+    """Predict the library choice; None when the bitsandbytes version is unknown."""
+    version = release_tuple(bnb_version)
+    if version is None:
+        return None
+    suffix = library_suffix(version, os_name)
+    files = set(shipped)
+
+    def result(backend: str, name: str, outcome_if_missing: str, reason: str, **extra: object) -> LibrarySelection:
+        exists = name in files
+        return LibrarySelection(
+            backend=backend,
+            expected_file=name,
+            loaded_file=name if exists else None,
+            exists=exists,
+            outcome="loads" if exists and backend != "cpu" else ("cpu_library" if exists else outcome_if_missing),
+            reason=reason,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    cpu_name = f"libbitsandbytes_cpu{suffix}"
+    if torch_xpu and version >= (0, 48, 0):
+        year = re.match(r"\d{4}", torch_xpu)
+        names = ([f"libbitsandbytes_xpu{year.group(0)}{suffix}"] if year and version >= NEAREST else []) + [
+            f"libbitsandbytes_xpu{suffix}"
+        ]
+        for name in names:
+            if name in files:
+                return result("xpu", name, "error_on_first_call", "torch is an XPU build")
+        return result("xpu", names[0], "error_on_first_call", "torch is an XPU build, and no XPU library is shipped")
+
+    runtime_text = torch_hip if (torch_hip and version >= EXACT) else torch_cuda
+    backend = "rocm" if (torch_hip and version >= EXACT) else "cuda"
+    runtime = major_minor(runtime_text)
+    if runtime is None or not gpu_available:
+        why = "torch has no CUDA/ROCm build" if runtime is None else "torch cannot see a GPU"
+        return result("cpu", cpu_name, "error_on_first_call" if version >= EXACT else "import_error", why)
+
+    if version < CPU_FALLBACK:
+        return _legacy(version, suffix, files, runtime, highest_cc, bnb_cuda_version)
+    if version < NEAREST:
+        return _cpu_fallback_or_exact(version, suffix, files, backend, runtime, highest_cc,
+                                      bnb_cuda_version, cpu_name)
+    return _nearest(backend, suffix, files, runtime, bnb_cuda_version if backend == "cuda" else bnb_rocm_version)
+
+
+def _legacy(version: tuple[int, ...], suffix: str, files: set[str], runtime: tuple[int, int],
+            highest_cc: tuple[int, int] | None, override: str | None) -> LibrarySelection:
+    name = f"libbitsandbytes_cuda{runtime[0]}{runtime[1]}"
+    if highest_cc is not None and highest_cc < (7, 5):
+        name += "_nocublaslt"
+    name += suffix
+    if override:  # only a non-empty value counts in these releases
+        if version < (0, 43, 0):
+            name = name[:-6] + f"{override}.so"  # the documented slicing bug with _nocublaslt
+        else:
+            stem = name[: -len(suffix)]
+            name = re.sub(r"\d+$", "", stem) + override + suffix
+    exists = name in files
+    return LibrarySelection(
+        backend="cuda",
+        expected_file=name,
+        loaded_file=name if exists else None,
+        exists=exists,
+        outcome="loads" if exists else "import_error",
+        reason="CUDASetup: torch's CUDA version" + (" and cc < 7.5 (_nocublaslt)" if "_nocublaslt" in name else ""),
+        override=override or None,
+        message=None if exists else (
+            f"CUDA SETUP: Required library version not found: {name}. Maybe you need to compile it from source?"
+        ),
+    )
+
+
+def _cpu_fallback_or_exact(version: tuple[int, ...], suffix: str, files: set[str], backend: str,
+                           runtime: tuple[int, int], highest_cc: tuple[int, int] | None,
+                           override: str | None, cpu_name: str) -> LibrarySelection:
+    name = f"libbitsandbytes_{backend}{_version_tag(version, runtime)}"
+    if version < (0, 45, 0) and highest_cc is not None and highest_cc < (7, 5):
+        name += "_nocublaslt"
+    name += suffix
+    if backend == "rocm" and override and version >= (0, 47, 0):
+        return LibrarySelection("rocm", name, None, name in files, "override_error",
+                                "BNB_CUDA_VERSION is set on a ROCm build", override,
+                                message=f"BNB_CUDA_VERSION={override} detected for ROCm!!")
+    if override and backend == "cuda":
+        if version < (0, 44, 0):
+            stem = name[: -len(suffix)]
+            name = re.sub(r"\d+$", "", stem) + override + suffix
+        else:
+            name = re.sub(r"cuda\d+", f"cuda{override}", name, count=1)
+    exists = name in files
+    if exists:
+        return LibrarySelection(backend, name, name, True, "loads", f"torch's {backend.upper()} version",
+                                override or None)
+    if version < EXACT:
+        return LibrarySelection(backend, name, cpu_name if cpu_name in files else None, False, "cpu_fallback",
+                                "the exact library is missing; this release falls back to the CPU library",
+                                override or None,
+                                message=f"Could not find the bitsandbytes CUDA binary at {name!r}")
+    label = "CUDA" if version < (0, 47, 0) else backend.upper()
+    return LibrarySelection(backend, name, None, False, "error_on_first_call",
+                            "the exact library is missing (this release needs an exact match)", override or None,
+                            message=f"Configured {label} binary not found at {name}")
+
+
+def _nearest(backend: str, suffix: str, files: set[str], runtime: tuple[int, int],
+             override: str | None) -> LibrarySelection:
+    variable = "BNB_CUDA_VERSION" if backend == "cuda" else "BNB_ROCM_VERSION"
+    prefix = f"libbitsandbytes_{backend}"
+    if override is not None:
+        if not override.isdigit():
+            return LibrarySelection(backend, f"{prefix}{override}{suffix}", None, False, "override_error",
+                                    f"{variable} must be digits", override,
+                                    message=f"{variable}={override!r}: value must be digits only (e.g. '124' for 12.4).")
+        name = f"{prefix}{override}{suffix}"
+        exists = name in files
+        return LibrarySelection(backend, name, name if exists else None, exists,
+                                "loads" if exists else "error_on_first_call",
+                                f"{variable} override (no fallback)", override,
+                                message=None if exists else f"No compatible {backend.upper()} binary found at {name}")
+    exact = f"{prefix}{runtime[0]}{runtime[1]}{suffix}"
+    if exact in files:
+        return LibrarySelection(backend, exact, exact, True, "loads", f"exact match for torch's {backend.upper()} {runtime[0]}.{runtime[1]}")
+    packaged = []
+    pattern = re.compile(rf"^{prefix}(\d+){re.escape(suffix)}$")
+    for name in files:
+        match = pattern.match(name)
+        if match:
+            packaged.append((_split_tag(backend, match.group(1)), name))
+    same_major = sorted(p for p in packaged if p[0][0] == runtime[0])
+    lower = [p for p in same_major if p[0] <= runtime]
+    higher = [p for p in same_major if p[0] > runtime]
+    chosen = lower[-1] if lower else (higher[0] if higher else None)
+    if chosen is None:
+        return LibrarySelection(backend, exact, None, False, "error_on_first_call",
+                                f"no packaged {backend.upper()} {runtime[0]}.x library (no fallback across majors)",
+                                message=f"No compatible {backend.upper()} binary found at {exact}")
+    (major, minor), name = chosen
+    return LibrarySelection(backend, exact, name, True, "loads",
+                            f"nearest packaged {backend.upper()} {major}.{minor} for torch's {runtime[0]}.{runtime[1]}",
+                            fallback_from=exact,
+                            message=f"No prebuilt binary for {backend.upper()} {runtime[0]}.{runtime[1]}, loading "
+                                    f"{backend.upper()} {major}.{minor} instead. Set {variable} to override.")

@@ -1,0 +1,334 @@
+"""What the dynamic loader will ask of an ELF library: SONAME, DT_NEEDED, RPATH/RUNPATH and GNU
+symbol versions, both needed (``.gnu.version_r``) and defined (``.gnu.version_d``).
+
+bnb's CUDA libraries are ~20 MB, so only the dynamic tables are read (``.dynamic``, ``.dynstr``,
+``.dynsym``, ``.gnu.version*``), never ``.symtab``: a 20 MB library parses in about a millisecond.
+pyelftools reads the headers; the tables are read here with explicit bounds, because a corrupt
+count or link must end in a one-line ``error``, never an exception or an endless loop.
+Nothing here opens files: callers read bytes through a host.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_E_MACHINE
+
+#: How many undefined symbol names are kept per needed version (the first ones, sorted).
+SYMBOLS_PER_VERSION = 8
+
+_MAGIC = b"\x7fELF"
+_SHT_NOBITS = 8
+_DT_NEEDED, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 1, 14, 15, 29
+_VER_FLG_BASE = 0x1
+_MACHINE_NAMES = {v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int) and k != "_default_"}
+# ELF class -> (struct code of e_shoff, offset of e_shoff, offset of e_shentsize, Ehdr size)
+_EHDR = {32: ("I", 0x20, 0x2E, 52), 64: ("Q", 0x28, 0x3A, 64)}
+# ELF class -> (Elf_Dyn struct, Elf_Sym struct, index of st_name, index of st_shndx)
+_DYN = {32: "iI", 64: "qQ"}
+_SYM = {32: ("IIIBBH", 0, 5), 64: ("IBBHQQ", 0, 3)}
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    """The dynamic-linking facts of one ELF file; ``error`` says why they may be incomplete."""
+
+    error: str | None = None
+    elf_class: int | None = None  # 32 or 64
+    machine: str | None = None  # "EM_X86_64", "EM_AARCH64", ...
+    soname: str | None = None
+    needed: tuple[str, ...] = ()  # DT_NEEDED, in file order
+    rpath: tuple[str, ...] = ()  # DT_RPATH split on ':' as written ($ORIGIN not expanded)
+    runpath: tuple[str, ...] = ()  # DT_RUNPATH split on ':' as written
+    # needed file -> version names it must define, sorted by version_key
+    version_needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    version_defs: tuple[str, ...] = ()  # versions this file defines, file order, no base entry
+    # needed version -> first SYMBOLS_PER_VERSION undefined symbols bound to it, sorted
+    symbols_by_version: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+class _Corrupt(Exception):
+    """A one-line, user-facing reason why the tables could not be read."""
+
+
+@dataclass
+class _Acc:
+    """What has been read so far, so that a late failure still reports the early facts."""
+
+    elf_class: int | None = None
+    machine: str | None = None
+    soname: str | None = None
+    needed: list[str] = field(default_factory=list)
+    rpath: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
+    version_needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    version_defs: tuple[str, ...] = ()
+    symbols_by_version: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def freeze(self, error: str | None) -> ElfInfo:
+        return ElfInfo(
+            error=error,
+            elf_class=self.elf_class,
+            machine=self.machine,
+            soname=self.soname,
+            needed=tuple(self.needed),
+            rpath=self.rpath,
+            runpath=self.runpath,
+            version_needs=self.version_needs,
+            version_defs=self.version_defs,
+            symbols_by_version=self.symbols_by_version,
+        )
+
+
+@dataclass(frozen=True)
+class _Sec:
+    """The bounds of one section, checked against the file size."""
+
+    name: str
+    offset: int
+    size: int
+    link: int
+    info: int
+
+
+def parse_elf(data: bytes) -> ElfInfo:
+    """Parse the dynamic-linking facts of an ELF file; never raises on bad input."""
+    acc = _Acc()
+    try:
+        _parse(bytes(data) if not isinstance(data, bytes) else data, acc)
+    except _Corrupt as exc:
+        return acc.freeze(str(exc))
+    except Exception as exc:  # pyelftools: ELFError, ELFParseError, struct.error, ...
+        return acc.freeze(f"corrupt ELF: {_one_line(exc)}")
+    return acc.freeze(None)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:240]
+
+
+def _parse(data: bytes, acc: _Acc) -> None:
+    size = len(data)
+    if size == 0:
+        raise _Corrupt("empty file (0 bytes), not an ELF library")
+    if data[:4] != _MAGIC:
+        raise _Corrupt(f"not an ELF file (magic {data[:4]!r})")
+    if size < 16:
+        raise _Corrupt(f"truncated ELF: {size} bytes, shorter than the ELF identification")
+    if data[4] not in (1, 2):
+        raise _Corrupt(f"unsupported ELF class byte {data[4]} (expected 1 = 32-bit or 2 = 64-bit)")
+    if data[5] not in (1, 2):
+        raise _Corrupt(f"unsupported ELF data encoding byte {data[5]} (expected 1 = LSB or 2 = MSB)")
+    acc.elf_class = 32 if data[4] == 1 else 64
+    end = "<" if data[5] == 1 else ">"
+    shoff_code, shoff_at, shent_at, ehdr_size = _EHDR[acc.elf_class]
+    if size < ehdr_size:
+        raise _Corrupt(f"truncated ELF: {size} bytes, shorter than the {ehdr_size}-byte ELF header")
+    (e_machine,) = struct.unpack_from(end + "H", data, 0x12)
+    acc.machine = _MACHINE_NAMES.get(e_machine, f"EM_{e_machine}")
+    (shoff,) = struct.unpack_from(end + shoff_code, data, shoff_at)
+    shentsize, shnum, _ = struct.unpack_from(end + "HHH", data, shent_at)
+    if shoff == 0:
+        raise _Corrupt("ELF has no section headers (stripped with sstrip?); dynamic tables not read")
+    if shoff + max(shnum, 1) * shentsize > size:
+        raise _Corrupt(
+            f"truncated ELF: section header table past end of file "
+            f"(ends at {shoff + max(shnum, 1) * shentsize}, file is {size} bytes)"
+        )
+
+    elf = ELFFile(io.BytesIO(data))
+    wanted = {"SHT_DYNAMIC", "SHT_DYNSYM", "SHT_GNU_versym", "SHT_GNU_verneed", "SHT_GNU_verdef"}
+    secs: dict[str, _Sec] = {}
+    all_secs: list[_Sec] = []
+    for sec in elf.iter_sections():
+        hdr = sec.header
+        s = _Sec(sec.name, hdr["sh_offset"], hdr["sh_size"], hdr["sh_link"], hdr["sh_info"])
+        all_secs.append(s)
+        kind = hdr["sh_type"]
+        if kind in wanted and kind not in secs:
+            secs[kind] = s
+    for s in secs.values():
+        _check_bounds(s, size)
+
+    def strtab(link: int) -> _Sec:
+        if not 0 < link < len(all_secs):
+            raise _Corrupt(f"corrupt ELF: section link {link} is not a section index")
+        return _check_bounds(all_secs[link], size)
+
+    dyn = secs.get("SHT_DYNAMIC")
+    if dyn is None:
+        raise _Corrupt("ELF has no .dynamic section (a static binary or an object file?)")
+    _read_dynamic(data, end, acc, dyn, strtab(dyn.link))
+
+    index_names: dict[int, str] = {}
+    vn = secs.get("SHT_GNU_verneed")
+    if vn is not None:
+        acc.version_needs = _read_verneed(data, end, vn, strtab(vn.link), index_names)
+    vd = secs.get("SHT_GNU_verdef")
+    if vd is not None:
+        acc.version_defs = _read_verdef(data, end, vd, strtab(vd.link))
+    sym, versym = secs.get("SHT_DYNSYM"), secs.get("SHT_GNU_versym")
+    if sym is not None and versym is not None and index_names:
+        acc.symbols_by_version = _read_symbol_versions(
+            data, end, acc.elf_class, sym, strtab(sym.link), versym, index_names
+        )
+
+
+def _check_bounds(sec: _Sec, size: int) -> _Sec:
+    if sec.offset + sec.size > size:
+        raise _Corrupt(
+            f"truncated ELF: {sec.name or 'a'} section past end of file "
+            f"(ends at {sec.offset + sec.size}, file is {size} bytes)"
+        )
+    return sec
+
+
+def _string(data: bytes, tab: _Sec, index: int) -> str:
+    """A NUL-terminated string from a string table, bounded by the table."""
+    if index >= tab.size:
+        raise _Corrupt(f"corrupt ELF: string index {index} past the end of {tab.name or 'a string table'}")
+    start = tab.offset + index
+    stop = data.find(b"\0", start, tab.offset + tab.size)
+    return data[start : stop if stop >= 0 else tab.offset + tab.size].decode("utf-8", "replace")
+
+
+def _read_dynamic(data: bytes, end: str, acc: _Acc, dyn: _Sec, strs: _Sec) -> None:
+    fmt = struct.Struct(end + _DYN[acc.elf_class])
+    rpath: list[str] = []
+    runpath: list[str] = []
+    count = dyn.size // fmt.size
+    for tag, val in fmt.iter_unpack(data[dyn.offset : dyn.offset + count * fmt.size]):
+        if tag == 0:  # DT_NULL
+            break
+        if tag == _DT_NEEDED:
+            acc.needed.append(_string(data, strs, val))
+        elif tag == _DT_SONAME:
+            acc.soname = _string(data, strs, val)
+        elif tag == _DT_RPATH:
+            rpath.extend(_string(data, strs, val).split(":"))
+        elif tag == _DT_RUNPATH:
+            runpath.extend(_string(data, strs, val).split(":"))
+    acc.rpath, acc.runpath = tuple(rpath), tuple(runpath)
+
+
+def _read_verneed(data: bytes, end: str, sec: _Sec, strs: _Sec, index_names: dict[int, str]) -> dict[str, tuple[str, ...]]:
+    """Elf_Verneed (16 bytes) chains, each with Elf_Vernaux (16 bytes) chains."""
+    out: dict[str, tuple[str, ...]] = {}
+    off, limit = sec.offset, sec.offset + sec.size
+    for _ in range(min(sec.info or limit, sec.size // 16)):
+        if off + 16 > limit:
+            raise _Corrupt("corrupt ELF: .gnu.version_r entry past the end of its section")
+        _, cnt, file_idx, aux, nxt = struct.unpack_from(end + "HHIII", data, off)
+        names: list[str] = []
+        aoff = off + aux
+        for _ in range(cnt):
+            if aoff + 16 > limit:
+                raise _Corrupt("corrupt ELF: .gnu.version_r auxiliary entry past the end of its section")
+            _, _, other, name_idx, anext = struct.unpack_from(end + "IHHII", data, aoff)
+            name = _string(data, strs, name_idx)
+            names.append(name)
+            index_names[other & 0x7FFF] = name
+            if anext == 0:
+                break
+            aoff += anext
+        file = _string(data, strs, file_idx)
+        out[file] = tuple(sorted(set(out.get(file, ())) | set(names), key=version_key))
+        if nxt == 0:
+            break
+        off += nxt
+    return out
+
+
+def _read_verdef(data: bytes, end: str, sec: _Sec, strs: _Sec) -> tuple[str, ...]:
+    """Elf_Verdef (20 bytes) chains; the first Elf_Verdaux (8 bytes) of each names it."""
+    out: list[str] = []
+    off, limit = sec.offset, sec.offset + sec.size
+    for _ in range(min(sec.info or limit, sec.size // 20)):
+        if off + 20 > limit:
+            raise _Corrupt("corrupt ELF: .gnu.version_d entry past the end of its section")
+        _, flags, _, cnt, _, aux, nxt = struct.unpack_from(end + "HHHHIII", data, off)
+        if cnt and not flags & _VER_FLG_BASE:
+            if off + aux + 8 > limit:
+                raise _Corrupt("corrupt ELF: .gnu.version_d auxiliary entry past the end of its section")
+            (name_idx,) = struct.unpack_from(end + "I", data, off + aux)
+            out.append(_string(data, strs, name_idx))
+        if nxt == 0:
+            break
+        off += nxt
+    return tuple(out)
+
+
+def _read_symbol_versions(
+    data: bytes,
+    end: str,
+    elf_class: int,
+    sym: _Sec,
+    strs: _Sec,
+    versym: _Sec,
+    index_names: dict[int, str],
+) -> dict[str, tuple[str, ...]]:
+    """Undefined .dynsym entries grouped by the needed version .gnu.version binds them to."""
+    code, name_at, shndx_at = _SYM[elf_class]
+    fmt = struct.Struct(end + code)
+    count = min(sym.size // fmt.size, versym.size // 2)
+    versions = struct.unpack_from(f"{end}{count}H", data, versym.offset)
+    found: dict[str, set[str]] = {}
+    for i, entry in enumerate(fmt.iter_unpack(data[sym.offset : sym.offset + count * fmt.size])):
+        ver = versions[i] & 0x7FFF  # the top bit marks a hidden symbol
+        if entry[shndx_at] != 0 or ver < 2 or ver not in index_names:
+            continue  # defined, local/global, or bound to a version this file defines
+        name = entry[name_at]
+        if name:
+            found.setdefault(index_names[ver], set()).add(_string(data, strs, name))
+    return {v: tuple(sorted(found[v])[:SYMBOLS_PER_VERSION]) for v in sorted(found, key=version_key)}
+
+
+_VERSION_RE = re.compile(r"^(?P<prefix>.*?)_(?P<num>\d+(?:\.\d+)*)$")
+
+
+def version_key(name: str) -> tuple[str, tuple[int, ...]]:
+    """Sort key that orders GLIBCXX_3.4.9 < GLIBCXX_3.4.19 < GLIBCXX_3.4.30.
+
+    The key is (namespace, numbers): "GLIBC_2.2.5" -> ("GLIBC", (2, 2, 5)),
+    "CXXABI_TM_1" -> ("CXXABI_TM", (1,)). Names without a numeric tail ("GLIBC_PRIVATE",
+    "libcudart.so.12", "CXXABI_FLOAT128") are their own namespace with no numbers.
+    """
+    m = _VERSION_RE.match(name)
+    if m is None:
+        return (name, ())
+    return (m["prefix"], tuple(int(part) for part in m["num"].split(".")))
+
+
+def max_versions(needs: Mapping[str, Iterable[str]] | Iterable[str]) -> dict[str, str]:
+    """The highest version per namespace, e.g. {"GLIBC": "GLIBC_2.34", "GLIBCXX": "GLIBCXX_3.4.30"}.
+
+    Accepts ``ElfInfo.version_needs`` (all files merged) or any iterable of version names.
+    Names without a numeric tail are skipped: they have no order.
+    """
+    names: Iterable[str]
+    if isinstance(needs, Mapping):
+        names = [n for group in needs.values() for n in group]
+    else:
+        names = needs
+    best: dict[str, tuple[tuple[int, ...], str]] = {}
+    for name in names:
+        prefix, nums = version_key(name)
+        if nums and (prefix not in best or nums > best[prefix][0]):
+            best[prefix] = (nums, name)
+    return {prefix: best[prefix][1] for prefix in sorted(best)}
+
+
+def missing_versions(needed: Iterable[str], defined: Iterable[str]) -> list[str]:
+    """Needed version names that ``defined`` lacks, sorted by version_key.
+
+    The loader matches version names exactly, so this is a set difference, not a comparison
+    with the maximum.
+    """
+    have = set(defined)
+    return sorted({n for n in needed if n not in have}, key=version_key)

@@ -1,0 +1,225 @@
+"""Runs inside the *patient* interpreter: stdlib only, imports neither torch nor bitsandbytes.
+
+bnbdoctor sends this file's source to ``python -B -c`` so that what it sees is exactly what the
+user's interpreter sees (its sys.path, its site-packages). It reads package metadata and files,
+prints one JSON object on stdout and exits. Keep it compatible with Python 3.8.
+"""
+
+import ast
+import json
+import os
+import re
+import site
+import sys
+import sysconfig
+
+try:
+    from importlib import metadata as _metadata
+except ImportError:  # Python < 3.8
+    _metadata = None
+import importlib.util
+
+SCRIPT_VERSION = 1
+OTHER_PACKAGES = (
+    "transformers", "accelerate", "peft", "triton", "scipy", "numpy", "safetensors",
+    "trl", "diffusers", "intel_extension_for_pytorch", "pytorch-triton-rocm",
+)
+_TORCH_LIB_HINTS = ("cud", "cublas", "cusparse", "nvrtc", "nvjitlink", "nccl", "hip", "roc",
+                    "amdhip", "c10", "torch_cuda", "gomp", "stdc++", "sycl")
+
+
+def dist_version(name):
+    if _metadata is None:
+        return None
+    try:
+        return _metadata.version(name)
+    except Exception:
+        return None
+
+
+def dist_metadata(name):
+    if _metadata is None:
+        return None
+    try:
+        return _metadata.metadata(name)
+    except Exception:
+        return None
+
+
+def package_dir(name):
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return None
+    if spec is None:
+        return None
+    if spec.origin and spec.origin not in ("namespace", "built-in", "frozen"):
+        return os.path.dirname(spec.origin)
+    locations = list(spec.submodule_search_locations or [])
+    return locations[0] if locations else None
+
+
+def list_dir(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def literal_assignments(path, names):
+    """Module-level NAME = <literal> assignments, read with ast (never executed)."""
+    found = {}
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return found
+    for node in tree.body:
+        targets, value = [], None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in names:
+                try:
+                    found[target.id] = ast.literal_eval(value)
+                except ValueError:
+                    pass
+    return found
+
+
+def requirement_specs(name):
+    if _metadata is None:
+        return []
+    try:
+        lines = _metadata.requires(name) or []
+    except Exception:
+        return []
+    return [line for line in lines if "extra ==" not in line]
+
+
+def site_dirs():
+    dirs = []
+    try:
+        dirs.extend(site.getsitepackages())
+    except Exception:
+        pass
+    try:
+        dirs.append(site.getusersitepackages())
+    except Exception:
+        pass
+    for entry in sys.path:
+        if entry and entry.endswith(("site-packages", "dist-packages")):
+            dirs.append(entry)
+    seen, unique = set(), []
+    for d in dirs:
+        if d not in seen and os.path.isdir(d):
+            seen.add(d)
+            unique.append(d)
+    return unique
+
+
+def nvidia_wheels(sites):
+    wheels = []
+    for base in sites:
+        versions = {}
+        for entry in list_dir(base):
+            match = re.match(r"^(nvidia_[A-Za-z0-9_]+?)-([^-]+)\.dist-info$", entry)
+            if match:
+                versions[match.group(1).lower()] = match.group(2)
+        root = os.path.join(base, "nvidia")
+        for sub in list_dir(root):
+            lib_dir = None
+            for candidate in ("lib", "bin", os.path.join("lib", "x86_64-linux-gnu")):
+                if os.path.isdir(os.path.join(root, sub, candidate)):
+                    lib_dir = os.path.join(root, sub, candidate)
+                    break
+            if lib_dir is None:
+                continue
+            version = None
+            for dist, ver in versions.items():
+                if dist.startswith("nvidia_" + sub.lower()):
+                    version = ver
+                    break
+            wheels.append({
+                "name": "nvidia/" + sub,
+                "version": version,
+                "lib_dir": lib_dir,
+                "libraries": [f for f in list_dir(lib_dir) if ".so" in f or f.endswith(".dll")],
+            })
+    return wheels
+
+
+def torch_facts(sites):
+    location = package_dir("torch")
+    if location is None:
+        return {"installed": False}
+    values = literal_assignments(os.path.join(location, "version.py"),
+                                 {"__version__", "cuda", "hip", "xpu", "git_version"})
+    lib_dir = os.path.join(location, "lib")
+    lib_files = [f for f in list_dir(lib_dir)
+                 if any(hint in f.lower() for hint in _TORCH_LIB_HINTS)]
+    facts = {
+        "installed": True,
+        "version": values.get("__version__") or dist_version("torch"),
+        "cuda": values.get("cuda"),
+        "hip": values.get("hip"),
+        "xpu": values.get("xpu"),
+        "location": location,
+        "lib_dir": lib_dir if os.path.isdir(lib_dir) else None,
+        "lib_files": lib_files,
+        "nvidia_wheels": nvidia_wheels(sites),
+    }
+    if not values:
+        facts["error"] = "torch/version.py is missing or unreadable"
+    return facts
+
+
+def bnb_facts():
+    location = package_dir("bitsandbytes")
+    if location is None:
+        return {"installed": False}
+    version = dist_version("bitsandbytes")
+    meta = dist_metadata("bitsandbytes")
+    if version is None:
+        init = literal_assignments(os.path.join(location, "__init__.py"), {"__version__"})
+        version = init.get("__version__")
+    torch_spec = None
+    for line in requirement_specs("bitsandbytes"):
+        match = re.match(r"^\s*torch\s*(\(?[^;]*\)?)", line)
+        if match and not line.strip().startswith("torchvision"):
+            torch_spec = match.group(1).strip().strip("()") or None
+    entries = list_dir(location)
+    return {
+        "installed": True,
+        "version": version,
+        "location": location,
+        "has_metadata": meta is not None,
+        "requires_python": meta.get("Requires-Python") if meta is not None else None,
+        "requires_torch": torch_spec,
+        "native_libraries": [e for e in entries if e.startswith("libbitsandbytes")],
+        "legacy_cuda_setup": os.path.isdir(os.path.join(location, "cuda_setup")),
+    }
+
+
+def main():
+    sites = site_dirs()
+    facts = {
+        "script_version": SCRIPT_VERSION,
+        "executable": sys.executable,
+        "version": "%d.%d.%d" % sys.version_info[:3],
+        "implementation": sys.implementation.name,
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "platform_tag": sysconfig.get_platform(),
+        "site_packages": sites,
+        "torch": torch_facts(sites),
+        "bitsandbytes": bnb_facts(),
+        "packages": {name: dist_version(name) for name in OTHER_PACKAGES},
+    }
+    sys.stdout.write(json.dumps(facts))
+
+
+if __name__ == "__main__":
+    main()

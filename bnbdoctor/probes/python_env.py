@@ -1,0 +1,89 @@
+"""The python probe: which interpreter is the patient, and what torch/bitsandbytes it has.
+
+The patient is never imported into bnbdoctor. A stdlib-only script (``patient_script.py``) runs in
+the patient interpreter through the host, with a time limit, and answers in JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from bnbdoctor.facts import PythonFacts
+from bnbdoctor.hosts.base import Host
+from bnbdoctor.probes.base import ProbeContext, ProbeError
+from bnbdoctor.serde import DecodeError, from_dict
+
+PATIENT_TIMEOUT_S = 20.0
+
+
+@lru_cache(maxsize=1)
+def patient_script() -> str:
+    """The source sent to the patient interpreter (bnbdoctor's own file, not the machine's)."""
+    return (Path(__file__).with_name("patient_script.py")).read_text(encoding="utf-8")
+
+
+def _venv_python(host: Host, prefix: str) -> str | None:
+    join = host.pathmod.join
+    names = ("Scripts/python.exe", "python.exe") if host.os_info().system == "Windows" else (
+        "bin/python", "bin/python3")
+    for name in names:
+        candidate = join(prefix, *name.split("/"))
+        if host.is_file(candidate):
+            return candidate
+    return None
+
+
+def which(host: Host, names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` found on the host's PATH."""
+    windows = host.os_info().system == "Windows"
+    sep = ";" if windows else ":"
+    for folder in (host.getenv("PATH") or "").split(sep):
+        if not folder:
+            continue
+        for name in names:
+            candidate = host.pathmod.join(folder, name + (".exe" if windows and not name.endswith(".exe") else ""))
+            if host.is_file(candidate):
+                return candidate
+    return None
+
+
+def choose_interpreter(ctx: ProbeContext) -> tuple[str, str]:
+    """(executable, why): --python, then the active venv/conda env, then PATH when bnbdoctor
+    runs from an isolated tool venv (pipx/uv), else bnbdoctor's own interpreter."""
+    host = ctx.host
+    if ctx.options.python:
+        return ctx.options.python, "--python"
+    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = host.getenv(variable)
+        if prefix:
+            found = _venv_python(host, prefix)
+            if found:
+                return found, variable
+    current = host.current_python()
+    if current.isolated_tool_env:
+        found = which(host, ("python3", "python"))
+        if found:
+            return found, "PATH"
+    return current.executable, "current"
+
+
+def gather_python(ctx: ProbeContext) -> PythonFacts:
+    executable, why = choose_interpreter(ctx)
+    result = ctx.host.run_python(executable, patient_script(), timeout=PATIENT_TIMEOUT_S)
+    if not result.ok:
+        raise ProbeError(f"could not examine {executable}: {result.describe_failure()}")
+    try:
+        raw = json.loads(result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "")
+    except ValueError:
+        raise ProbeError(f"{executable} answered with something that is not JSON") from None
+    if not isinstance(raw, dict):
+        raise ProbeError(f"{executable} answered with a JSON {type(raw).__name__}, not an object")
+    raw.pop("script_version", None)
+    raw["executable"] = raw.get("executable") or executable
+    raw["selected_by"] = why
+    try:
+        return from_dict(PythonFacts, raw)
+    except DecodeError as exc:
+        raise ProbeError(f"unexpected answer from {executable}: {exc}") from None

@@ -1,0 +1,108 @@
+"""The headless text report: findings first (errors, warnings, info), then what was verified."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from bnbdoctor.report import Report
+from bnbdoctor.rules.base import Finding, Severity
+
+_STYLE = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"), Severity.INFO: ("ℹ", "bold cyan")}
+
+
+def machine_lines(report: Report) -> list[tuple[str, str]]:
+    """(label, value) rows saying what was examined."""
+    facts = report.facts
+    rows = []
+    where = report.source.get("label", "")
+    if facts.platform:
+        p = facts.platform
+        system = p.distro_name or {"windows": "Windows", "macos": "macOS"}.get(p.os, p.os)
+        version = f" {p.os_version}" if p.os_version and p.os != "linux" else ""
+        glibc = f", glibc {p.libc_version}" if p.libc_version else ""
+        wsl = f", WSL{p.wsl}" if p.wsl else ""
+        rows.append(("Machine", f"{where}: {system}{version} {p.arch}{glibc}{wsl}"))
+    else:
+        rows.append(("Machine", where))
+    if facts.gpu:
+        g = facts.gpu
+        if g.nvml_available and g.devices:
+            gpus = ", ".join(f"{d.name} (cc {d.cc_text}{'' if d.visible else ', hidden'})" for d in g.devices)
+            rows.append(("GPU", f"{gpus}; driver {g.driver_version} (CUDA {g.driver_cuda_version})"))
+        else:
+            rows.append(("GPU", f"none visible ({g.nvml_error or 'no devices'})"))
+    if facts.python:
+        py = facts.python
+        torch, bnb = py.torch, py.bitsandbytes
+        torch_text = f"torch {torch.version} ({torch.build} build)" if torch.installed else "torch not installed"
+        bnb_text = f"bitsandbytes {bnb.version}" if bnb.installed else "bitsandbytes not installed"
+        rows.append(("Python", f"{py.executable} {py.version} (chosen by {py.selected_by})"))
+        rows.append(("Packages", f"{torch_text}, {bnb_text}"))
+    return rows
+
+
+def _grid() -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="dim", no_wrap=True, min_width=6)
+    grid.add_column(overflow="fold")
+    return grid
+
+
+def _finding(finding: Finding) -> Group:
+    icon, style = _STYLE[finding.severity]
+    head = Text()
+    head.append(f"{icon} {finding.severity.value:<7} ", style=style)
+    head.append(f"{finding.rule_id}  ", style="bold")
+    head.append(finding.title, style="bold")
+    body = _grid()
+    body.add_row("  why", finding.explanation)
+    for i, item in enumerate(finding.evidence):
+        body.add_row("  seen" if i == 0 else "", Text(f"{item.label}: ", style="dim") + Text(item.value))
+    if finding.remediation.text:
+        body.add_row("  fix", Text(finding.remediation.text, style="green"))
+    for command in finding.remediation.commands:
+        body.add_row("", Text("$ ", style="dim") + Text(command, style="bold green"))
+    body.add_row("  docs", Text(finding.doc, style="dim"))
+    return Group(head, body, Text())
+
+
+def render_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
+    """The report as text; ``width`` None means the terminal's width (100 when not a terminal)."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width or (None if color else 100),
+                      highlight=False, emoji=False)
+    console.print(Text(f"bnbdoctor {report.tool_version}", style="bold"))
+    header = _grid()
+    for label, value in machine_lines(report):
+        header.add_row(label, value)
+    console.print(header)
+    console.print()
+    for finding in report.findings:
+        console.print(_finding(finding))
+    if not report.findings:
+        console.print(Text("✔ No problems found.", style="bold green"))
+        console.print()
+    if report.passed:
+        console.print(Text(f"Verified ({len(report.passed)}):", style="bold"))
+        checks = _grid()
+        for check in report.passed:
+            checks.add_row(Text("  ✔ ", style="green") + Text(check.rule_id), check.summary)
+        console.print(checks)
+    if report.skipped:
+        console.print(Text(f"Not checked ({len(report.skipped)}):", style="bold"))
+        checks = _grid()
+        for check in report.skipped:
+            checks.add_row(f"  · {check.rule_id}", Text(f"{check.summary}: {check.reason}", style="dim"))
+        console.print(checks)
+    failed = [run for run in report.facts.probes if not run.ok]
+    if failed:
+        console.print(Text("Probes that failed:", style="bold yellow"))
+        for run in failed:
+            console.print(Text(f"  ! {run.name}: {run.error}", style="yellow"))
+    console.print()
+    console.print(Text(f"Summary: {report.summary.line()}", style="bold"))
+    return buffer.getvalue()

@@ -1,0 +1,90 @@
+"""The report: one diagnosis of one machine, with the facts it rests on.
+
+Every output format (text, JSON, Markdown, the TUI) renders a :class:`Report`; a JSON report can be
+read back (``--from``) and re-diagnosed with today's rules.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import IntEnum
+
+from bnbdoctor import __version__
+from bnbdoctor.facts import SCHEMA_VERSION, Facts
+from bnbdoctor.rules.base import CheckResult, Finding, Severity
+from bnbdoctor.rules.engine import Diagnosis
+
+
+class ExitCode(IntEnum):
+    """bnbdoctor's exit status: part of its command-line contract."""
+
+    OK = 0
+    """No error findings (warnings are allowed unless --strict)."""
+    FINDINGS = 1
+    """At least one error finding (or a warning, with --strict)."""
+    FAILURE = 2
+    """A usage error, unreadable input, or bnbdoctor itself failed."""
+
+
+@dataclass
+class Summary:
+    errors: int = 0
+    warnings: int = 0
+    info: int = 0
+    passed: int = 0
+    skipped: int = 0
+
+    def line(self) -> str:
+        def plural(n: int, word: str) -> str:
+            return f"{n} {word}{'' if n == 1 else 's'}"
+
+        return ", ".join([plural(self.errors, "error"), plural(self.warnings, "warning"), f"{self.info} info",
+                          f"{self.passed} checks passed", f"{self.skipped} skipped"])
+
+
+@dataclass
+class Report:
+    """A diagnosis with its facts. ``schema_version`` versions this whole layout."""
+
+    tool: str
+    tool_version: str
+    schema_version: int
+    created: str
+    source: dict[str, str]
+    interpreter: str | None
+    summary: Summary
+    findings: list[Finding] = field(default_factory=list)
+    passed: list[CheckResult] = field(default_factory=list)
+    skipped: list[CheckResult] = field(default_factory=list)
+    facts: Facts = field(default_factory=Facts)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def exit_code(self, strict: bool = False) -> ExitCode:
+        if self.summary.errors or (strict and self.summary.warnings):
+            return ExitCode.FINDINGS
+        return ExitCode.OK
+
+
+def build_report(facts: Facts, diagnosis: Diagnosis, started: float | None = None) -> Report:
+    """Assemble a report; ``started`` (a perf_counter value) adds the total wall time."""
+    counts = {s: sum(1 for f in diagnosis.findings if f.severity is s) for s in Severity}
+    timings = {f"probe.{run.name}": round(run.duration_s, 4) for run in facts.probes}
+    if started is not None:
+        timings["total"] = round(time.perf_counter() - started, 4)
+    return Report(
+        tool="bnbdoctor",
+        tool_version=__version__,
+        schema_version=SCHEMA_VERSION,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        source={k: str(v) for k, v in facts.source.items()},
+        interpreter=facts.python.executable if facts.python else None,
+        summary=Summary(counts[Severity.ERROR], counts[Severity.WARNING], counts[Severity.INFO],
+                        len(diagnosis.passed), len(diagnosis.skipped)),
+        findings=diagnosis.findings,
+        passed=diagnosis.passed,
+        skipped=diagnosis.skipped,
+        facts=facts,
+        timings=timings,
+    )

@@ -1,0 +1,213 @@
+"""Rules about GPU architectures: minimums, int8 tensor cores, kernels shipped, mixed boxes."""
+
+from __future__ import annotations
+
+from bnbdoctor.facts import Facts, GpuDevice
+from bnbdoctor.knowledge.releases import (
+    MIN_CC_INT8_MATMUL,
+    MIN_CC_QUANTIZATION,
+    NO_TENSOR_CORE_NAMES,
+    kernel_runs_on,
+    nearest_recorded_wheel,
+    recorded_wheels,
+)
+from bnbdoctor.knowledge.versions import major_minor, release_tuple
+from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules.common import (
+    BNB_DOCS_INSTALL,
+    bnb_of,
+    ev,
+    gpu_label,
+    predicted_selection,
+    torch_of,
+    visible_gpus,
+)
+
+
+def newest_release_with_kernels(cc: tuple[int, int], os_name: str, torch_cuda: str | None) -> str | None:
+    """The newest recorded wheel that ships a library for torch's CUDA major that runs on ``cc``."""
+    runtime = major_minor(torch_cuda)
+    best = None
+    for wheel in recorded_wheels():
+        if wheel.os != os_name:
+            continue
+        for lib in wheel.libraries.values():
+            if lib.backend != "cuda" or not lib.cuda_toolkit:
+                continue
+            if runtime and major_minor(lib.cuda_toolkit)[0] != runtime[0]:  # type: ignore[index]
+                continue
+            if kernel_runs_on(lib, cc):
+                if best is None or release_tuple(wheel.version) > release_tuple(best):  # type: ignore[operator]
+                    best = wheel.version
+                break
+    return best
+
+
+@rule(
+    "BNB103",
+    "gpu-below-minimum-compute-capability",
+    Severity.ERROR,
+    "Every visible GPU has compute capability 6.0 or newer",
+    needs=("gpu",),
+    covers=("kepler_gpu_unsupported", "maxwell_gpu_dropped", "no_kernel_image_available"),
+    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/575"),
+)
+def below_minimum(facts: Facts) -> list[Hit] | Skip:
+    if not visible_gpus(facts):
+        return Skip("no visible NVIDIA GPU")
+    hits = []
+    os_name = facts.platform.os if facts.platform else "linux"
+    torch = torch_of(facts)
+    for device in visible_gpus(facts):
+        cc = device.cc
+        if cc is None or cc >= MIN_CC_QUANTIZATION:
+            continue
+        family = "Kepler" if cc[0] == 3 else "Maxwell" if cc[0] == 5 else "pre-Pascal"
+        older = newest_release_with_kernels(cc, os_name, torch.cuda if torch else None)
+        if older:
+            fix = (f"bitsandbytes {older} is the newest release whose prebuilt kernels still run on "
+                   f"{family} (best effort, unmaintained); otherwise use a Pascal (6.0) or newer GPU.")
+            commands = [f'pip install "bitsandbytes=={older}"']
+        else:
+            fix = (f"No bitsandbytes release on PyPI ships kernels for {family} (cc {device.cc_text}). "
+                   "Use a GPU with compute capability 6.0 or newer, build bitsandbytes from source for "
+                   "this architecture at your own risk, or use a quantization method that does not need bitsandbytes.")
+            commands = []
+        hits.append(Hit(
+            title=f"{gpu_label(device)} is below bitsandbytes' minimum of 6.0",
+            explanation=f"bitsandbytes supports 8-bit optimizers and 4/8-bit quantization from Pascal (6.0) on. "
+            f"{family} GPUs are not built for: loading a kernel fails with 'no kernel image is available for "
+            "execution on the device' (Kepler left PyPI in 0.39.1, Maxwell in 0.48.0).",
+            evidence=[ev("GPU", device.name, f"gpu.devices[{device.index}].name"),
+                      ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")],
+            remediation=Remediation(fix, commands),
+        ))
+    return hits
+
+
+@rule(
+    "BNB104",
+    "int8-matmul-slow-path",
+    Severity.WARNING,
+    "Every visible GPU has int8 tensor cores for LLM.int8() (cc 7.5+)",
+    needs=("gpu",),
+    covers=("slow_int8_matmul_warning_cc_lt_75", "int8_matmul_unsupported_cc_lt_75", "cuda_setup_nameerror_bnb_0_37"),
+    references=("https://huggingface.co/docs/bitsandbytes/main/en/reference/nn/linear8bit",),
+)
+def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
+    if not visible_gpus(facts):
+        return Skip("no visible NVIDIA GPU")
+    bnb = bnb_of(facts)
+    old_name_check = bool(bnb and bnb.version and release_tuple(bnb.version) and release_tuple(bnb.version) < (0, 46))  # type: ignore[operator]
+    hits = []
+    for device in visible_gpus(facts):
+        cc = device.cc
+        if cc is None or cc < MIN_CC_QUANTIZATION:
+            continue  # BNB103 already says this GPU is unsupported
+        no_tensor_cores = old_name_check and any(tag in device.name for tag in NO_TENSOR_CORE_NAMES)
+        if cc >= MIN_CC_INT8_MATMUL and not no_tensor_cores:
+            continue
+        why = (f"{device.name} has compute capability {device.cc_text} but no tensor cores, and this "
+               "bitsandbytes release excludes it from the int8 matmul by name" if no_tensor_cores else
+               f"compute capability {device.cc_text} has no int8 tensor cores (Turing, 7.5, is the first)")
+        hits.append(Hit(
+            title=f"{gpu_label(device)}: LLM.int8() runs on the slow path",
+            explanation=f"LLM.int8() (load_in_8bit) uses cuBLASLt int8 tensor-core kernels; {why}. bitsandbytes "
+            "falls back to a slower 8-bit matmul (releases before 0.37 failed outright with 'Your GPU does not "
+            "support Int8 Matmul!'). 4-bit (NF4/FP4) and 8-bit optimizers are unaffected.",
+            evidence=[ev("GPU", device.name, f"gpu.devices[{device.index}].name"),
+                      ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")],
+            remediation=Remediation("Prefer 4-bit quantization (load_in_4bit=True, bnb_4bit_quant_type='nf4') on "
+                                    "this GPU, or accept slower 8-bit inference; use a Turing or newer GPU for "
+                                    "fast LLM.int8()."),
+        ))
+    return hits
+
+
+@rule(
+    "BNB105",
+    "gpu-arch-not-in-bnb-binary",
+    Severity.ERROR,
+    "The bitsandbytes library for torch's CUDA version ships kernels for every visible GPU",
+    needs=("gpu", "python", "platform"),
+    covers=("no_kernel_image_available", "maxwell_gpu_dropped", "invalid_device_function"),
+    references=(BNB_DOCS_INSTALL,),
+)
+def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
+    selection = predicted_selection(facts)
+    bnb = bnb_of(facts)
+    assert facts.platform is not None
+    if selection is None or selection.backend != "cuda" or not selection.loaded_file:
+        return Skip("no CUDA library of bitsandbytes is selected")
+    wheel = nearest_recorded_wheel(bnb.version if bnb else None, facts.platform.os)
+    library = wheel.libraries.get(selection.loaded_file) if wheel else None
+    if library is None or not (library.sass or library.ptx):
+        return Skip(f"no architecture record for {selection.loaded_file} in bitsandbytes {bnb.version if bnb else '?'}")
+    hits = []
+    for device in visible_gpus(facts):
+        cc = device.cc
+        if cc is None or cc < MIN_CC_QUANTIZATION or kernel_runs_on(library, cc):
+            continue
+        archs = ", ".join(f"sm_{a}" for a in library.sass) + (
+            f"; PTX {', '.join(f'compute_{a}' for a in library.ptx)}" if library.ptx else "")
+        alternatives = [lib.file for lib in wheel.libraries.values()  # type: ignore[union-attr]
+                        if lib.backend == "cuda" and kernel_runs_on(lib, cc)]
+        hits.append(Hit(
+            title=f"{selection.loaded_file} has no kernels for {gpu_label(device)}",
+            explanation=f"bitsandbytes {bnb.version if bnb else ''} loads {selection.loaded_file} for torch's CUDA "  # type: ignore[union-attr]
+            f"{torch_of(facts).cuda}, which contains code for {archs} only (recorded from the real "  # type: ignore[union-attr]
+            f"{wheel.version} wheel). Every kernel launch on sm_{cc[0]}{cc[1]} fails with 'no kernel image is "  # type: ignore[union-attr]
+            "available for execution on the device'.",
+            evidence=[ev("GPU", f"{device.name} (sm_{cc[0]}{cc[1]})", f"gpu.devices[{device.index}]"),
+                      ev("library", selection.loaded_file, "python.bitsandbytes.native_libraries"),
+                      ev("architectures in library", archs)],
+            remediation=Remediation(
+                "Use a torch build whose CUDA version maps to a bitsandbytes library with this architecture"
+                + (f" ({', '.join(sorted(alternatives)[:4])})" if alternatives else "")
+                + ", or point BNB_CUDA_VERSION at one whose CUDA runtime is installed.",
+                [],
+            ),
+        ))
+    return hits
+
+
+@rule(
+    "BNB106",
+    "mixed-gpu-generations",
+    Severity.WARNING,
+    "All visible GPUs fall on the same side of bitsandbytes' capability thresholds",
+    needs=("gpu",),
+    covers=("mixed_gpu_wrong_compute_capability", "cublaslt_ran_into_error"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/448",),
+)
+def mixed_gpus(facts: Facts) -> Hit | Skip | None:
+    gpus = [d for d in visible_gpus(facts) if d.cc]
+    if len(gpus) < 2:
+        return Skip("fewer than two visible GPUs")
+    if len({d.cc for d in gpus}) < 2:
+        return None
+
+    def tier(device: GpuDevice) -> int:
+        cc = device.cc
+        assert cc is not None
+        return 0 if cc < MIN_CC_QUANTIZATION else 1 if cc < MIN_CC_INT8_MATMUL else 2
+
+    if len({tier(d) for d in gpus}) < 2:
+        return None
+    best = max(gpus, key=lambda d: d.cc)  # type: ignore[arg-type,return-value]
+    weak = [d for d in gpus if tier(d) < tier(best)]
+    keep = ",".join(str(d.index) for d in gpus if tier(d) == tier(best))
+    return Hit(
+        title=f"Mixed GPU generations: bitsandbytes chooses for cc {best.cc_text}, "
+        f"{', '.join(d.name for d in weak)} lag behind",
+        explanation="bitsandbytes picks one native library for the whole process from the highest compute "
+        f"capability among visible GPUs ({best.cc_text}, {best.name}). Work placed on the older GPU(s) "
+        "then runs code chosen for the newer one: int8 matmul errors ('cublasLt ran into an error'), slow "
+        "paths, or missing kernels; device_map='auto' will also spread layers across them.",
+        evidence=[ev(gpu_label(d), d.name, f"gpu.devices[{d.index}]") for d in gpus],
+        remediation=Remediation(
+            "Hide the older GPU(s) from CUDA so only the capable ones are used. The indices below are "
+            "nvidia-smi's (PCI bus order), so set CUDA_DEVICE_ORDER too.",
+            ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", f"export CUDA_VISIBLE_DEVICES={keep}"],
+        ),
+    )

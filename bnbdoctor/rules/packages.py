@@ -1,0 +1,276 @@
+"""Rules about the Python side: torch and bitsandbytes present, builds and versions that fit."""
+
+from __future__ import annotations
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, legacy_cuda_setup
+from bnbdoctor.knowledge.versions import at_least, major_minor, parse_version, release_tuple
+from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules.common import (
+    BNB_DOCS_INSTALL,
+    TORCH_GET_STARTED,
+    bnb_of,
+    ev,
+    torch_index_for,
+    torch_of,
+    visible_gpus,
+)
+
+#: Requires-Python / torch requirement by release, for installs whose metadata is missing
+#: (bnb_internals.md §5, from the PyPI index and setup files).
+_KNOWN_REQUIREMENTS = (
+    ((0, 49, 0), ">=3.10", ">=2.3,<3"),
+    ((0, 50, 0), ">=3.10", ">=2.4,<3"),
+)
+
+
+def _python_line(facts: Facts) -> str:
+    python = facts.python
+    assert python is not None
+    return f"{python.executable} (Python {python.version})"
+
+
+@rule(
+    "BNB201",
+    "torch-missing",
+    Severity.ERROR,
+    "PyTorch is installed in the examined interpreter",
+    needs=("python",),
+    covers=(),
+    references=(TORCH_GET_STARTED,),
+)
+def torch_missing(facts: Facts) -> Hit | None:
+    torch = torch_of(facts)
+    if torch is None or torch.installed:
+        return None
+    gpu_index = torch_index_for(major_minor(facts.gpu.driver_cuda_version)) if facts.gpu else None
+    command = f"pip install torch --index-url {gpu_index}" if gpu_index else "pip install torch"
+    return Hit(
+        title="PyTorch is not installed in the examined Python",
+        explanation="bitsandbytes is a PyTorch extension: it cannot be imported without torch. If torch is "
+        "installed elsewhere, bnbdoctor examined the wrong interpreter (choose it with --python).",
+        evidence=[ev("interpreter", _python_line(facts), "python.executable")],
+        remediation=Remediation("Install PyTorch for your platform (see pytorch.org), or point bnbdoctor at the "
+                                "interpreter you use: `bnbdoctor --python /path/to/python`.", [command]),
+    )
+
+
+@rule(
+    "BNB202",
+    "torch-cpu-build-with-nvidia-gpu",
+    Severity.ERROR,
+    "torch is a CUDA build when an NVIDIA GPU is present",
+    needs=("python", "gpu"),
+    covers=("torch_version_cuda_none", "compiled_without_gpu_support", "transformers_importerror_requires_accelerate_bnb",
+            "native_lib_none_attribute_errors"),
+    references=(TORCH_GET_STARTED, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1202"),
+)
+def torch_cpu_build(facts: Facts) -> Hit | None:
+    torch = torch_of(facts)
+    gpus = visible_gpus(facts)
+    if not (torch and torch.installed) or torch.build != "cpu" or not gpus:
+        return None
+    index = torch_index_for(major_minor(facts.gpu.driver_cuda_version)) if facts.gpu else None
+    base = (torch.version or "").split("+")[0]
+    commands = [f'pip install --force-reinstall "torch=={base}" --index-url {index}'] if index and base else []
+    return Hit(
+        title=f"torch {torch.version} is a CPU-only build, but this machine has {gpus[0].name}",
+        explanation="torch.version.cuda is None, so torch.cuda.is_available() is False and bitsandbytes loads "
+        "its CPU library: 8-bit/4-bit GPU operations are unavailable ('compiled without GPU support', "
+        "'NoneType' object has no attribute …, and transformers' misleading 'requires Accelerate and the "
+        "latest version of bitsandbytes').",
+        evidence=[ev("torch", f"{torch.version} (torch.version.cuda = None)", "python.torch.cuda"),
+                  ev("GPU", gpus[0].name, "gpu.devices[0].name"),
+                  ev("driver supports CUDA", facts.gpu.driver_cuda_version if facts.gpu else None, "gpu.driver_cuda_version")],
+        remediation=Remediation(
+            "Install a CUDA build of the same torch version" + (f" from {index} (the newest CUDA your driver "
+                                                               "supports)" if index else "") + ".",
+            commands,
+        ),
+    )
+
+
+@rule(
+    "BNB203",
+    "bitsandbytes-missing",
+    Severity.ERROR,
+    "bitsandbytes is installed in the examined interpreter",
+    needs=("python",),
+    references=(BNB_DOCS_INSTALL,),
+)
+def bnb_missing(facts: Facts) -> Hit | None:
+    bnb = bnb_of(facts)
+    if bnb is None or bnb.installed:
+        return None
+    return Hit(
+        title="bitsandbytes is not installed in the examined Python",
+        explanation="`import bitsandbytes` fails with ModuleNotFoundError in this interpreter. If you installed "
+        "it elsewhere, bnbdoctor examined the wrong interpreter (choose it with --python).",
+        evidence=[ev("interpreter", _python_line(facts), "python.executable")],
+        remediation=Remediation("Install bitsandbytes into this interpreter.",
+                                [f"{facts.python.executable} -m pip install -U bitsandbytes"]),  # type: ignore[union-attr]
+    )
+
+
+@rule(
+    "BNB204",
+    "bitsandbytes-too-old-for-platform",
+    Severity.ERROR,
+    "The installed bitsandbytes release supports this OS and architecture",
+    needs=("python", "platform"),
+    covers=("windows_path_not_iterable", "windows_linux_so_loaded", "macos_apple_silicon_no_native_lib",
+            "no_gpu_detected_cpu_fallback"),
+    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723"),
+)
+def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
+    bnb, platform = bnb_of(facts), facts.platform
+    assert platform is not None
+    if not (bnb and bnb.installed and bnb.version):
+        return Skip("bitsandbytes version unknown")
+    first = FIRST_RELEASE_FOR_PLATFORM.get((platform.os, platform.arch))
+    if first is None:
+        return Skip(f"no prebuilt bitsandbytes for {platform.os}/{platform.arch}; build from source")
+    if at_least(bnb.version, first):
+        return None
+    label = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}.get(platform.os, platform.os)
+    linux_only = [f for f in bnb.native_libraries if f.endswith(".so")]
+    return Hit(
+        title=f"bitsandbytes {bnb.version} has no {label} {platform.arch} support (first release: {first})",
+        explanation=f"Releases before {first} ship no native library for {label} {platform.arch}"
+        + (f"; this install holds only Linux .so files ({len(linux_only)} of them), which cannot load here"
+           if linux_only and platform.os != "linux" else "")
+        + ". The loader then fails with errors such as \"argument of type 'WindowsPath' is not iterable\", "
+        "'[WinError 193] %1 is not a valid Win32 application' or 'not a mach-o file', and bitsandbytes "
+        "runs CPU-only.",
+        evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
+                  ev("platform", f"{platform.os} {platform.arch}", "platform.arch")],
+        remediation=Remediation(f"Upgrade bitsandbytes to {first} or newer.",
+                                [f'pip install -U "bitsandbytes>={first}"']),
+    )
+
+
+@rule(
+    "BNB205",
+    "legacy-cuda-setup",
+    Severity.WARNING,
+    "bitsandbytes is newer than the legacy CUDA setup (0.43.1+)",
+    needs=("python",),
+    covers=("libcudart_not_found_legacy_cuda_setup", "nonexistent_path_warnings_noise", "duplicate_cuda_runtimes_found",
+            "conda_env_vs_system_cuda_mixup", "cuda_setup_failed_despite_gpu_available", "cuda_lt_11_unsupported"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1041", BNB_DOCS_INSTALL),
+)
+def legacy_setup(facts: Facts) -> Hit | None:
+    bnb = bnb_of(facts)
+    if not (bnb and bnb.installed) or not (bnb.legacy_cuda_setup or legacy_cuda_setup(bnb.version)):
+        return None
+    return Hit(
+        title=f"bitsandbytes {bnb.version} uses the legacy CUDA setup",
+        explanation="Releases up to 0.43.0 search environment variables for libcudart to decide what to load; "
+        "the search is known to misfire: it warns about non-existent directories (noise), 'flips a coin' "
+        "between duplicate CUDA runtimes, picks a system CUDA that does not match torch, and raises 'CUDA "
+        "Setup failed despite GPU being available'. 0.43.1 rewrote it to follow torch's CUDA version.",
+        evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],
+        remediation=Remediation("Upgrade bitsandbytes; the current loader follows torch and needs no "
+                                "LD_LIBRARY_PATH tweaks.", ['pip install -U bitsandbytes']),
+    )
+
+
+@rule(
+    "BNB206",
+    "python-or-torch-below-bnb-requirement",
+    Severity.ERROR,
+    "Python and torch satisfy the installed bitsandbytes' requirements",
+    needs=("python",),
+    references=(BNB_DOCS_INSTALL,),
+)
+def requirements(facts: Facts) -> list[Hit] | Skip:
+    python, bnb, torch = facts.python, bnb_of(facts), torch_of(facts)
+    assert python is not None
+    if not (bnb and bnb.installed and bnb.version):
+        return Skip("bitsandbytes version unknown")
+    requires_python, requires_torch = bnb.requires_python, bnb.requires_torch
+    release = release_tuple(bnb.version)
+    if requires_python is None and requires_torch is None and release:
+        for since, py, tv in _KNOWN_REQUIREMENTS:
+            if release >= since:
+                requires_python, requires_torch = py, tv
+    hits = []
+    for label, spec_text, installed, fact in (
+        ("Python", requires_python, python.version, "python.version"),
+        ("torch", requires_torch, torch.version if torch and torch.installed else None, "python.torch.version"),
+    ):
+        if not spec_text or not installed:
+            continue
+        try:
+            spec = SpecifierSet(spec_text)
+        except InvalidSpecifier:
+            continue
+        version = parse_version(installed.split("+")[0])
+        if version is None or spec.contains(version, prereleases=True):
+            continue
+        hits.append(Hit(
+            title=f"bitsandbytes {bnb.version} requires {label} {spec_text}, found {installed}",
+            explanation=f"pip installs bitsandbytes' files even when {label} does not meet its requirement "
+            "(--no-deps, conda, or a later downgrade); the release then fails at import or at the first "
+            "operation in ways that do not name the version.",
+            evidence=[ev(label, installed, fact), ev("required", spec_text, "python.bitsandbytes")],
+            remediation=Remediation(
+                f"Install a {label} that satisfies {spec_text}, or a bitsandbytes release that supports {label} "
+                f"{installed}.", []),
+        ))
+    return hits
+
+
+@rule(
+    "BNB207",
+    "triton-ops-removed",
+    Severity.ERROR,
+    "bitsandbytes does not import triton.ops from a triton that removed it",
+    needs=("python",),
+    covers=("triton_ops_module_missing",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",),
+)
+def triton_ops(facts: Facts) -> Hit | None:
+    bnb, python = bnb_of(facts), facts.python
+    assert python is not None
+    triton = python.packages.get("triton") or python.packages.get("pytorch-triton-rocm")
+    if not (bnb and bnb.installed and triton) or at_least(bnb.version, "0.45.2") in (True, None):
+        return None
+    if not at_least(triton, "3.2"):
+        return None
+    return Hit(
+        title=f"bitsandbytes {bnb.version} imports triton.ops, which triton {triton} removed",
+        explanation="bitsandbytes up to 0.45.1 imports triton.ops.matmul_perf_model at import time; triton 3.2 "
+        "(shipped with torch 2.6) removed triton.ops, so `import bitsandbytes` fails with "
+        "\"ModuleNotFoundError: No module named 'triton.ops'\".",
+        evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
+                  ev("triton", triton, "python.packages.triton")],
+        remediation=Remediation("Upgrade bitsandbytes (0.45.2 or newer).", ['pip install -U "bitsandbytes>=0.45.2"']),
+    )
+
+
+@rule(
+    "BNB208",
+    "scipy-missing-for-old-bnb",
+    Severity.ERROR,
+    "scipy is installed when the bitsandbytes release imports it",
+    needs=("python",),
+    covers=("scipy_missing",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/426",),
+)
+def scipy_missing(facts: Facts) -> Hit | None:
+    bnb, python = bnb_of(facts), facts.python
+    assert python is not None
+    release = release_tuple(bnb.version) if bnb and bnb.installed else None
+    if release is None or not ((0, 39, 0) <= release < (0, 42, 0)) or python.packages.get("scipy"):
+        return None
+    return Hit(
+        title=f"bitsandbytes {bnb.version} needs scipy, which is not installed",  # type: ignore[union-attr]
+        explanation="0.39.0-0.41.x import scipy (for the NF4 data type) without declaring it as a dependency, "
+        "so `import bitsandbytes` fails with \"No module named 'scipy'\".",
+        evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),  # type: ignore[union-attr]
+                  ev("scipy", "not installed", "python.packages.scipy")],
+        remediation=Remediation("Install scipy, or upgrade bitsandbytes.", ["pip install scipy"]),
+    )
