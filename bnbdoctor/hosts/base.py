@@ -44,7 +44,7 @@ class CommandResult:
         if self.error:
             return f"`{' '.join(self.argv)}` could not run: {self.error}"
         tail = (self.stderr or self.stdout).strip().splitlines()[-1:] or [""]
-        return f"`{' '.join(self.argv)[:200]}` exited with {self.returncode}: {tail[0][:300]}"
+        return f"`{' '.join(self.argv)[:200]}` exited with {self.returncode}: {tail[0][:160]}"
 
 
 @dataclass(frozen=True)

@@ -105,4 +105,7 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
             console.print(Text(f"  ! {run.name}: {run.error}", style="yellow"))
     console.print()
     console.print(Text(f"Summary: {report.summary.line()}", style="bold"))
-    return buffer.getvalue()
+    text = buffer.getvalue()
+    if not color:  # grid cells are padded with spaces; plain text should not carry them
+        text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return text
