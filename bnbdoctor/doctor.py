@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Iterable
 
@@ -30,6 +31,11 @@ def diagnose(
     rules: Iterable[Rule] | None = None,
     progress: ProgressCallback | None = None,
 ) -> Report:
+    """Probe and diagnose. The rule modules load while the probes wait on subprocesses."""
     started = time.perf_counter()
-    facts = gather(host, options, progress)
-    return diagnose_facts(facts, rules, started)
+    box: dict[str, Facts] = {}
+    worker = threading.Thread(target=lambda: box.update(facts=gather(host, options, progress)), daemon=True)
+    worker.start()
+    chosen = list(rules) if rules is not None else all_rules()
+    worker.join()
+    return diagnose_facts(box["facts"], chosen, started)

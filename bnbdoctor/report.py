@@ -18,14 +18,18 @@ from bnbdoctor.rules.engine import Diagnosis
 
 
 class ExitCode(IntEnum):
-    """bnbdoctor's exit status: part of its command-line contract."""
+    """bnbdoctor's exit status: part of its command-line contract. Each member's ``__doc__``
+    says when it is returned (``bnbdoctor --help`` and docs/cli.md repeat it)."""
 
-    OK = 0
-    """No error findings (warnings are allowed unless --strict)."""
-    FINDINGS = 1
-    """At least one error finding (or a warning, with --strict)."""
-    FAILURE = 2
-    """A usage error, unreadable input, or bnbdoctor itself failed."""
+    def __new__(cls, value: int, doc: str) -> ExitCode:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.__doc__ = doc
+        return member
+
+    OK = 0, "No error findings (warnings are allowed unless --strict)."
+    FINDINGS = 1, "At least one error finding (or a warning, with --strict)."
+    FAILURE = 2, "A usage error, unreadable input, or bnbdoctor itself failed."
 
 
 @dataclass

@@ -20,10 +20,9 @@ LIBC="$(gcc -print-file-name=libc.so.6)"
 if [[ "$LIBC" != /* ]]; then LIBC=/lib/x86_64-linux-gnu/libc.so.6; fi
 
 # Common flags: a tiny, deterministic shared object with no startup files and no libgcc.
+# shellcheck disable=SC2054  # commas inside -Wl,... are gcc's, not array separators
 CFLAGS=(-shared -fPIC -nostdlib -fno-builtin -Os -fno-asynchronous-unwind-tables -fno-stack-protector
         -Wl,--no-as-needed -Wl,--hash-style=gnu -Wl,--build-id=none -Wl,-z,noseparate-code)
-
-tidy() { strip --strip-unneeded -R .comment "$@"; }
 
 # ---------------------------------------------------------------------------------------------
 # libstdc++ stubs. Each version node inherits the previous one (like the real libstdc++) and
@@ -117,10 +116,12 @@ CUBLAS_SYMS="cublasCreate_v2 cublasGemmEx cublasGemmStridedBatchedEx"
 cuda_stub cuda12 libcudart.so.12 "$CUDART_SYMS"
 cuda_stub cuda12 libcublasLt.so.12 "$CUBLASLT_SYMS"
 printf 'extern void cublasLtCreate(void);\nvoid bnbdoctor_uses_lt(void) { cublasLtCreate(); }\n' >"$WORK/uses_lt.c"
+# shellcheck disable=SC2016  # $ORIGIN is for the dynamic loader, not the shell
 cuda_stub cuda12 libcublas.so.12 "$CUBLAS_SYMS" "$WORK/uses_lt.c" \
   "$WORK/out/cuda12/libcublasLt.so.12" -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN'
 cuda_stub cuda11 libcudart.so.11.0 "$CUDART_SYMS"
 cuda_stub cuda11 libcublasLt.so.11 "$CUBLASLT_SYMS"
+# shellcheck disable=SC2016  # $ORIGIN is for the dynamic loader, not the shell
 cuda_stub cuda11 libcublas.so.11 "$CUBLAS_SYMS" "$WORK/uses_lt.c" \
   "$WORK/out/cuda11/libcublasLt.so.11" -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN'
 
@@ -257,6 +258,7 @@ if ! command -v $MINGW-gcc >/dev/null; then
 fi
 P="$WORK/pe"
 mkdir -p "$P"
+# shellcheck disable=SC2054  # commas inside -Wl,... are gcc's, not array separators
 PEFLAGS=(-shared -nostdlib -fno-builtin -Os -s -fno-asynchronous-unwind-tables -Wl,--no-insert-timestamp
          -Wl,--disable-auto-image-base -Wl,--image-base,0x180000000 -Wl,-e,DllMainCRTStartup)
 entry='int DllMainCRTStartup(void *h, unsigned reason, void *r) { (void)h; (void)reason; (void)r; return 1; }'

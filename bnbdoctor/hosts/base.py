@@ -53,7 +53,7 @@ class OsInfo:
 
     system: str  # "Linux", "Windows" or "Darwin", as platform.system() spells them
     machine: str  # "x86_64", "aarch64", "AMD64", "arm64"
-    release: str  # kernel release, Windows build or Darwin release
+    release: str = ""  # kernel release, Windows build or Darwin release
     version: str = ""  # platform.version(): the Windows build string, the kernel build line
     libc_name: str | None = None  # "glibc", "musl" or None
     libc_version: str | None = None

@@ -23,10 +23,11 @@ from elftools.elf.enums import ENUM_E_MACHINE
 SYMBOLS_PER_VERSION = 8
 
 _MAGIC = b"\x7fELF"
-_SHT_NOBITS = 8
 _DT_NEEDED, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 1, 14, 15, 29
 _VER_FLG_BASE = 0x1
-_MACHINE_NAMES = {v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int) and k != "_default_"}
+_MACHINE_NAMES = {
+    v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int) and k != "_default_"
+}
 # ELF class -> (struct code of e_shoff, offset of e_shoff, offset of e_shentsize, Ehdr size)
 _EHDR = {32: ("I", 0x20, 0x2E, 52), 64: ("Q", 0x28, 0x3A, 64)}
 # ELF class -> (Elf_Dyn struct, Elf_Sym struct, index of st_name, index of st_shndx)
@@ -48,7 +49,8 @@ class ElfInfo:
     # needed file -> version names it must define, sorted by version_key
     version_needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     version_defs: tuple[str, ...] = ()  # versions this file defines, file order, no base entry
-    # needed version -> first SYMBOLS_PER_VERSION undefined symbols bound to it, sorted
+    # needed version -> first SYMBOLS_PER_VERSION undefined symbols bound to it, sorted; keyed by
+    # version name alone, so GLIBC_2.2.5 of libc.so.6 and of libpthread.so.0 share one entry
     symbols_by_version: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
@@ -124,10 +126,12 @@ def _parse(data: bytes, acc: _Acc) -> None:
     if data[4] not in (1, 2):
         raise _Corrupt(f"unsupported ELF class byte {data[4]} (expected 1 = 32-bit or 2 = 64-bit)")
     if data[5] not in (1, 2):
-        raise _Corrupt(f"unsupported ELF data encoding byte {data[5]} (expected 1 = LSB or 2 = MSB)")
-    acc.elf_class = 32 if data[4] == 1 else 64
+        raise _Corrupt(
+            f"unsupported ELF data encoding byte {data[5]} (expected 1 = LSB or 2 = MSB)"
+        )
+    elf_class = acc.elf_class = 32 if data[4] == 1 else 64
     end = "<" if data[5] == 1 else ">"
-    shoff_code, shoff_at, shent_at, ehdr_size = _EHDR[acc.elf_class]
+    shoff_code, shoff_at, shent_at, ehdr_size = _EHDR[elf_class]
     if size < ehdr_size:
         raise _Corrupt(f"truncated ELF: {size} bytes, shorter than the {ehdr_size}-byte ELF header")
     (e_machine,) = struct.unpack_from(end + "H", data, 0x12)
@@ -135,7 +139,9 @@ def _parse(data: bytes, acc: _Acc) -> None:
     (shoff,) = struct.unpack_from(end + shoff_code, data, shoff_at)
     shentsize, shnum, _ = struct.unpack_from(end + "HHH", data, shent_at)
     if shoff == 0:
-        raise _Corrupt("ELF has no section headers (stripped with sstrip?); dynamic tables not read")
+        raise _Corrupt(
+            "ELF has no section headers (stripped with sstrip?); dynamic tables not read"
+        )
     if shoff + max(shnum, 1) * shentsize > size:
         raise _Corrupt(
             f"truncated ELF: section header table past end of file "
@@ -164,7 +170,7 @@ def _parse(data: bytes, acc: _Acc) -> None:
     dyn = secs.get("SHT_DYNAMIC")
     if dyn is None:
         raise _Corrupt("ELF has no .dynamic section (a static binary or an object file?)")
-    _read_dynamic(data, end, acc, dyn, strtab(dyn.link))
+    _read_dynamic(data, end, elf_class, acc, dyn, strtab(dyn.link))
 
     index_names: dict[int, str] = {}
     vn = secs.get("SHT_GNU_verneed")
@@ -176,7 +182,7 @@ def _parse(data: bytes, acc: _Acc) -> None:
     sym, versym = secs.get("SHT_DYNSYM"), secs.get("SHT_GNU_versym")
     if sym is not None and versym is not None and index_names:
         acc.symbols_by_version = _read_symbol_versions(
-            data, end, acc.elf_class, sym, strtab(sym.link), versym, index_names
+            data, end, elf_class, sym, strtab(sym.link), versym, index_names
         )
 
 
@@ -192,14 +198,16 @@ def _check_bounds(sec: _Sec, size: int) -> _Sec:
 def _string(data: bytes, tab: _Sec, index: int) -> str:
     """A NUL-terminated string from a string table, bounded by the table."""
     if index >= tab.size:
-        raise _Corrupt(f"corrupt ELF: string index {index} past the end of {tab.name or 'a string table'}")
+        raise _Corrupt(
+            f"corrupt ELF: string index {index} past the end of {tab.name or 'a string table'}"
+        )
     start = tab.offset + index
     stop = data.find(b"\0", start, tab.offset + tab.size)
     return data[start : stop if stop >= 0 else tab.offset + tab.size].decode("utf-8", "replace")
 
 
-def _read_dynamic(data: bytes, end: str, acc: _Acc, dyn: _Sec, strs: _Sec) -> None:
-    fmt = struct.Struct(end + _DYN[acc.elf_class])
+def _read_dynamic(data: bytes, end: str, elf_class: int, acc: _Acc, dyn: _Sec, strs: _Sec) -> None:
+    fmt = struct.Struct(end + _DYN[elf_class])
     rpath: list[str] = []
     runpath: list[str] = []
     count = dyn.size // fmt.size
@@ -217,7 +225,9 @@ def _read_dynamic(data: bytes, end: str, acc: _Acc, dyn: _Sec, strs: _Sec) -> No
     acc.rpath, acc.runpath = tuple(rpath), tuple(runpath)
 
 
-def _read_verneed(data: bytes, end: str, sec: _Sec, strs: _Sec, index_names: dict[int, str]) -> dict[str, tuple[str, ...]]:
+def _read_verneed(
+    data: bytes, end: str, sec: _Sec, strs: _Sec, index_names: dict[int, str]
+) -> dict[str, tuple[str, ...]]:
     """Elf_Verneed (16 bytes) chains, each with Elf_Vernaux (16 bytes) chains."""
     out: dict[str, tuple[str, ...]] = {}
     off, limit = sec.offset, sec.offset + sec.size
@@ -229,7 +239,9 @@ def _read_verneed(data: bytes, end: str, sec: _Sec, strs: _Sec, index_names: dic
         aoff = off + aux
         for _ in range(cnt):
             if aoff + 16 > limit:
-                raise _Corrupt("corrupt ELF: .gnu.version_r auxiliary entry past the end of its section")
+                raise _Corrupt(
+                    "corrupt ELF: .gnu.version_r auxiliary entry past the end of its section"
+                )
             _, _, other, name_idx, anext = struct.unpack_from(end + "IHHII", data, aoff)
             name = _string(data, strs, name_idx)
             names.append(name)
@@ -255,7 +267,9 @@ def _read_verdef(data: bytes, end: str, sec: _Sec, strs: _Sec) -> tuple[str, ...
         _, flags, _, cnt, _, aux, nxt = struct.unpack_from(end + "HHHHIII", data, off)
         if cnt and not flags & _VER_FLG_BASE:
             if off + aux + 8 > limit:
-                raise _Corrupt("corrupt ELF: .gnu.version_d auxiliary entry past the end of its section")
+                raise _Corrupt(
+                    "corrupt ELF: .gnu.version_d auxiliary entry past the end of its section"
+                )
             (name_idx,) = struct.unpack_from(end + "I", data, off + aux)
             out.append(_string(data, strs, name_idx))
         if nxt == 0:
@@ -286,7 +300,9 @@ def _read_symbol_versions(
         name = entry[name_at]
         if name:
             found.setdefault(index_names[ver], set()).add(_string(data, strs, name))
-    return {v: tuple(sorted(found[v])[:SYMBOLS_PER_VERSION]) for v in sorted(found, key=version_key)}
+    return {
+        v: tuple(sorted(found[v])[:SYMBOLS_PER_VERSION]) for v in sorted(found, key=version_key)
+    }
 
 
 _VERSION_RE = re.compile(r"^(?P<prefix>.*?)_(?P<num>\d+(?:\.\d+)*)$")
@@ -312,10 +328,7 @@ def max_versions(needs: Mapping[str, Iterable[str]] | Iterable[str]) -> dict[str
     Names without a numeric tail are skipped: they have no order.
     """
     names: Iterable[str]
-    if isinstance(needs, Mapping):
-        names = [n for group in needs.values() for n in group]
-    else:
-        names = needs
+    names = [n for group in needs.values() for n in group] if isinstance(needs, Mapping) else needs
     best: dict[str, tuple[tuple[int, ...], str]] = {}
     for name in names:
         prefix, nums = version_key(name)

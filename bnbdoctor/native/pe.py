@@ -40,34 +40,43 @@ def parse_pe(data: bytes) -> PeInfo:
         return PeInfo(error=f"not a PE file (magic {bytes(data[:4])!r})")
     try:
         pe = pefile.PE(data=bytes(data), fast_load=True)
+        machine = _MACHINES.get(pe.FILE_HEADER.Machine, f"0x{pe.FILE_HEADER.Machine:04x}")
+        is_dll = bool(pe.is_dll())
     except Exception as exc:  # pefile.PEFormatError, struct.error, ...
         return PeInfo(error=f"corrupt PE: {_one_line(exc)}")
-    machine = _MACHINES.get(pe.FILE_HEADER.Machine, f"0x{pe.FILE_HEADER.Machine:04x}")
-    is_dll = bool(pe.is_dll())
     try:
-        pe.parse_data_directories(directories=[_DIR_IMPORT, _DIR_DELAY_IMPORT], import_dllnames_only=True)
+        pe.parse_data_directories(
+            directories=[_DIR_IMPORT, _DIR_DELAY_IMPORT], import_dllnames_only=True
+        )
         regular = tuple(_name(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_IMPORT", ()))
         delay = tuple(_name(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", ()))
+        problem = _import_problem(pe, len(data), bool(regular), bool(delay))
     except Exception as exc:
-        return PeInfo(error=f"corrupt PE import directory: {_one_line(exc)}", machine=machine, is_dll=is_dll)
+        return PeInfo(
+            error=f"corrupt PE import directory: {_one_line(exc)}", machine=machine, is_dll=is_dll
+        )
     return PeInfo(
-        error=_import_problem(pe, bool(regular), bool(delay)),
-        machine=machine,
-        is_dll=is_dll,
-        imports=regular + delay,
-        delay_imports=delay,
+        error=problem, machine=machine, is_dll=is_dll, imports=regular + delay, delay_imports=delay
     )
 
 
-def _import_problem(pe: pefile.PE, have_regular: bool, have_delay: bool) -> str | None:
-    """pefile records unreadable import tables as warnings; turn the first one into ``error``."""
+def _import_problem(pe: pefile.PE, size: int, have_regular: bool, have_delay: bool) -> str | None:
+    """pefile records unreadable import tables as warnings (or silently skips a directory that
+    lies past the end of the data); turn that into ``error``."""
     warnings = [w for w in pe.get_warnings() if "import" in w.lower()]
     if warnings:
         return f"truncated or corrupt PE: {' '.join(warnings[0].split())}"[:240]
     dirs = pe.OPTIONAL_HEADER.DATA_DIRECTORY
-    for index, have, label in ((_DIR_IMPORT, have_regular, "import"), (_DIR_DELAY_IMPORT, have_delay, "delay-import")):
-        if index < len(dirs) and dirs[index].VirtualAddress and dirs[index].Size and not have:
-            return f"truncated or corrupt PE: the {label} directory could not be read"
+    for index, have, label in (
+        (_DIR_IMPORT, have_regular, "import"),
+        (_DIR_DELAY_IMPORT, have_delay, "delay-import"),
+    ):
+        if have or index >= len(dirs) or not dirs[index].VirtualAddress or not dirs[index].Size:
+            continue
+        # An empty table (just the zero terminator) is fine; one that cannot be read is not.
+        offset = pe.get_offset_from_rva(dirs[index].VirtualAddress)
+        if offset is None or offset + min(dirs[index].Size, 20) > size:
+            return f"truncated or corrupt PE: the {label} directory lies past the end of the file"
     return None
 
 

@@ -13,10 +13,6 @@ import site
 import sys
 import sysconfig
 
-try:
-    from importlib import metadata as _metadata
-except ImportError:  # Python < 3.8
-    _metadata = None
 import importlib.util
 
 SCRIPT_VERSION = 1
@@ -28,22 +24,61 @@ _TORCH_LIB_HINTS = ("cud", "cublas", "cusparse", "nvrtc", "nvjitlink", "nccl", "
                     "amdhip", "c10", "torch_cuda", "gomp", "stdc++", "sycl")
 
 
+_DISTS = None
+
+
+def normalise(name):
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def distributions():
+    """{normalised name: (version, metadata file)} from *.dist-info / *.egg-info folders on
+    sys.path. Listing folders is far cheaper than importing importlib.metadata (~30 ms); the
+    first entry on sys.path wins, as it does for imports."""
+    global _DISTS
+    if _DISTS is not None:
+        return _DISTS
+    found = {}
+    for entry in sys.path:
+        for name in list_dir(entry or "."):
+            if name.endswith(".dist-info"):
+                stem, meta = name[: -len(".dist-info")], "METADATA"
+            elif name.endswith(".egg-info"):
+                stem, meta = name[: -len(".egg-info")], "PKG-INFO"
+            else:
+                continue
+            dist, _, rest = stem.partition("-")
+            version = rest.split("-")[0] or None
+            key = normalise(dist)
+            if key not in found:
+                path = os.path.join(entry or ".", name)
+                found[key] = (version, os.path.join(path, meta) if os.path.isdir(path) else path)
+    _DISTS = found
+    return found
+
+
 def dist_version(name):
-    if _metadata is None:
-        return None
-    try:
-        return _metadata.version(name)
-    except Exception:
-        return None
+    entry = distributions().get(normalise(name))
+    return entry[0] if entry else None
 
 
 def dist_metadata(name):
-    if _metadata is None:
+    """The metadata headers (multi-valued ones as lists), or None when not installed."""
+    entry = distributions().get(normalise(name))
+    if not entry:
         return None
+    headers = {}
     try:
-        return _metadata.metadata(name)
-    except Exception:
-        return None
+        with open(entry[1], "r", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if not line.strip():
+                    break
+                key, sep, value = line.partition(":")
+                if sep and not line[0].isspace():
+                    headers.setdefault(key.strip(), []).append(value.strip())
+    except OSError:
+        pass
+    return headers
 
 
 def package_dir(name):
@@ -89,14 +124,8 @@ def literal_assignments(path, names):
     return found
 
 
-def requirement_specs(name):
-    if _metadata is None:
-        return []
-    try:
-        lines = _metadata.requires(name) or []
-    except Exception:
-        return []
-    return [line for line in lines if "extra ==" not in line]
+def requirement_specs(meta):
+    return [line for line in (meta or {}).get("Requires-Dist", []) if "extra ==" not in line]
 
 
 def site_dirs():
@@ -186,7 +215,7 @@ def bnb_facts():
         init = literal_assignments(os.path.join(location, "__init__.py"), {"__version__"})
         version = init.get("__version__")
     torch_spec = None
-    for line in requirement_specs("bitsandbytes"):
+    for line in requirement_specs(meta):
         match = re.match(r"^\s*torch\s*(\(?[^;]*\)?)", line)
         if match and not line.strip().startswith("torchvision"):
             torch_spec = match.group(1).strip().strip("()") or None
@@ -196,7 +225,7 @@ def bnb_facts():
         "version": version,
         "location": location,
         "has_metadata": meta is not None,
-        "requires_python": meta.get("Requires-Python") if meta is not None else None,
+        "requires_python": (meta.get("Requires-Python") or [None])[0] if meta is not None else None,
         "requires_torch": torch_spec,
         "native_libraries": [e for e in entries if e.startswith("libbitsandbytes")],
         "legacy_cuda_setup": os.path.isdir(os.path.join(location, "cuda_setup")),

@@ -74,8 +74,10 @@ def gather_python(ctx: ProbeContext) -> PythonFacts:
     result = ctx.host.run_python(executable, patient_script(), timeout=PATIENT_TIMEOUT_S)
     if not result.ok:
         raise ProbeError(f"could not examine {executable}: {result.describe_failure()}")
+    if not result.stdout.strip():
+        raise ProbeError(f"{executable} printed nothing (is it a Python interpreter?)")
     try:
-        raw = json.loads(result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "")
+        raw = json.loads(result.stdout.strip().splitlines()[-1])
     except ValueError:
         raise ProbeError(f"{executable} answered with something that is not JSON") from None
     if not isinstance(raw, dict):

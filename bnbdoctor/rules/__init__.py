@@ -1,19 +1,35 @@
-"""Rules: facts in, findings out. Each module below registers its rules on import; this explicit
-list is the whole rule set (ids are public API, see docs/rules/)."""
+"""Rules: facts in, findings out.
+
+``RULE_MODULES`` is the whole rule set, registered in this explicit order (ids are public API, one
+page each in docs/rules/). The modules load on first use, so importing the vocabulary
+(``bnbdoctor.rules.base``) stays cheap and can overlap with the probes.
+"""
 
 from __future__ import annotations
 
-from bnbdoctor.rules import driver, gpu, packages, platform  # noqa: F401 - registration
+import importlib
+
 from bnbdoctor.rules.base import Finding, Rule, Severity, registered_rules
 from bnbdoctor.rules.engine import Diagnosis, run_rules
+
+RULE_MODULES = (
+    "bnbdoctor.rules.driver",
+    "bnbdoctor.rules.gpu",
+    "bnbdoctor.rules.platform",
+    "bnbdoctor.rules.packages",
+)
 
 __all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "run_rules"]
 
 
 def all_rules() -> list[Rule]:
+    """Every registered rule, ordered by id."""
+    for module in RULE_MODULES:
+        importlib.import_module(module)
     return registered_rules()
 
 
 def get_rule(rule_id: str) -> Rule | None:
-    wanted = rule_id.strip().upper()
-    return next((r for r in registered_rules() if r.id == wanted or r.name == rule_id.strip().lower()), None)
+    """A rule by id (``BNB101``) or by name (``no-usable-nvidia-gpu``)."""
+    wanted = rule_id.strip()
+    return next((r for r in all_rules() if r.id == wanted.upper() or r.name == wanted.lower()), None)

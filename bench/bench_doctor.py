@@ -1,0 +1,82 @@
+"""Times `bnbdoctor --json` against the anchor tools, in one run, in the same environment.
+
+Anchors: `python -m bitsandbytes` (bitsandbytes' own diagnostic) and
+`python -m torch.utils.collect_env` (PyTorch's environment report). Each command runs --runs
+times; medians of wall time and of peak RSS (from wait4, which covers the child and the children
+it waited for, so bnbdoctor's patient subprocess counts) are printed as ratios.
+
+Targets (issue 2): bnbdoctor's full static diagnosis at <= 1/20 of `python -m bitsandbytes`' wall
+time and <= 1/5 of its peak memory.
+
+Usage: python bench/bench_doctor.py [--runs 7] [--json bench/results/doctor.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def measure(argv: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MiB, exit code) of one run."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss / 1024, proc.returncode
+
+
+def bench(name: str, argv: list[str], runs: int) -> dict[str, object]:
+    measure(argv)  # warm the page cache once, like a second invocation by a user
+    walls, rss, codes = [], [], set()
+    for _ in range(runs):
+        wall, peak, code = measure(argv)
+        walls.append(wall)
+        rss.append(peak)
+        codes.add(code)
+    return {"name": name, "argv": argv, "wall_s": statistics.median(walls), "wall_min_s": min(walls),
+            "rss_mib": statistics.median(rss), "exit_codes": sorted(codes)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    py = sys.executable
+    cases = [
+        ("bnbdoctor --json", [py, "-m", "bnbdoctor", "--json"]),
+        ("bnbdoctor --json --no-load", [py, "-m", "bnbdoctor", "--json", "--no-load"]),
+        ("python -m bitsandbytes", [py, "-m", "bitsandbytes"]),
+        ("python -m torch.utils.collect_env", [py, "-m", "torch.utils.collect_env"]),
+    ]
+    results = [bench(name, argv, args.runs) for name, argv in cases]
+    anchor = next(r for r in results if r["name"] == "python -m bitsandbytes")
+    print(f"{'command':<36} {'wall (median)':>14} {'peak RSS':>10} {'wall ratio':>11} {'RSS ratio':>10}  exit")
+    for r in results:
+        wall_ratio = r["wall_s"] / anchor["wall_s"]  # type: ignore[operator]
+        rss_ratio = r["rss_mib"] / anchor["rss_mib"]  # type: ignore[operator]
+        r["wall_ratio_vs_bitsandbytes"], r["rss_ratio_vs_bitsandbytes"] = wall_ratio, rss_ratio
+        print(f"{r['name']:<36} {r['wall_s'] * 1000:>11.0f} ms {r['rss_mib']:>6.0f} MiB "
+              f"{'1/' + format(1 / wall_ratio, '.1f'):>11} {'1/' + format(1 / rss_ratio, '.1f'):>10}  {r['exit_codes']}")
+    doctor = results[0]
+    print(f"\ntarget: bnbdoctor wall <= 1/20 and RSS <= 1/5 of python -m bitsandbytes: "
+          f"wall 1/{1 / doctor['wall_ratio_vs_bitsandbytes']:.1f} "  # type: ignore[operator]
+          f"({'met' if doctor['wall_ratio_vs_bitsandbytes'] <= 1 / 20 else 'NOT met'}), "  # type: ignore[operator]
+          f"RSS 1/{1 / doctor['rss_ratio_vs_bitsandbytes']:.1f} "  # type: ignore[operator]
+          f"({'met' if doctor['rss_ratio_vs_bitsandbytes'] <= 1 / 5 else 'NOT met'})")  # type: ignore[operator]
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"runs": args.runs, "results": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

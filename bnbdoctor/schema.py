@@ -1,0 +1,66 @@
+"""JSON Schema for the report, generated from the dataclasses so it cannot drift.
+
+``python -m bnbdoctor.schema > docs/report.schema.json`` regenerates the committed copy; a test
+checks that the committed file matches and that real reports validate against it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+from enum import Enum
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from bnbdoctor.facts import SCHEMA_VERSION
+from bnbdoctor.report import Report
+
+
+def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    origin = get_origin(tp)
+    if tp is Any:
+        return {}
+    if origin in (Union, types.UnionType):
+        options = [_schema(a, defs) for a in get_args(tp)]
+        return {"anyOf": options}
+    if tp is type(None):
+        return {"type": "null"}
+    if dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder against recursion
+            hints = get_type_hints(tp)
+            props = {f.name: _schema(hints[f.name], defs) for f in dataclasses.fields(tp)}
+            required = [f.name for f in dataclasses.fields(tp)]
+            doc = (tp.__doc__ or "").strip().split("\n")[0]
+            defs[name] = {"type": "object", "description": doc, "properties": props, "required": required,
+                          "additionalProperties": True}
+        return {"$ref": f"#/$defs/{name}"}
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return {"enum": [m.value for m in tp]}
+    if origin in (list, tuple):
+        args = [a for a in get_args(tp) if a is not Ellipsis]
+        return {"type": "array", "items": _schema(args[0], defs) if args else {}}
+    if origin is dict:
+        args = get_args(tp)
+        return {"type": "object", "additionalProperties": _schema(args[1], defs) if args else {}}
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
+    if tp in simple:
+        return {"type": simple[tp]}
+    raise TypeError(f"no schema for {tp!r}")
+
+
+def report_schema() -> dict[str, Any]:
+    defs: dict[str, Any] = {}
+    root = _schema(Report, defs)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://bnbdoctor.invalid/report.schema.v{SCHEMA_VERSION}.json",
+        "title": f"bnbdoctor report, schema version {SCHEMA_VERSION}",
+        **root,
+        "$defs": defs,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(report_schema(), indent=2))

@@ -1,0 +1,141 @@
+"""The host seam: the live host reads this machine calmly; the fixture host stays in its folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bnbdoctor.environment import EnvNotAllowed, check_allowed, looks_secret
+from bnbdoctor.hosts.fixture import FixtureError, FixtureHost
+from bnbdoctor.hosts.live import LiveHost
+
+
+def test_live_reads_files_and_reports_missing_ones(tmp_path: Path) -> None:
+    host = LiveHost()
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"hello\xff")
+    assert host.read_bytes(str(target)) == b"hello\xff"
+    assert host.read_text(str(target)) == "hello\ufffd"
+    assert host.read_bytes(str(tmp_path / "missing")) is None
+    assert host.read_bytes(str(tmp_path)) is None  # a directory is not a file
+    assert host.list_dir(str(tmp_path)) == ["f.txt"]
+    assert host.list_dir(str(tmp_path / "missing")) is None
+    (tmp_path / "link").symlink_to(target)
+    assert host.realpath(str(tmp_path / "link")) == str(target.resolve())
+
+
+def test_live_command_timeout_kills_the_whole_group() -> None:
+    host = LiveHost()
+    started = time.perf_counter()
+    # the child spawns a grandchild that would outlive a plain kill of the child
+    result = host.run(["sh", "-c", "sleep 30 & sleep 30"], timeout=0.5)
+    assert result.timed_out and result.returncode is None
+    assert time.perf_counter() - started < 5
+    assert "timed out" in result.describe_failure()
+
+
+def test_live_command_not_found_is_an_answer() -> None:
+    result = LiveHost().run(["definitely-not-a-command-bnbdoctor"], timeout=5)
+    assert not result.ok and result.error == "not found"
+
+
+def test_live_run_python_hides_the_script_in_argv() -> None:
+    result = LiveHost().run_python(sys.executable, "print('x' * 3)", timeout=30)
+    assert result.ok and result.stdout.strip() == "xxx"
+    assert result.argv[-1] == "<patient script>"
+
+
+def test_live_nvml_on_this_machine_is_a_fact_not_a_crash() -> None:
+    answer = LiveHost().nvml(timeout=5)
+    if answer.available:  # pragma: no cover - only on a GPU machine
+        assert answer.driver_version
+    else:
+        assert answer.error and answer.error_kind
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "HOME", "USER"])
+def test_env_outside_allowlist_is_refused(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(name, "s3cr3t")
+    with pytest.raises(EnvNotAllowed):
+        LiveHost().getenv(name)
+
+
+def test_secret_looking_names_are_refused_even_if_listed() -> None:
+    assert looks_secret("HF_TOKEN") and looks_secret("MY_API_KEY") and looks_secret("PASSWORD")
+    assert not looks_secret("KEYBOARD_LAYOUT") and not looks_secret("LD_LIBRARY_PATH")
+    assert check_allowed("ld_library_path") == "LD_LIBRARY_PATH"
+
+
+def _write_fixture(folder: Path, manifest: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "machine.json").write_text(json.dumps({"format": 1, **manifest}))
+    (folder / "root").mkdir(exist_ok=True)
+    return folder
+
+
+def test_fixture_windows_paths_are_case_insensitive(tmp_path: Path) -> None:
+    folder = _write_fixture(tmp_path / "win", {"os": {"system": "Windows", "machine": "AMD64"},
+                                                 "env": {"Path": "C:\\Python310"}})
+    dll = folder / "root" / "C" / "Windows" / "System32" / "nvcuda.dll"
+    dll.parent.mkdir(parents=True)
+    dll.write_bytes(b"MZ")
+    host = FixtureHost(folder)
+    assert host.is_file("c:\\windows\\system32\\NVCUDA.DLL")
+    assert host.read_bytes("C:/Windows/System32/nvcuda.dll") == b"MZ"
+    assert host.getenv("PATH") == "C:\\Python310"
+    assert host.pathmod.join("C:\\a", "b") == "C:\\a\\b"
+
+
+def test_fixture_symlinks_are_rerooted_and_cannot_escape(tmp_path: Path) -> None:
+    folder = _write_fixture(tmp_path / "lnx", {"os": {"system": "Linux", "machine": "x86_64"}})
+    root = folder / "root"
+    (root / "usr/local/cuda-12.1").mkdir(parents=True)
+    (root / "usr/local/cuda-12.1/version.json").write_text("{}")
+    os.symlink("/usr/local/cuda-12.1", root / "usr/local/cuda")
+    os.symlink("/etc/passwd", root / "passwd_abs")  # absolute: resolves inside the fixture
+    os.symlink("../../../../../../etc/passwd", root / "passwd_rel")
+    host = FixtureHost(folder)
+    assert host.realpath("/usr/local/cuda") == "/usr/local/cuda-12.1"
+    assert host.is_file("/usr/local/cuda/version.json")
+    assert host.read_bytes("/passwd_abs") is None
+    assert host.read_bytes("/passwd_rel") is None
+
+
+def test_fixture_commands_and_missing_commands(tmp_path: Path) -> None:
+    folder = _write_fixture(tmp_path / "cmd", {
+        "os": {"system": "Linux", "machine": "x86_64"},
+        "commands": [{"argv": ["/usr/local/cuda/bin/nvcc", "--version"], "stdout": "release 12.1, V12.1.105"},
+                     {"argv": ["ldconfig", "-p"], "timed_out": True}],
+    })
+    host = FixtureHost(folder)
+    assert host.run(["/usr/local/cuda/bin/nvcc", "--version"]).stdout.startswith("release 12.1")
+    assert host.run(["/opt/other/nvcc", "--version"]).ok  # matched by base name
+    assert host.run(["ldconfig", "-p"]).timed_out
+    assert host.run(["nvidia-smi"]).error == "not found"
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "not valid JSON"),
+        ("[]", "must hold a JSON object"),
+        ('{"format": 7, "os": {"system": "Linux", "machine": "x86_64"}}', "format 7"),
+        ('{"format": 1}', "'os' needs"),
+        ('{"format": 1, "os": {"system": "Linux", "machine": "x", "colour": 1}}', "unknown 'os' keys"),
+        ('{"format": 1, "os": {"system": "Linux", "machine": "x"}, "nvml": {"devices": [{"name": 1}]}}', "malformed 'nvml'"),
+    ],
+)
+def test_malformed_fixtures_raise_one_clear_error(tmp_path: Path, content: str, message: str) -> None:
+    (tmp_path / "machine.json").write_text(content)
+    with pytest.raises(FixtureError, match=message):
+        FixtureHost(tmp_path)
+
+
+def test_unknown_fixture_names_known_ones() -> None:
+    with pytest.raises(FixtureError, match="no recorded machine named 'nope'"):
+        FixtureHost.named("nope")

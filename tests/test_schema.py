@@ -1,0 +1,34 @@
+"""The committed JSON Schema matches the dataclasses, and reports round-trip through JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bnbdoctor.doctor import diagnose
+from bnbdoctor.hosts.fixture import FixtureHost
+from bnbdoctor.report import Report
+from bnbdoctor.schema import report_schema
+from bnbdoctor.serde import DecodeError, from_dict, to_jsonable
+from conftest import ROOT, fixture_names
+
+
+def test_committed_schema_is_current() -> None:
+    committed = json.loads((ROOT / "docs" / "report.schema.json").read_text())
+    assert committed == report_schema(), "run: python -m bnbdoctor.schema > docs/report.schema.json"
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_report_round_trip(name: str) -> None:
+    report = diagnose(FixtureHost.named(name))
+    data = json.loads(json.dumps(to_jsonable(report)))
+    again = from_dict(Report, data)
+    assert to_jsonable(again) == data
+
+
+def test_decode_errors_name_the_field() -> None:
+    with pytest.raises(DecodeError, match=r"Report.summary.errors: expected int, got str"):
+        data = to_jsonable(diagnose(FixtureHost.named(fixture_names()[0])))
+        data["summary"]["errors"] = "many"
+        from_dict(Report, data)
