@@ -145,6 +145,7 @@ class BnbFacts:
     requires_torch: str | None = None  # the torch specifier from Requires-Dist: ">=2.4,<3"
     native_libraries: list[str] = field(default_factory=list)  # file names only
     legacy_cuda_setup: bool = False  # ships bitsandbytes/cuda_setup/ (<= 0.43.0)
+    wheel_tag: str | None = None  # "py3-none-manylinux_2_24_x86_64" from the dist-info's WHEEL file
     error: str | None = None
 
 
@@ -188,6 +189,95 @@ class CudaToolkitFacts:
 
 
 @dataclass
+class SelectedLibrary:
+    """Which libbitsandbytes_* the installed release will try to load (see knowledge/selection.py)."""
+
+    backend: str  # cuda | rocm | xpu | cpu
+    expected_file: str
+    loaded_file: str | None
+    exists: bool
+    outcome: str  # loads | cpu_library | import_error | cpu_fallback | error_on_first_call | override_error
+    reason: str
+    override: str | None = None
+    fallback_from: str | None = None
+    message: str | None = None
+
+
+@dataclass
+class LibraryCandidate:
+    """One file the loader could pick for a dependency, and the search step that finds it."""
+
+    path: str
+    via: str  # "loaded by torch", "LD_LIBRARY_PATH", "RUNPATH", "RPATH", "ld.so.cache", ...
+    realpath: str | None = None
+    version: str | None = None  # from the real file name: libcudart.so.12.1.105 -> "12.1.105"
+
+
+@dataclass
+class ResolvedDependency:
+    """A DT_NEEDED entry (or DLL import) of the selected library, resolved as the loader would."""
+
+    name: str  # "libcudart.so.12", "cublas64_12.dll"
+    kind: str  # cuda | rocm | cxx_runtime | libc | system | other
+    resolved: str | None = None  # the winning path; None when nothing is found
+    via: str | None = None
+    candidates: list[LibraryCandidate] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)  # distinct real files among the candidates
+    elsewhere: list[str] = field(default_factory=list)  # matching files outside the search path
+
+
+@dataclass
+class AbiNeed:
+    """Symbol versions the selected library needs from one dependency, against what it defines."""
+
+    library: str  # "libstdc++.so.6"
+    required: list[str] = field(default_factory=list)
+    provider: str | None = None  # the file whose definitions were read
+    provider_max: dict[str, str] = field(default_factory=dict)  # namespace -> highest defined
+    missing: list[str] = field(default_factory=list)
+    source: str = "elf"  # "elf": .gnu.version_d read; "glibc": from the glibc version; "unknown"
+    error: str | None = None
+    satisfied_by: list[str] = field(default_factory=list)  # other files on this machine that would do
+
+
+@dataclass
+class NativeFacts:
+    """The native-library chain: selection, the file's ELF/PE needs, and their resolution."""
+
+    selection: SelectedLibrary | None = None
+    package_dir: str | None = None
+    library: str | None = None  # full path of the file that will be loaded
+    format: str | None = None  # ELF | PE | Mach-O | unknown
+    error: str | None = None  # why the file could not be read or parsed
+    machine: str | None = None
+    soname: str | None = None
+    needed: list[str] = field(default_factory=list)
+    rpath: list[str] = field(default_factory=list)
+    runpath: list[str] = field(default_factory=list)
+    version_needs: dict[str, list[str]] = field(default_factory=dict)
+    dependencies: list[ResolvedDependency] = field(default_factory=list)
+    abi: list[AbiNeed] = field(default_factory=list)
+    preloaded: list[str] = field(default_factory=list)  # what torch has loaded before bitsandbytes
+    search_order: list[str] = field(default_factory=list)  # the steps used, in order
+    loader_cache: str | None = None  # "/etc/ld.so.cache: 542 entries" or why it is unavailable
+    corrupt_libraries: dict[str, str] = field(default_factory=dict)  # shipped file -> parse error
+
+
+@dataclass
+class LoadCheck:
+    """The real dynamic loader's verdict, from an isolated, time-limited subprocess."""
+
+    ran: bool
+    ok: bool | None = None
+    library: str | None = None
+    error: str | None = None  # the loader's exact message
+    preloaded: list[str] = field(default_factory=list)
+    preload_errors: dict[str, str] = field(default_factory=dict)
+    duration_s: float = 0.0
+    skipped_reason: str | None = None
+
+
+@dataclass
 class ProbeRun:
     """How one probe went: a failed probe is a fact, not a crash."""
 
@@ -209,6 +299,8 @@ class Facts:
     gpu: GpuFacts | None = None
     python: PythonFacts | None = None
     cuda_toolkit: CudaToolkitFacts | None = None
+    native: NativeFacts | None = None
+    load: LoadCheck | None = None
     probes: list[ProbeRun] = field(default_factory=list)
 
     def probe_error(self, name: str) -> str | None:

@@ -47,7 +47,7 @@ def test_live_command_not_found_is_an_answer() -> None:
 def test_live_run_python_hides_the_script_in_argv() -> None:
     result = LiveHost().run_python(sys.executable, "print('x' * 3)", timeout=30)
     assert result.ok and result.stdout.strip() == "xxx"
-    assert result.argv[-1] == "<patient script>"
+    assert result.argv[-1] == "<facts script>"
 
 
 def test_live_nvml_on_this_machine_is_a_fact_not_a_crash() -> None:

@@ -77,18 +77,24 @@ def test_kepler_has_no_release_to_pin() -> None:
     assert finding.remediation.commands == [] and "No bitsandbytes release" in finding.remediation.text
 
 
-def test_gtx_1650_excluded_by_name_only_before_046() -> None:
+def test_gtx_1650_excluded_by_name_only_before_045() -> None:
     gpus = [("NVIDIA GeForce GTX 1650", (7, 5))]
-    assert "BNB104" in ids(make_facts(gpus=gpus, bnb="0.45.5", libs=["libbitsandbytes_cuda121.so"], requires_torch=None,
+    assert "BNB104" in ids(make_facts(gpus=gpus, bnb="0.44.1", libs=["libbitsandbytes_cuda121.so"], requires_torch=None,
                                       requires_python=None))
+    # supports_igemmlt() still exists in 0.45.x but is no longer called
+    assert "BNB104" not in ids(make_facts(gpus=gpus, bnb="0.45.5", libs=["libbitsandbytes_cuda121.so"],
+                                          requires_torch=None, requires_python=None))
     assert "BNB104" not in ids(make_facts(gpus=gpus))
 
 
 def test_mixed_generations_suggest_masking() -> None:
-    facts = make_facts(gpus=[("NVIDIA GeForce GT 1030", (6, 1)), ("NVIDIA RTX A6000", (8, 6))])
+    facts = make_facts(gpus=[("NVIDIA GeForce GT 1030", (6, 1)), ("NVIDIA RTX A6000", (8, 6))], bnb="0.41.1",
+                       requires_torch=None, requires_python=None, libs=["libbitsandbytes_cuda121.so"])
     finding = next(f for f in run_rules(facts, all_rules()).findings if f.rule_id == "BNB106")
     assert finding.remediation.commands[-1] == "export CUDA_VISIBLE_DEVICES=1"
     assert "BNB106" not in ids(make_facts(gpus=[("A", (8, 0)), ("B", (8, 6))]))
+    # from 0.45 the library no longer depends on the GPUs' capability
+    assert "BNB106" not in ids(make_facts(gpus=[("NVIDIA GeForce GT 1030", (6, 1)), ("NVIDIA RTX A6000", (8, 6))]))
 
 
 def test_cuda_130_build_lacks_pascal() -> None:
@@ -117,7 +123,8 @@ def test_requirements_from_metadata_and_from_knowledge() -> None:
 def test_triton_ops_and_scipy_and_legacy() -> None:
     gpus = [("A100", (8, 0))]
     assert "BNB207" in ids(make_facts(gpus=gpus, bnb="0.45.0", packages={"triton": "3.2.0"}, requires_torch=None))
-    assert "BNB207" not in ids(make_facts(gpus=gpus, bnb="0.45.2", packages={"triton": "3.2.0"}, requires_torch=None))
+    assert "BNB207" not in ids(make_facts(gpus=gpus, bnb="0.45.1", packages={"triton": "3.2.0"}, requires_torch=None))
+    assert "BNB207" not in ids(make_facts(gpus=gpus, bnb="0.38.0", packages={"triton": "3.2.0"}, requires_torch=None))
     assert "BNB208" in ids(make_facts(gpus=gpus, bnb="0.41.1", packages={"scipy": None}, requires_torch=None))
     assert ids(make_facts(gpus=gpus, bnb="0.42.0", requires_torch=None))["BNB205"] is Severity.WARNING
 

@@ -128,9 +128,18 @@ class Host(ABC):
 
     @abstractmethod
     def run_python(
-        self, executable: str, script: str, timeout: float = DEFAULT_TIMEOUT_S
+        self,
+        executable: str,
+        script: str,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        *,
+        purpose: str = "facts",
+        isolated: bool = False,
     ) -> CommandResult:
-        """Run a stdlib-only script in the patient interpreter, isolated from bnbdoctor."""
+        """Run a stdlib-only script in the patient interpreter, in its own process.
+
+        ``purpose`` names the script ("facts": the patient script, "load": the dlopen check) so a
+        recorded machine can answer each; ``isolated`` adds ``-I -S`` (no site, no user paths)."""
 
     @abstractmethod
     def nvml(self, timeout: float = 5.0) -> NvmlAnswer:

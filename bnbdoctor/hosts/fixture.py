@@ -159,19 +159,33 @@ class FixtureHost(Host):
         return _command_from(record, argv)
 
     def run_python(
-        self, executable: str, script: str, timeout: float = DEFAULT_TIMEOUT_S
+        self,
+        executable: str,
+        script: str,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        *,
+        purpose: str = "facts",
+        isolated: bool = False,
     ) -> CommandResult:
-        argv = (executable, "-B", "-c", "<patient script>")
+        argv = (executable, "-B", "-c", f"<{purpose} script>")
         pythons = [self.manifest.get("python") or {}] + list(self.manifest.get("other_pythons") or [])
-        for record in pythons:
-            if record.get("executable") in (executable, self.realpath(executable)):
+        for python in pythons:
+            if python.get("executable") not in (executable, self.realpath(executable)):
+                continue
+            if purpose != "facts":
+                record = python.get(purpose)
+                if record is None:
+                    return CommandResult(argv, None, error=f"no {purpose} answer recorded for this machine")
                 if record.get("timed_out"):
                     return CommandResult(argv, None, timed_out=True, duration_s=timeout)
-                if record.get("error"):
-                    return CommandResult(argv, None, error=str(record["error"]))
-                if "stdout" in record:
-                    return CommandResult(argv, int(record.get("returncode", 0)), str(record["stdout"]))
-                return CommandResult(argv, 0, json.dumps(record.get("facts") or {}))
+                return CommandResult(argv, int(record.get("returncode", 0)), json.dumps(record.get("result", record)))
+            if python.get("timed_out"):
+                return CommandResult(argv, None, timed_out=True, duration_s=timeout)
+            if python.get("error"):
+                return CommandResult(argv, None, error=str(python["error"]))
+            if "stdout" in python:
+                return CommandResult(argv, int(python.get("returncode", 0)), str(python["stdout"]))
+            return CommandResult(argv, 0, json.dumps(python.get("facts") or {}))
         if self.is_file(executable):
             return CommandResult(argv, 1, "", "recorded machine has no answer for this interpreter")
         return CommandResult(argv, None, error="not found")

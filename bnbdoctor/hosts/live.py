@@ -82,12 +82,19 @@ class LiveHost(Host):
         return run_command(argv, timeout)
 
     def run_python(
-        self, executable: str, script: str, timeout: float = DEFAULT_TIMEOUT_S
+        self,
+        executable: str,
+        script: str,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        *,
+        purpose: str = "facts",
+        isolated: bool = False,
     ) -> CommandResult:
         # -B: never write .pyc files into the patient's environment.
-        result = run_command([executable, "-B", "-c", script], timeout)
+        flags = ["-B", "-I", "-S"] if isolated else ["-B"]
+        result = run_command([executable, *flags, "-c", script], timeout)
         # Report the command as the user would recognise it, not with the whole script inline.
-        return replace(result, argv=(executable, "-B", "-c", "<patient script>"))
+        return replace(result, argv=(executable, *flags, "-c", f"<{purpose} script>"))
 
     def current_python(self) -> CurrentPython:
         prefix = sys.prefix.replace("\\", "/").lower()

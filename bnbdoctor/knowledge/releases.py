@@ -15,8 +15,8 @@ from typing import Any
 from bnbdoctor.knowledge.versions import release_tuple
 
 #: First release with official prebuilt binaries for a platform (PyPI platform tags by version).
+#: Linux x86_64 has had binaries since the first releases, so it has no entry.
 FIRST_RELEASE_FOR_PLATFORM: dict[tuple[str, str], str] = {
-    ("linux", "x86_64"): "0.41.0",
     ("windows", "x86_64"): "0.43.0",  # CHANGELOG 0.43.0: official Windows wheels
     ("linux", "aarch64"): "0.46.0",  # manylinux_2_24_aarch64 (#1539)
     ("macos", "aarch64"): "0.49.0",  # macosx_14_0_arm64 (#1818)
@@ -29,6 +29,29 @@ MIN_CC_QUANTIZATION = (6, 0)
 MIN_CC_INT8_MATMUL = (7, 5)
 #: Devices with cc 7.5 but no tensor cores, excluded by supports_igemmlt() up to 0.45.x.
 NO_TENSOR_CORE_NAMES = ("GTX 1630", "GTX 1650", "GTX 1660")
+
+
+#: Minimum torch by release (Requires-Dist, bnb_internals.md §5): the first release of each row.
+TORCH_MINIMUM_BY_RELEASE: tuple[tuple[str, str], ...] = (
+    ("0.45.0", "2.0"),
+    ("0.46.0", "2.2"),
+    ("0.48.0", "2.3"),
+    ("0.50.0", "2.4"),
+)
+
+
+def bnb_spec_for_torch(torch_version: str | None, minimum: str | None = None) -> str:
+    """A pip specifier for the newest bitsandbytes that still accepts this torch, e.g.
+    ``>=0.43.0,<0.46`` for torch 2.0 (so pip does not replace a CUDA torch with PyPI's)."""
+    lower = f">={minimum}" if minimum else ""
+    torch = release_tuple(torch_version)
+    if torch is None:
+        return lower or ">=0"
+    for first, needs in TORCH_MINIMUM_BY_RELEASE:
+        if torch[:2] < release_tuple(needs)[:2]:  # type: ignore[index]
+            upper = f"<{first.rsplit('.', 1)[0]}"
+            return f"{lower},{upper}" if lower else upper
+    return lower or ">=0"
 
 
 def legacy_cuda_setup(version: str | None) -> bool:

@@ -6,6 +6,8 @@ from bnbdoctor.probes.base import Probe, ProbeContext, ProbeError, ProbeOptions
 from bnbdoctor.probes.cuda_toolkit import gather_cuda_toolkit
 from bnbdoctor.probes.environment import gather_env
 from bnbdoctor.probes.gpu import gather_gpu
+from bnbdoctor.probes.load import gather_load
+from bnbdoctor.probes.native import gather_native
 from bnbdoctor.probes.platform import gather_platform
 from bnbdoctor.probes.python_env import gather_python
 from bnbdoctor.probes.runner import run_probes
@@ -17,6 +19,8 @@ PROBES: tuple[Probe, ...] = (
     Probe("gpu", "gpu", gather_gpu, timeout_s=10),
     Probe("python", "python", gather_python, timeout_s=30),
     Probe("cuda_toolkit", "cuda_toolkit", gather_cuda_toolkit, timeout_s=15),
+    Probe("native", "native", gather_native, requires=("env", "platform", "gpu", "python"), timeout_s=20),
+    Probe("load", "load", gather_load, requires=("native",), timeout_s=25),
 )
 
 __all__ = ["PROBES", "Probe", "ProbeContext", "ProbeError", "ProbeOptions", "run_probes"]

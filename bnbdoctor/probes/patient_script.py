@@ -220,7 +220,17 @@ def bnb_facts():
         if match and not line.strip().startswith("torchvision"):
             torch_spec = match.group(1).strip().strip("()") or None
     entries = list_dir(location)
+    wheel_tag = None
+    dist = distributions().get("bitsandbytes")
+    if dist and dist[1].endswith("METADATA"):
+        try:
+            with open(os.path.join(os.path.dirname(dist[1]), "WHEEL"), "r", encoding="utf-8", errors="replace") as handle:
+                tags = [line.split(":", 1)[1].strip() for line in handle if line.startswith("Tag:")]
+            wheel_tag = ".".join(tags) or None
+        except OSError:
+            pass
     return {
+        "wheel_tag": wheel_tag,
         "installed": True,
         "version": version,
         "location": location,

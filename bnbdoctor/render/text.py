@@ -23,6 +23,9 @@ def machine_lines(report: Report) -> list[tuple[str, str]]:
         p = facts.platform
         system = p.distro_name or {"windows": "Windows", "macos": "macOS"}.get(p.os, p.os)
         version = f" {p.os_version}" if p.os_version and p.os != "linux" else ""
+        build = p.os_version.split(".")[-1] if p.os == "windows" and p.os_version else ""
+        if build.isdigit():  # Windows 11 still reports itself as 10.0 with builds from 22000 on
+            version = f" {'11' if int(build) >= 22000 else '10'} (build {build})"
         glibc = f", glibc {p.libc_version}" if p.libc_version else ""
         wsl = f", WSL{p.wsl}" if p.wsl else ""
         rows.append(("Machine", f"{where}: {system}{version} {p.arch}{glibc}{wsl}"))
@@ -33,6 +36,10 @@ def machine_lines(report: Report) -> list[tuple[str, str]]:
         if g.nvml_available and g.devices:
             gpus = ", ".join(f"{d.name} (cc {d.cc_text}{'' if d.visible else ', hidden'})" for d in g.devices)
             rows.append(("GPU", f"{gpus}; driver {g.driver_version} (CUDA {g.driver_cuda_version})"))
+        elif facts.platform and facts.platform.os == "macos":
+            rows.append(("GPU", "no NVIDIA GPU (macOS)"))
+        elif facts.platform and facts.platform.jetson_release:
+            rows.append(("GPU", "Jetson integrated GPU (not visible to NVML)"))
         else:
             rows.append(("GPU", f"none visible ({g.nvml_error or 'no devices'})"))
     if facts.python:
@@ -52,6 +59,17 @@ def _grid() -> Table:
     return grid
 
 
+def _print_finding(console: Console, finding: Finding) -> None:
+    """A finding; commands are printed unwrapped so they can be copied whole."""
+    console.print(_finding(finding))
+    for command in finding.remediation.commands:
+        console.print(Text("       $ ", style="dim") + Text(command, style="bold green"), soft_wrap=True)
+    docs = _grid()
+    docs.add_row("  docs", Text(finding.doc, style="dim"))
+    console.print(docs)
+    console.print()
+
+
 def _finding(finding: Finding) -> Group:
     icon, style = _STYLE[finding.severity]
     head = Text()
@@ -64,10 +82,7 @@ def _finding(finding: Finding) -> Group:
         body.add_row("  seen" if i == 0 else "", Text(f"{item.label}: ", style="dim") + Text(item.value))
     if finding.remediation.text:
         body.add_row("  fix", Text(finding.remediation.text, style="green"))
-    for command in finding.remediation.commands:
-        body.add_row("", Text("$ ", style="dim") + Text(command, style="bold green"))
-    body.add_row("  docs", Text(finding.doc, style="dim"))
-    return Group(head, body, Text())
+    return Group(head, body)
 
 
 def render_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
@@ -82,7 +97,7 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     console.print(header)
     console.print()
     for finding in report.findings:
-        console.print(_finding(finding))
+        _print_finding(console, finding)
     if not report.findings:
         console.print(Text("✔ No problems found.", style="bold green"))
         console.print()

@@ -27,6 +27,8 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
         return Skip("macOS has no NVIDIA driver; bitsandbytes uses its CPU/MPS backends there")
     if torch and torch.installed and (torch.hip or torch.xpu):
         return Skip(f"torch is a {torch.build} build; NVIDIA GPUs are not expected")
+    if platform.jetson_release:
+        return Skip("Jetson's integrated GPU is not visible to NVML; CUDA works without it")
     if gpu.nvml_available and gpu.visible:
         return None
     expected = bool(torch and torch.cuda)
@@ -109,6 +111,7 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
         ev("torch", f"{torch.version} built with CUDA {torch.cuda}", "python.torch.cuda"),
     ]
     index = torch_index_for(driver)
+    kepler = any(d.cc and d.cc < (5, 0) for d in gpu.visible)
     commands = ["nvidia-smi"]
     if index and torch.version:
         base = torch.version.split("+")[0]
@@ -122,9 +125,11 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
             evidence=evidence,
             remediation=Remediation(
                 f"Update the NVIDIA driver to one that supports CUDA {torch.cuda} or newer, or install a torch "
-                f"build for CUDA {driver[0]}.x" + (f" ({index})" if index else "") + ", then a matching bitsandbytes.",
+                f"build for CUDA {driver[0]}.x" + (f" ({index})" if index else "") + ", then a matching bitsandbytes. "
+                "Check that the torch version exists on that index (pytorch.org/get-started/previous-versions).",
                 commands,
             ),
+            references=["https://pytorch.org/get-started/previous-versions/"],
         )
     return Hit(
         title=f"Driver supports CUDA {gpu.driver_cuda_version}, older than torch's CUDA {torch.cuda}",
@@ -134,9 +139,12 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
         "unsupported toolchain' or 'unsupported display driver / cuda driver combination'.",
         evidence=evidence,
         remediation=Remediation(
-            f"Update the NVIDIA driver to one that supports CUDA {torch.cuda}, or use a torch build for CUDA "
-            f"{gpu.driver_cuda_version} or older.",
+            (f"Kepler GPUs cannot take a newer driver (R470 is their last branch): use a torch build for CUDA "
+             f"{gpu.driver_cuda_version} or older." if kepler else
+             f"Update the NVIDIA driver to one that supports CUDA {torch.cuda}, or use a torch build for CUDA "
+             f"{gpu.driver_cuda_version} or older."),
             commands,
         ),
         severity=Severity.WARNING,
+        references=["https://pytorch.org/get-started/previous-versions/"],
     )

@@ -43,6 +43,30 @@ def newest_release_with_kernels(cc: tuple[int, int], os_name: str, torch_cuda: s
     return best
 
 
+def _group(devices: list[GpuDevice]) -> list[list[GpuDevice]]:
+    """Identical GPUs (same name and capability) reported once."""
+    groups: dict[tuple[str, tuple[int, int] | None], list[GpuDevice]] = {}
+    for device in devices:
+        groups.setdefault((device.name, device.cc), []).append(device)
+    return list(groups.values())
+
+
+def _group_label(devices: list[GpuDevice]) -> str:
+    first = devices[0]
+    indices = ", ".join(str(d.index) for d in devices)
+    return f"GPU{'s' if len(devices) > 1 else ''} {indices} ({first.name}, compute capability {first.cc_text})"
+
+
+def _installed_library(facts: Facts):  # -> WheelLibrary | None
+    """The recorded architecture data of the library the installed release will load."""
+    selection = predicted_selection(facts)
+    bnb = bnb_of(facts)
+    if selection is None or selection.backend != "cuda" or not selection.loaded_file or facts.platform is None:
+        return None
+    wheel = nearest_recorded_wheel(bnb.version if bnb else None, facts.platform.os)
+    return wheel.libraries.get(selection.loaded_file) if wheel else None
+
+
 @rule(
     "BNB103",
     "gpu-below-minimum-compute-capability",
@@ -50,36 +74,52 @@ def newest_release_with_kernels(cc: tuple[int, int], os_name: str, torch_cuda: s
     "Every visible GPU has compute capability 6.0 or newer",
     needs=("gpu",),
     covers=("kepler_gpu_unsupported", "maxwell_gpu_dropped", "no_kernel_image_available"),
-    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/575"),
+    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/575",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1755"),
 )
 def below_minimum(facts: Facts) -> list[Hit] | Skip:
     if not visible_gpus(facts):
         return Skip("no visible NVIDIA GPU")
     hits = []
     os_name = facts.platform.os if facts.platform else "linux"
-    torch = torch_of(facts)
-    for device in visible_gpus(facts):
+    torch, bnb = torch_of(facts), bnb_of(facts)
+    library = _installed_library(facts)
+    for group in _group([d for d in visible_gpus(facts) if d.cc and d.cc < MIN_CC_QUANTIZATION]):
+        device = group[0]
         cc = device.cc
-        if cc is None or cc >= MIN_CC_QUANTIZATION:
-            continue
+        assert cc is not None
         family = "Kepler" if cc[0] == 3 else "Maxwell" if cc[0] == 5 else "pre-Pascal"
+        evidence = [ev("GPU", _group_label(group), f"gpu.devices[{device.index}]"),
+                    ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")]
+        if library is not None and kernel_runs_on(library, cc):
+            hits.append(Hit(
+                title=f"{_group_label(group)} is below 6.0: supported by this release, not by newer ones",
+                explanation=f"The installed bitsandbytes {bnb.version if bnb else ''} still ships {family} kernels "  # type: ignore[union-attr]
+                f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in 0.48.0 and "
+                "current releases support Pascal (6.0) and newer only. Upgrading bitsandbytes will break this GPU.",
+                evidence=evidence + [ev("library", library.file, "python.bitsandbytes.native_libraries")],
+                remediation=Remediation(f"Keep bitsandbytes below 0.48 on this machine (pin it), or move to a "
+                                        f"Pascal or newer GPU.", []),
+                severity=Severity.WARNING,
+            ))
+            continue
         older = newest_release_with_kernels(cc, os_name, torch.cuda if torch else None)
-        if older:
+        if older and (bnb is None or older != bnb.version):
             fix = (f"bitsandbytes {older} is the newest release whose prebuilt kernels still run on "
                    f"{family} (best effort, unmaintained); otherwise use a Pascal (6.0) or newer GPU.")
             commands = [f'pip install "bitsandbytes=={older}"']
         else:
-            fix = (f"No bitsandbytes release on PyPI ships kernels for {family} (cc {device.cc_text}). "
-                   "Use a GPU with compute capability 6.0 or newer, build bitsandbytes from source for "
-                   "this architecture at your own risk, or use a quantization method that does not need bitsandbytes.")
+            fix = (f"No bitsandbytes release of the last years ships {family} kernels (Kepler binaries left PyPI "
+                   "in 0.39.1, before 4-bit support). Use a GPU with compute capability 6.0 or newer, build "
+                   "bitsandbytes from source for this architecture at your own risk, or use a quantization "
+                   "method that does not need bitsandbytes.")
             commands = []
         hits.append(Hit(
-            title=f"{gpu_label(device)} is below bitsandbytes' minimum of 6.0",
-            explanation=f"bitsandbytes supports 8-bit optimizers and 4/8-bit quantization from Pascal (6.0) on. "
+            title=f"{_group_label(group)} is below bitsandbytes' minimum of 6.0",
+            explanation="bitsandbytes supports 8-bit optimizers and 4/8-bit quantization from Pascal (6.0) on. "
             f"{family} GPUs are not built for: loading a kernel fails with 'no kernel image is available for "
             "execution on the device' (Kepler left PyPI in 0.39.1, Maxwell in 0.48.0).",
-            evidence=[ev("GPU", device.name, f"gpu.devices[{device.index}].name"),
-                      ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")],
+            evidence=evidence,
             remediation=Remediation(fix, commands),
         ))
     return hits
@@ -92,31 +132,56 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
     "Every visible GPU has int8 tensor cores for LLM.int8() (cc 7.5+)",
     needs=("gpu",),
     covers=("slow_int8_matmul_warning_cc_lt_75", "int8_matmul_unsupported_cc_lt_75", "cuda_setup_nameerror_bnb_0_37"),
-    references=("https://huggingface.co/docs/bitsandbytes/main/en/reference/nn/linear8bit",),
+    references=("https://huggingface.co/docs/bitsandbytes/main/en/reference/nn/linear8bit",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/529"),
 )
 def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     if not visible_gpus(facts):
         return Skip("no visible NVIDIA GPU")
     bnb = bnb_of(facts)
-    old_name_check = bool(bnb and bnb.version and release_tuple(bnb.version) and release_tuple(bnb.version) < (0, 46))  # type: ignore[operator]
+    release = release_tuple(bnb.version) if bnb and bnb.installed else None
+    old_name_check = release is not None and release < (0, 45)  # supports_igemmlt() is used up to 0.44.x
     hits = []
-    for device in visible_gpus(facts):
+    for group in _group(visible_gpus(facts)):
+        device = group[0]
         cc = device.cc
         if cc is None or cc < MIN_CC_QUANTIZATION:
-            continue  # BNB103 already says this GPU is unsupported
+            continue  # BNB103 already speaks for this GPU
         no_tensor_cores = old_name_check and any(tag in device.name for tag in NO_TENSOR_CORE_NAMES)
         if cc >= MIN_CC_INT8_MATMUL and not no_tensor_cores:
             continue
         why = (f"{device.name} has compute capability {device.cc_text} but no tensor cores, and this "
                "bitsandbytes release excludes it from the int8 matmul by name" if no_tensor_cores else
                f"compute capability {device.cc_text} has no int8 tensor cores (Turing, 7.5, is the first)")
+        evidence = [ev("GPU", _group_label(group), f"gpu.devices[{device.index}].name"),
+                    ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")]
+        if release is not None and release < (0, 37, 0):
+            hits.append(Hit(
+                title=f"{_group_label(group)}: bitsandbytes {bnb.version} cannot run LLM.int8() here",  # type: ignore[union-attr]
+                explanation=f"LLM.int8() needs int8 tensor cores; {why}. Releases before 0.37 have no fallback and "
+                "fail with 'ERROR: Your GPU does not support Int8 Matmul!'.",
+                evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
+                remediation=Remediation("Upgrade bitsandbytes (0.37+ has a slower path for these GPUs), or use "
+                                        "4-bit quantization.", ['pip install -U "bitsandbytes>=0.37.1"']),
+                severity=Severity.ERROR,
+            ))
+            continue
+        if release is not None and release[:2] == (0, 37) and release < (0, 37, 1):
+            hits.append(Hit(
+                title=f"bitsandbytes {bnb.version} crashes at import on compute capability {device.cc_text}",  # type: ignore[union-attr]
+                explanation="0.37.0 raises \"NameError: name 'cuda_setup' is not defined\" while setting up the "
+                "slow int8 path for GPUs below 7.5.",
+                evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
+                remediation=Remediation("Upgrade bitsandbytes.", ['pip install -U "bitsandbytes>=0.37.1"']),
+                severity=Severity.ERROR,
+            ))
+            continue
         hits.append(Hit(
-            title=f"{gpu_label(device)}: LLM.int8() runs on the slow path",
+            title=f"{_group_label(group)}: LLM.int8() runs on the slow path",
             explanation=f"LLM.int8() (load_in_8bit) uses cuBLASLt int8 tensor-core kernels; {why}. bitsandbytes "
             "falls back to a slower 8-bit matmul (releases before 0.37 failed outright with 'Your GPU does not "
             "support Int8 Matmul!'). 4-bit (NF4/FP4) and 8-bit optimizers are unaffected.",
-            evidence=[ev("GPU", device.name, f"gpu.devices[{device.index}].name"),
-                      ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")],
+            evidence=evidence,
             remediation=Remediation("Prefer 4-bit quantization (load_in_4bit=True, bnb_4bit_quant_type='nf4') on "
                                     "this GPU, or accept slower 8-bit inference; use a Turing or newer GPU for "
                                     "fast LLM.int8()."),
@@ -150,8 +215,11 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
             continue
         archs = ", ".join(f"sm_{a}" for a in library.sass) + (
             f"; PTX {', '.join(f'compute_{a}' for a in library.ptx)}" if library.ptx else "")
-        alternatives = [lib.file for lib in wheel.libraries.values()  # type: ignore[union-attr]
-                        if lib.backend == "cuda" and kernel_runs_on(lib, cc)]
+        torch_major = (major_minor(torch_of(facts).cuda) or (0, 0))[0]  # type: ignore[union-attr]
+        alternatives = sorted((lib for lib in wheel.libraries.values()  # type: ignore[union-attr]
+                               if lib.backend == "cuda" and lib.cuda_toolkit and kernel_runs_on(lib, cc)),
+                              key=lambda lib: major_minor(lib.cuda_toolkit) or (0, 0), reverse=True)
+        same_major = [lib for lib in alternatives if (major_minor(lib.cuda_toolkit) or (0, 0))[0] == torch_major]
         hits.append(Hit(
             title=f"{selection.loaded_file} has no kernels for {gpu_label(device)}",
             explanation=f"bitsandbytes {bnb.version if bnb else ''} loads {selection.loaded_file} for torch's CUDA "  # type: ignore[union-attr]
@@ -162,10 +230,13 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
                       ev("library", selection.loaded_file, "python.bitsandbytes.native_libraries"),
                       ev("architectures in library", archs)],
             remediation=Remediation(
-                "Use a torch build whose CUDA version maps to a bitsandbytes library with this architecture"
-                + (f" ({', '.join(sorted(alternatives)[:4])})" if alternatives else "")
-                + ", or point BNB_CUDA_VERSION at one whose CUDA runtime is installed.",
-                [],
+                (f"Point bitsandbytes at {same_major[0].file} (CUDA {same_major[0].cuda_toolkit}, same major as "
+                 "torch, so torch's CUDA runtime satisfies it), or install a torch build for that CUDA version."
+                 if same_major else
+                 "Install a torch build for a CUDA version whose bitsandbytes library has this architecture"
+                 + (f" (e.g. CUDA {alternatives[0].cuda_toolkit}: {alternatives[0].file})" if alternatives else "")
+                 + "."),
+                [f"export BNB_CUDA_VERSION={same_major[0].cuda_toolkit.replace('.', '')}"] if same_major else [],  # type: ignore[union-attr]
             ),
         ))
     return hits
@@ -184,6 +255,11 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     gpus = [d for d in visible_gpus(facts) if d.cc]
     if len(gpus) < 2:
         return Skip("fewer than two visible GPUs")
+    bnb = bnb_of(facts)
+    release = release_tuple(bnb.version) if bnb and bnb.installed else None
+    if release is not None and release >= (0, 45):
+        return Skip("from 0.45 the library choice no longer depends on compute capability (BNB104/BNB105 "
+                    "judge each GPU)")
     if len({d.cc for d in gpus}) < 2:
         return None
 
@@ -197,17 +273,19 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     best = max(gpus, key=lambda d: d.cc)  # type: ignore[arg-type,return-value]
     weak = [d for d in gpus if tier(d) < tier(best)]
     keep = ",".join(str(d.index) for d in gpus if tier(d) == tier(best))
+    names = ", ".join(sorted({d.name for d in weak}))
     return Hit(
-        title=f"Mixed GPU generations: bitsandbytes chooses for cc {best.cc_text}, "
-        f"{', '.join(d.name for d in weak)} lag behind",
-        explanation="bitsandbytes picks one native library for the whole process from the highest compute "
-        f"capability among visible GPUs ({best.cc_text}, {best.name}). Work placed on the older GPU(s) "
-        "then runs code chosen for the newer one: int8 matmul errors ('cublasLt ran into an error'), slow "
-        "paths, or missing kernels; device_map='auto' will also spread layers across them.",
-        evidence=[ev(gpu_label(d), d.name, f"gpu.devices[{d.index}]") for d in gpus],
+        title=f"Mixed GPU generations: bitsandbytes {bnb.version if bnb else ''} chooses its library for cc "
+        f"{best.cc_text}; {names} {'lags' if len(weak) == 1 else 'lag'} behind",
+        explanation="Releases before 0.45 pick one native library for the whole process from the highest compute "
+        f"capability among visible GPUs ({best.cc_text}, {best.name}): the cuBLASLt build instead of the "
+        "_nocublaslt one. Work placed on the older GPU(s) then runs code chosen for the newer one: int8 matmul "
+        "errors ('cublasLt ran into an error') or missing kernels; device_map='auto' spreads layers across them.",
+        evidence=[ev(f"GPU {d.index}", f"{d.name}, compute capability {d.cc_text}", f"gpu.devices[{d.index}]")
+                  for d in gpus],
         remediation=Remediation(
-            "Hide the older GPU(s) from CUDA so only the capable ones are used. The indices below are "
-            "nvidia-smi's (PCI bus order), so set CUDA_DEVICE_ORDER too.",
+            "Upgrade bitsandbytes (0.45+ no longer chooses by the highest GPU), or hide the older GPU(s) from "
+            "CUDA. The indices below are nvidia-smi's (PCI bus order), so set CUDA_DEVICE_ORDER too.",
             ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", f"export CUDA_VISIBLE_DEVICES={keep}"],
         ),
     )

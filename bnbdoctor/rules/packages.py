@@ -5,7 +5,7 @@ from __future__ import annotations
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, legacy_cuda_setup
+from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch, legacy_cuda_setup
 from bnbdoctor.knowledge.versions import at_least, major_minor, parse_version, release_tuple
 from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
 from bnbdoctor.rules.common import (
@@ -125,10 +125,12 @@ def bnb_missing(facts: Facts) -> Hit | None:
     references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723"),
 )
 def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
-    bnb, platform = bnb_of(facts), facts.platform
+    bnb, platform, torch = bnb_of(facts), facts.platform, torch_of(facts)
     assert platform is not None
     if not (bnb and bnb.installed and bnb.version):
         return Skip("bitsandbytes version unknown")
+    if (platform.os, platform.arch) == ("linux", "x86_64"):
+        return None  # Linux x86_64 has had prebuilt binaries from the start
     first = FIRST_RELEASE_FOR_PLATFORM.get((platform.os, platform.arch))
     if first is None:
         return Skip(f"no prebuilt bitsandbytes for {platform.os}/{platform.arch}; build from source")
@@ -136,18 +138,26 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
         return None
     label = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}.get(platform.os, platform.os)
     linux_only = [f for f in bnb.native_libraries if f.endswith(".so")]
+    symptom = {
+        "windows": "\"argument of type 'WindowsPath' is not iterable\" or '[WinError 193] %1 is not a valid "
+                   "Win32 application'",
+        "macos": "'not a mach-o file' from dlopen",
+        "linux": "'wrong ELF class' or 'cannot open shared object file'",
+    }.get(platform.os, "a failed library load")
+    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, first)
+    fix = f"Upgrade bitsandbytes to a release that supports {label} {platform.arch}."
+    if "<" in spec:
+        fix += (f" Your torch {torch.version} limits that to bitsandbytes{spec} (newer releases need a newer "  # type: ignore[union-attr]
+                "torch, and pip would replace your torch to get one).")
     return Hit(
         title=f"bitsandbytes {bnb.version} has no {label} {platform.arch} support (first release: {first})",
         explanation=f"Releases before {first} ship no native library for {label} {platform.arch}"
         + (f"; this install holds only Linux .so files ({len(linux_only)} of them), which cannot load here"
            if linux_only and platform.os != "linux" else "")
-        + ". The loader then fails with errors such as \"argument of type 'WindowsPath' is not iterable\", "
-        "'[WinError 193] %1 is not a valid Win32 application' or 'not a mach-o file', and bitsandbytes "
-        "runs CPU-only.",
+        + f". The loader then fails ({symptom}) and bitsandbytes runs CPU-only or not at all.",
         evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
                   ev("platform", f"{platform.os} {platform.arch}", "platform.arch")],
-        remediation=Remediation(f"Upgrade bitsandbytes to {first} or newer.",
-                                [f'pip install -U "bitsandbytes>={first}"']),
+        remediation=Remediation(fix, [f'pip install -U "bitsandbytes{spec}"']),
     )
 
 
@@ -161,19 +171,27 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
             "conda_env_vs_system_cuda_mixup", "cuda_setup_failed_despite_gpu_available", "cuda_lt_11_unsupported"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1041", BNB_DOCS_INSTALL),
 )
-def legacy_setup(facts: Facts) -> Hit | None:
-    bnb = bnb_of(facts)
+def legacy_setup(facts: Facts) -> Hit | Skip | None:
+    bnb, torch = bnb_of(facts), torch_of(facts)
     if not (bnb and bnb.installed) or not (bnb.legacy_cuda_setup or legacy_cuda_setup(bnb.version)):
         return None
+    if facts.platform and facts.platform.os == "macos":
+        return Skip("the legacy CUDA setup only matters where CUDA does")
+    if torch is not None and torch.installed and torch.build != "cuda":
+        return Skip("torch is not a CUDA build")
+    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, "0.43.1")
     return Hit(
         title=f"bitsandbytes {bnb.version} uses the legacy CUDA setup",
-        explanation="Releases up to 0.43.0 search environment variables for libcudart to decide what to load; "
-        "the search is known to misfire: it warns about non-existent directories (noise), 'flips a coin' "
-        "between duplicate CUDA runtimes, picks a system CUDA that does not match torch, and raises 'CUDA "
-        "Setup failed despite GPU being available'. 0.43.1 rewrote it to follow torch's CUDA version.",
+        explanation="Releases up to 0.43.0 take the CUDA version from torch but also scan every path-like "
+        "environment variable for libcudart: the scan prints misleading warnings (non-existent directories, "
+        "'duplicate' runtimes, 'libcudart.so not found'), its advice points at the wrong CUDA, and any load "
+        "problem surfaces as 'CUDA Setup failed despite GPU being available'. 0.43.1 rewrote the setup to follow "
+        "torch only (PR #1041).",
         evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],
         remediation=Remediation("Upgrade bitsandbytes; the current loader follows torch and needs no "
-                                "LD_LIBRARY_PATH tweaks.", ['pip install -U bitsandbytes']),
+                                "LD_LIBRARY_PATH tweaks." + (f" Your torch limits that to bitsandbytes{spec}."
+                                                             if "<" in spec else ""),
+                                [f'pip install -U "bitsandbytes{spec}"']),
     )
 
 
@@ -212,9 +230,9 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
             continue
         hits.append(Hit(
             title=f"bitsandbytes {bnb.version} requires {label} {spec_text}, found {installed}",
-            explanation=f"pip installs bitsandbytes' files even when {label} does not meet its requirement "
-            "(--no-deps, conda, or a later downgrade); the release then fails at import or at the first "
-            "operation in ways that do not name the version.",
+            explanation=f"bitsandbytes' files can be installed while {label} does not meet its requirement "
+            "(pip --ignore-requires-python or --no-deps, conda, or a later downgrade of torch); the release then "
+            "fails at import or at the first operation in ways that do not name the version.",
             evidence=[ev(label, installed, fact), ev("required", spec_text, "python.bitsandbytes")],
             remediation=Remediation(
                 f"Install a {label} that satisfies {spec_text}, or a bitsandbytes release that supports {label} "
@@ -230,24 +248,28 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
     "bitsandbytes does not import triton.ops from a triton that removed it",
     needs=("python",),
     covers=("triton_ops_module_missing",),
-    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1413"),
 )
 def triton_ops(facts: Facts) -> Hit | None:
     bnb, python = bnb_of(facts), facts.python
     assert python is not None
     triton = python.packages.get("triton") or python.packages.get("pytorch-triton-rocm")
-    if not (bnb and bnb.installed and triton) or at_least(bnb.version, "0.45.2") in (True, None):
-        return None
+    release = release_tuple(bnb.version) if bnb and bnb.installed else None
+    if not triton or release is None or not ((0, 39, 0) <= release < (0, 45, 1)):
+        return None  # triton.ops was imported from 0.39 (bitsandbytes/triton/) until 0.45.1 dropped it
     if not at_least(triton, "3.2"):
         return None
     return Hit(
-        title=f"bitsandbytes {bnb.version} imports triton.ops, which triton {triton} removed",
-        explanation="bitsandbytes up to 0.45.1 imports triton.ops.matmul_perf_model at import time; triton 3.2 "
+        title=f"bitsandbytes {bnb.version} imports triton.ops, which triton {triton} removed",  # type: ignore[union-attr]
+        explanation="bitsandbytes 0.39 to 0.45.0 import triton.ops.matmul_perf_model at import time; triton 3.2 "
         "(shipped with torch 2.6) removed triton.ops, so `import bitsandbytes` fails with "
         "\"ModuleNotFoundError: No module named 'triton.ops'\".",
-        evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
+        evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),  # type: ignore[union-attr]
                   ev("triton", triton, "python.packages.triton")],
-        remediation=Remediation("Upgrade bitsandbytes (0.45.2 or newer).", ['pip install -U "bitsandbytes>=0.45.2"']),
+        remediation=Remediation("Upgrade bitsandbytes to 0.45.1 or newer (PR #1413 removed the import), or pin "
+                                "triton below 3.2 together with torch below 2.6.",
+                                ['pip install -U "bitsandbytes>=0.45.1"']),
     )
 
 

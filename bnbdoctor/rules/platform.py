@@ -36,8 +36,9 @@ def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
             evidence=evidence + [ev(WSL_LIB, "missing", "platform.wsl_lib_dir")],
             remediation=Remediation(
                 "Install or update the NVIDIA driver on Windows (WSL support ships with it), run `wsl --update` "
-                "in Windows, and restart WSL. Do not install a Linux NVIDIA driver inside WSL.",
-                ["wsl.exe --update", "wsl.exe --shutdown"],
+                "in Windows, then restart WSL (`wsl --shutdown` in Windows stops every running distribution). "
+                "Do not install a Linux NVIDIA driver inside WSL.",
+                ["wsl.exe --update"],
             ),
         )
     if platform.wsl_lib_on_loader_path:
@@ -71,13 +72,16 @@ def jetson_wheel(facts: Facts) -> Hit | Skip | None:
         return Skip("not a Jetson (no /etc/nv_tegra_release)")
     if not (bnb and bnb.installed and bnb.native_libraries):
         return None
+    if bnb.wheel_tag and "manylinux" not in bnb.wheel_tag:
+        return None  # built on the device or a Jetson wheel (linux_aarch64), not PyPI's sbsa build
     return Hit(
         title="Jetson (L4T) with bitsandbytes' PyPI aarch64 binaries",
         explanation="The aarch64 wheels on PyPI are built for server ARM (sbsa) with the standard CUDA toolkit, "
         "not for Jetson's L4T/JetPack CUDA stack; the first kernel fails with 'Error named symbol not found "
         "at line … in file /src/csrc/ops.cu'.",
         evidence=[ev("L4T release", platform.jetson_release, "platform.jetson_release"),
-                  ev("bitsandbytes", f"{bnb.version} at {bnb.location}", "python.bitsandbytes.location")],
+                  ev("bitsandbytes", f"{bnb.version} at {bnb.location}", "python.bitsandbytes.location"),
+                  ev("wheel tag", bnb.wheel_tag or "unknown (assumed PyPI)", "python.bitsandbytes.wheel_tag")],
         remediation=Remediation(
             "Build bitsandbytes on the device (cmake -DCOMPUTE_BACKEND=cuda) or install a wheel built for "
             "JetPack (the Jetson AI Lab index); do not use the PyPI aarch64 wheel on L4T.",
