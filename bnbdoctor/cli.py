@@ -10,17 +10,19 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from bnbdoctor import __version__
 from bnbdoctor.render import OutputFormat
 from bnbdoctor.report import ExitCode, Report
 
-log = logging.getLogger("bnbdoctor")
+
+
+def note(message: str) -> None:
+    """A message for the person at the terminal: stderr, never stdout (stdout is data)."""
+    print(f"bnbdoctor: {message}", file=sys.stderr)
 
 
 class UsageError(Exception):
@@ -121,10 +123,11 @@ def render(report: Report, fmt: OutputFormat, color: bool) -> str:
 def _write(text: str, output: str | None) -> None:
     if output:
         try:
-            Path(output).write_text(text, encoding="utf-8")
+            with open(output, "w", encoding="utf-8") as handle:
+                handle.write(text)
         except OSError as exc:
             raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
-        log.info("report written to %s", output)
+        note(f"report written to {output}")
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -156,8 +159,6 @@ def run(args: argparse.Namespace) -> ExitCode:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
-                        format="bnbdoctor: %(message)s")
     try:
         return int(run(args))
     except UsageError as exc:

@@ -9,6 +9,7 @@ from typing import Iterable
 from bnbdoctor.facts import Facts
 from bnbdoctor.hosts.base import Host
 from bnbdoctor.probes import PROBES, ProbeContext, ProbeOptions, run_probes
+from bnbdoctor.probes.native import warm_up
 from bnbdoctor.probes.runner import ProgressCallback
 from bnbdoctor.report import Report, build_report
 from bnbdoctor.rules import all_rules, run_rules
@@ -37,5 +38,6 @@ def diagnose(
     worker = threading.Thread(target=lambda: box.update(facts=gather(host, options, progress)), daemon=True)
     worker.start()
     chosen = list(rules) if rules is not None else all_rules()
+    warm_up()
     worker.join()
     return diagnose_facts(box["facts"], chosen, started)

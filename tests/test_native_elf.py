@@ -554,3 +554,24 @@ def test_missing_versions_is_an_exact_sorted_difference() -> None:
         ["GLIBCXX_3.4.9", "GLIBCXX_3.4.31"],
     ) == ["CXXABI_1.3.9", "GLIBCXX_3.4.30"]
     assert missing_versions([], ["GLIBC_2.2.5"]) == []
+
+
+def test_section_header_reader_matches_pyelftools(bnb_dir: Path) -> None:
+    """The hot path reads section headers with struct (pyelftools' ELFFile costs ~30 ms to
+    import); pyelftools stays the reference it is checked against."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    from bnbdoctor.native.elf import _section_headers
+
+    paths = [bnb_dir / "libbitsandbytes_cpu.so", bnb_dir / "libbitsandbytes_cuda121.so",
+             bnb_dir / "libbitsandbytes_rocm64.so"]
+    for path in paths:
+        data = path.read_bytes()
+        elf = ELFFile(io.BytesIO(data))
+        expected = [(s.name, s.header["sh_offset"], s.header["sh_size"], s.header["sh_link"], s.header["sh_info"])
+                    for s in elf.iter_sections()]
+        end = "<"
+        ours = _section_headers(data, end, 64, elf.header["e_shoff"], elf.header["e_shentsize"], elf.header["e_shnum"])
+        assert [(s.name, s.offset, s.size, s.link, s.info) for _, s in ours] == expected

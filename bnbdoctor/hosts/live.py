@@ -203,8 +203,35 @@ def _read_os_info() -> OsInfo:
     )
 
 
+_NVML_SONAME = "libnvidia-ml.so.1"
+_NVML_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+              "/usr/lib64", "/lib64", "/usr/lib", "/lib", "/usr/lib/wsl/lib")
+
+
+def _nvml_library_missing() -> str | None:
+    """On Linux, look for libnvidia-ml.so.1 where dlopen would (LD_LIBRARY_PATH, the loader cache,
+    the default folders) before importing pynvml and ctypes, which cost tens of milliseconds only
+    to report the same absence on a machine without a driver. Any hint of the library defers to
+    pynvml's real dlopen."""
+    if not sys.platform.startswith("linux"):
+        return None
+    folders = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p] + list(_NVML_DIRS)
+    if any(os.path.exists(os.path.join(folder, _NVML_SONAME)) for folder in folders):
+        return None
+    try:
+        with open("/etc/ld.so.cache", "rb") as handle:
+            if _NVML_SONAME.encode() in handle.read():
+                return None
+    except OSError:
+        return None  # no cache to consult: let pynvml try for real
+    return f"{_NVML_SONAME} is not on LD_LIBRARY_PATH, in the loader cache or in the system folders"
+
+
 def _query_nvml() -> NvmlAnswer:
     """Ask NVML everything at once; classify failures instead of raising."""
+    missing = _nvml_library_missing()
+    if missing is not None:
+        return NvmlAnswer(False, f"NVML Shared Library Not Found ({missing})", "library_not_found")
     try:
         import pynvml  # nvidia-ml-py; pure Python, loads libnvidia-ml lazily
     except ImportError as exc:  # pragma: no cover - a dependency, but stay calm without it

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+import os
 from typing import Any
 
 from bnbdoctor.knowledge.versions import release_tuple
@@ -90,7 +90,9 @@ class RecordedWheel:
 @lru_cache(maxsize=1)
 def recorded_wheels() -> tuple[RecordedWheel, ...]:
     """The real wheels recorded in bnbdoctor/data/bnb_wheels.json."""
-    text = resources.files("bnbdoctor.data").joinpath("bnb_wheels.json").read_text(encoding="utf-8")
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "bnb_wheels.json")
+    with open(path, encoding="utf-8") as handle:  # package data, not the machine under diagnosis
+        text = handle.read()
     raw: dict[str, Any] = json.loads(text)
     wheels = []
     for wheel in raw["wheels"]:

@@ -16,7 +16,6 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from elftools.elf.elffile import ELFFile
 from elftools.elf.enums import ENUM_E_MACHINE
 
 #: How many undefined symbol names are kept per needed version (the first ones, sorted).
@@ -148,24 +147,19 @@ def _parse(data: bytes, acc: _Acc) -> None:
             f"(ends at {shoff + max(shnum, 1) * shentsize}, file is {size} bytes)"
         )
 
-    elf = ELFFile(io.BytesIO(data))
-    wanted = {"SHT_DYNAMIC", "SHT_DYNSYM", "SHT_GNU_versym", "SHT_GNU_verneed", "SHT_GNU_verdef"}
     secs: dict[str, _Sec] = {}
-    all_secs: list[_Sec] = []
-    for sec in elf.iter_sections():
-        hdr = sec.header
-        s = _Sec(sec.name, hdr["sh_offset"], hdr["sh_size"], hdr["sh_link"], hdr["sh_info"])
-        all_secs.append(s)
-        kind = hdr["sh_type"]
-        if kind in wanted and kind not in secs:
-            secs[kind] = s
+    all_secs = _section_headers(data, end, elf_class, shoff, shentsize, shnum)
+    for kind, sec in all_secs:
+        if kind in _WANTED and _WANTED[kind] not in secs:
+            secs[_WANTED[kind]] = sec
+    all_secs_only = [sec for _, sec in all_secs]
     for s in secs.values():
         _check_bounds(s, size)
 
     def strtab(link: int) -> _Sec:
-        if not 0 < link < len(all_secs):
+        if not 0 < link < len(all_secs_only):
             raise _Corrupt(f"corrupt ELF: section link {link} is not a section index")
-        return _check_bounds(all_secs[link], size)
+        return _check_bounds(all_secs_only[link], size)
 
     dyn = secs.get("SHT_DYNAMIC")
     if dyn is None:
@@ -184,6 +178,41 @@ def _parse(data: bytes, acc: _Acc) -> None:
         acc.symbols_by_version = _read_symbol_versions(
             data, end, elf_class, sym, strtab(sym.link), versym, index_names
         )
+
+
+#: Section types read here (elf.h), by the names pyelftools gives them.
+_WANTED = {6: "SHT_DYNAMIC", 11: "SHT_DYNSYM", 0x6FFFFFFF: "SHT_GNU_versym", 0x6FFFFFFE: "SHT_GNU_verneed",
+           0x6FFFFFFD: "SHT_GNU_verdef"}
+#: Elf32_Shdr / Elf64_Shdr without the fields not needed: name, type, offset, size, link, info.
+_SHDR = {32: ("IIIIIIIIII", 40), 64: ("IIQQQQIIQQ", 64)}
+
+
+def _section_headers(data: bytes, end: str, elf_class: int, shoff: int, shentsize: int,
+                     shnum: int) -> list[tuple[int, _Sec]]:
+    """(sh_type, section) for every section header, read with struct.
+
+    pyelftools' ELFFile would do this too, but importing it pulls in its DWARF machinery (about
+    30 ms) on every run; the tests check this reader against pyelftools on real libraries."""
+    fmt, entry_size = _SHDR[elf_class]
+    if shentsize < entry_size:
+        raise _Corrupt(f"corrupt ELF: section header entries of {shentsize} bytes (need {entry_size})")
+    headers = []
+    for index in range(shnum):
+        fields = struct.unpack_from(end + fmt, data, shoff + index * shentsize)
+        headers.append((fields[1], fields[4], fields[5], fields[6], fields[7]))  # type, offset, size, link, info
+    (shstrndx,) = struct.unpack_from(end + "H", data, _EHDR[elf_class][2] + 4)
+    names = headers[shstrndx] if 0 < shstrndx < len(headers) else None
+    out = []
+    for index in range(shnum):
+        (sh_name,) = struct.unpack_from(end + "I", data, shoff + index * shentsize)
+        kind, offset, sec_size, link, info = headers[index]
+        name = ""
+        if names is not None and names[1] + sh_name < len(data):
+            start = names[1] + sh_name
+            stop = data.find(b"\0", start, min(len(data), names[1] + names[2]))
+            name = data[start:stop if stop >= 0 else start].decode("ascii", "replace")
+        out.append((kind, _Sec(name, offset, sec_size, link, info)))
+    return out
 
 
 def _check_bounds(sec: _Sec, size: int) -> _Sec:

@@ -20,7 +20,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("python", "python", gather_python, timeout_s=30),
     Probe("cuda_toolkit", "cuda_toolkit", gather_cuda_toolkit, timeout_s=15),
     Probe("native", "native", gather_native, requires=("env", "platform", "gpu", "python"), timeout_s=20),
-    Probe("load", "load", gather_load, requires=("native",), timeout_s=25),
+    Probe("load", "load", gather_load, requires=("env", "platform", "gpu", "python"), timeout_s=25),
 )
 
 __all__ = ["PROBES", "Probe", "ProbeContext", "ProbeError", "ProbeOptions", "run_probes"]

@@ -9,41 +9,66 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
+import os
 
 from bnbdoctor.facts import LoadCheck
 from bnbdoctor.probes.base import ProbeContext
+from bnbdoctor.probes.native import predict_selection, preload_plan
 
 LOAD_TIMEOUT_S = 15.0
-_PRELOAD_STEPS = ("loaded by torch before bitsandbytes", "C++ runtime already loaded in the conda env")
+
+
+def _read_own(name: str) -> str:
+    """A script shipped beside this module (bnbdoctor's own file, not the machine's)."""
+    with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as handle:
+        return handle.read()
 
 
 @lru_cache(maxsize=1)
 def load_script() -> str:
-    return Path(__file__).with_name("load_script.py").read_text(encoding="utf-8")
+    return _read_own("load_script.py")
+
+
+def _needed(data: bytes | None) -> list[str]:
+    """DT_NEEDED / DLL imports of the selected file (a cheap parse, repeated by the native probe)."""
+    if not data:
+        return []
+    if data[:4] == b"\x7fELF":
+        from bnbdoctor.native.elf import parse_elf
+
+        return list(parse_elf(data).needed)
+    if data[:2] == b"MZ":
+        from bnbdoctor.native.pe import parse_pe
+
+        return list(parse_pe(data).imports)
+    return []
 
 
 def gather_load(ctx: ProbeContext) -> LoadCheck:
-    facts = ctx.facts
-    native, python = facts.native, facts.python
+    """Runs beside the static native probe (it re-derives the selection), so its subprocess
+    overlaps the static analysis instead of following it."""
+    facts, host = ctx.facts, ctx.host
+    python = facts.python
     if not ctx.options.load:
         return LoadCheck(ran=False, skipped_reason="--no-load")
-    if native is None or python is None or not native.library:
+    selection = predict_selection(facts)
+    if python is None or selection is None or not selection.loaded_file or not python.bitsandbytes.location:
         return LoadCheck(ran=False, skipped_reason="no bitsandbytes library is selected")
-    if not native.selection or not native.selection.exists:
-        return LoadCheck(ran=False, library=native.library, skipped_reason="the selected library does not exist")
-    preload = [d.resolved for d in native.dependencies if d.via in _PRELOAD_STEPS and d.resolved]
+    library = host.pathmod.join(python.bitsandbytes.location, selection.loaded_file)
+    if not selection.exists:
+        return LoadCheck(ran=False, library=library, skipped_reason="the selected library does not exist")
+    preload = preload_plan(host, facts, _needed(host.read_bytes(library)))
     windows = facts.platform is not None and facts.platform.os == "windows"
-    args = {"library": native.library, "preload": preload,
+    args = {"library": library, "preload": preload,
             "dll_directories": [python.torch.lib_dir] if windows and python.torch.lib_dir else []}
     script = f"import sys; sys.argv[1:] = [{json.dumps(json.dumps(args))}]\n" + load_script()
     result = ctx.host.run_python(python.executable, script, timeout=LOAD_TIMEOUT_S, purpose="load", isolated=True)
-    check = LoadCheck(ran=True, library=native.library, duration_s=result.duration_s)
+    check = LoadCheck(ran=True, library=library, duration_s=result.duration_s)
     if result.timed_out:
-        check.error = f"loading {native.library} did not finish within {LOAD_TIMEOUT_S:.0f}s"
+        check.error = f"loading {library} did not finish within {LOAD_TIMEOUT_S:.0f}s"
         return check
     if result.error and not result.stdout:
-        return LoadCheck(ran=False, library=native.library, skipped_reason=result.error)
+        return LoadCheck(ran=False, library=library, skipped_reason=result.error)
     try:
         answer = json.loads(result.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

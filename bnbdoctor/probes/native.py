@@ -9,10 +9,8 @@ from dataclasses import asdict
 from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency, SelectedLibrary
 from bnbdoctor.hosts.base import Host
 from bnbdoctor.knowledge.selection import select_library
-from bnbdoctor.native.elf import max_versions, missing_versions, parse_elf, version_key
 from bnbdoctor.native.ldcache import LdCache, arch_for_elf, parse_ld_so_cache
-from bnbdoctor.native.pe import parse_pe
-from bnbdoctor.native.resolve import linux_search, resolve, windows_search
+from bnbdoctor.native.resolve import dependency_kind, linux_search, resolve, windows_search
 from bnbdoctor.probes.base import ProbeContext, ProbeError
 
 LDCONFIG_TIMEOUT_S = 5.0
@@ -21,6 +19,11 @@ _DEFAULT_DIRS = {
     "aarch64": ["/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"],
 }
 _GLIBC_FILES = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1")
+
+
+def warm_up() -> None:
+    """Import the ELF parser (pyelftools) ahead of time, while other probes wait on subprocesses."""
+    import bnbdoctor.native.elf  # noqa: F401
 
 
 def _file_format(data: bytes) -> str:
@@ -135,6 +138,8 @@ def _glibc_defines(version: str | None) -> list[str] | None:
 
 def _abi(host: Host, facts: Facts, version_needs: dict[str, list[str]],
          deps: list[ResolvedDependency]) -> list[AbiNeed]:
+    from bnbdoctor.native.elf import max_versions, missing_versions, parse_elf
+
     by_name = {d.name: d for d in deps}
     needs = []
     for library, required in version_needs.items():
@@ -168,6 +173,8 @@ def _abi(host: Host, facts: Facts, version_needs: dict[str, list[str]],
 
 def _alternatives(host: Host, dep: ResolvedDependency, required: list[str], provider: str | None) -> list[str]:
     """Other copies of the dependency on this machine that define every required version."""
+    from bnbdoctor.native.elf import missing_versions, parse_elf
+
     paths = [c.path for c in dep.candidates if c.path != provider] + list(dep.elsewhere)
     good = []
     for path in paths:
@@ -177,6 +184,42 @@ def _alternatives(host: Host, dep: ResolvedDependency, required: list[str], prov
     return good
 
 
+def predict_selection(facts: Facts):  # -> LibrarySelection | None
+    """The library the installed release will pick, from the facts gathered so far."""
+    python, platform = facts.python, facts.platform
+    if python is None or platform is None or not python.bitsandbytes.installed:
+        return None
+    bnb, torch = python.bitsandbytes, python.torch
+    gpus = facts.gpu.visible if facts.gpu else []
+    return select_library(
+        bnb_version=bnb.version, os_name=platform.os, shipped=bnb.native_libraries, torch_cuda=torch.cuda,
+        torch_hip=torch.hip, torch_xpu=torch.xpu, gpu_available=bool(torch.hip) or bool(torch.cuda and gpus),
+        highest_cc=facts.gpu.highest_cc if facts.gpu else None,
+        bnb_cuda_version=facts.env.get("BNB_CUDA_VERSION"), bnb_rocm_version=facts.env.get("BNB_ROCM_VERSION"),
+    )
+
+
+def preload_plan(host: Host, facts: Facts, needed: list[str]) -> list[str]:
+    """The files a real process has already loaded for these SONAMEs when bitsandbytes loads:
+    torch's copies, and a conda interpreter's own C++ runtime."""
+    platform = facts.platform
+    windows = platform is not None and platform.os == "windows"
+    known = _preloaded(host, facts, windows)
+    plan = []
+    for name in needed:
+        key = name.lower() if windows else name
+        lookup_table = {k.lower(): v for k, v in known.items()} if windows else known
+        if key in lookup_table:
+            plan.append(lookup_table[key])
+            continue
+        for folder in _conda_runtime_dirs(host, facts):
+            candidate = host.pathmod.join(folder, name)
+            if dependency_kind(name) == "cxx_runtime" and host.is_file(candidate):
+                plan.append(candidate)
+                break
+    return plan
+
+
 def gather_native(ctx: ProbeContext) -> NativeFacts:
     facts, host = ctx.facts, ctx.host
     python, platform = facts.python, facts.platform
@@ -184,15 +227,7 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
         raise ProbeError("needs the python and platform facts")
     bnb, torch = python.bitsandbytes, python.torch
     native = NativeFacts(package_dir=bnb.location)
-    if not bnb.installed:
-        return native
-    gpus = facts.gpu.visible if facts.gpu else []
-    selection = select_library(
-        bnb_version=bnb.version, os_name=platform.os, shipped=bnb.native_libraries, torch_cuda=torch.cuda,
-        torch_hip=torch.hip, torch_xpu=torch.xpu, gpu_available=bool(torch.hip) or bool(torch.cuda and gpus),
-        highest_cc=facts.gpu.highest_cc if facts.gpu else None,
-        bnb_cuda_version=facts.env.get("BNB_CUDA_VERSION"), bnb_rocm_version=facts.env.get("BNB_ROCM_VERSION"),
-    )
+    selection = predict_selection(facts)
     if selection is None:
         return native
     native.selection = SelectedLibrary(**asdict(selection))
@@ -207,6 +242,8 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
     native.format = _file_format(data)
     native.preloaded = sorted(_preloaded(host, facts, windows).values())
     if native.format == "ELF":
+        from bnbdoctor.native.elf import parse_elf
+
         info = parse_elf(data)
         native.error = info.error
         native.machine, native.soname = info.machine, info.soname
@@ -227,6 +264,8 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
                                       other_dirs=_other_dirs(host, facts, False))
         native.abi = _abi(host, facts, native.version_needs, native.dependencies)
     elif native.format == "PE":
+        from bnbdoctor.native.pe import parse_pe  # pefile is slow to import: only for DLLs
+
         pe = parse_pe(data)
         native.error, native.machine = pe.error, pe.machine
         native.needed = list(pe.imports)
@@ -244,6 +283,3 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
                                       other_dirs=_other_dirs(host, facts, True))
     return native
 
-
-def _sorted_versions(names: list[str]) -> list[str]:
-    return sorted(names, key=version_key)

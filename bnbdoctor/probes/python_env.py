@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
+import os
 
 from bnbdoctor.facts import PythonFacts
 from bnbdoctor.hosts.base import Host
@@ -18,10 +18,16 @@ from bnbdoctor.serde import DecodeError, from_dict
 PATIENT_TIMEOUT_S = 20.0
 
 
+def _read_own(name: str) -> str:
+    """A script shipped beside this module (bnbdoctor's own file, not the machine's)."""
+    with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as handle:
+        return handle.read()
+
+
 @lru_cache(maxsize=1)
 def patient_script() -> str:
     """The source sent to the patient interpreter (bnbdoctor's own file, not the machine's)."""
-    return (Path(__file__).with_name("patient_script.py")).read_text(encoding="utf-8")
+    return _read_own("patient_script.py")
 
 
 def _venv_python(host: Host, prefix: str) -> str | None:

@@ -17,6 +17,7 @@ RULE_MODULES = (
     "bnbdoctor.rules.gpu",
     "bnbdoctor.rules.platform",
     "bnbdoctor.rules.packages",
+    "bnbdoctor.rules.native",
 )
 
 __all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "run_rules"]

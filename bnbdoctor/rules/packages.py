@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
 from bnbdoctor.facts import Facts
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch, legacy_cuda_setup
 from bnbdoctor.knowledge.versions import at_least, major_minor, parse_version, release_tuple
@@ -214,6 +212,8 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
         for since, py, tv in _KNOWN_REQUIREMENTS:
             if release >= since:
                 requires_python, requires_torch = py, tv
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     hits = []
     for label, spec_text, installed, fact in (
         ("Python", requires_python, python.version, "python.version"),

@@ -1,0 +1,714 @@
+"""Rules about the native-library chain: the file bitsandbytes picks, what it needs, where the
+loader finds it, the symbol versions it requires, and what the real loader said."""
+
+from __future__ import annotations
+
+import re
+
+from bnbdoctor.facts import Facts, NativeFacts, ResolvedDependency
+from bnbdoctor.knowledge.releases import bnb_spec_for_torch
+from bnbdoctor.knowledge.versions import major_minor, release_tuple
+from bnbdoctor.rules.base import Evidence, Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, torch_of, visible_gpus
+
+_PRELOADED = "loaded by torch before bitsandbytes"
+_NOT_SEARCHED = "PATH (not searched"
+#: pip wheels that bring each CUDA library (the same ones torch's CUDA wheels depend on).
+_CUDA_WHEELS = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cublasLt": "nvidia-cublas",
+                "cusparse": "nvidia-cusparse", "nvJitLink": "nvidia-nvjitlink"}
+
+
+def _native(facts: Facts) -> NativeFacts:
+    native = facts.native
+    assert native is not None
+    return native
+
+
+def _library_name(native: NativeFacts) -> str:
+    return native.selection.loaded_file if native.selection and native.selection.loaded_file else "the library"
+
+
+def _loader_evidence(facts: Facts) -> list[Evidence]:
+    load = facts.load
+    if load is not None and load.ran and load.ok is False and load.error:
+        return [ev("the real loader said", load.error, "load.error")]
+    return []
+
+
+def _folder(path: str) -> str:
+    return re.split(r"[\\/][^\\/]*$", path)[0]
+
+
+def _shipped_versions(facts: Facts, backend: str) -> list[str]:
+    bnb = bnb_of(facts)
+    found = []
+    for name in bnb.native_libraries if bnb else []:
+        match = re.match(rf"libbitsandbytes_{backend}(\d+)(?:_nocublaslt)?\.(so|dll|dylib)$", name)
+        if match and match.group(1) not in found:
+            found.append(match.group(1))
+    return sorted(found, key=int)
+
+
+def _unresolved(native: NativeFacts, kinds: tuple[str, ...]) -> list[ResolvedDependency]:
+    return [d for d in native.dependencies if d.kind in kinds and d.resolved is None]
+
+
+def static_problem(native: NativeFacts) -> bool:
+    """True when the static analysis already predicts a failed load."""
+    missing_dep = any(d.resolved is None and d.kind != "system" for d in native.dependencies)
+    return bool(native.error) or missing_dep or any(a.missing for a in native.abi)
+
+
+@rule(
+    "BNB301",
+    "bnb-binary-missing-for-torch-cuda",
+    Severity.ERROR,
+    "The installed bitsandbytes ships a library for torch's CUDA/ROCm version",
+    needs=("native", "python"),
+    covers=("cuda_binary_missing_for_torch_cuda_version", "cuda_lt_11_unsupported",
+            "cuda_setup_failed_despite_gpu_available", "compiled_without_gpu_support", "native_lib_none_attribute_errors"),
+    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180"),
+)
+def binary_missing(facts: Facts) -> Hit | Skip | None:
+    native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
+    sel = native.selection
+    if sel is None:
+        return Skip("bitsandbytes is not installed or its version is unknown")
+    if sel.override is not None or sel.backend == "cpu" or sel.outcome in ("loads", "cpu_library", "override_error"):
+        return None
+    if not bnb or not bnb.native_libraries:
+        return None  # nothing compiled at all: BNB309
+    runtime = torch.hip if sel.backend == "rocm" else torch.cuda  # type: ignore[union-attr]
+    shipped = _shipped_versions(facts, sel.backend)
+    effect = {
+        "import_error": "`import bitsandbytes` raises 'CUDA Setup failed despite GPU being available' "
+                        "('Required library version not found').",
+        "cpu_fallback": f"bitsandbytes logs 'Could not find the bitsandbytes CUDA binary at …{sel.expected_file}' and "
+                        "silently loads its CPU library: every GPU operation then fails ('compiled without GPU "
+                        "support', \"'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'\").",
+        "error_on_first_call": "`import bitsandbytes` works, then the first quantized operation raises "
+                               f"'{sel.message}'.",
+    }.get(sel.outcome, sel.message or "")
+    major = (major_minor(runtime) or (0, 0))[0]
+    same_major = [v for v in shipped if v.startswith(str(major)) and (sel.backend == "rocm" or len(v) >= 3)]
+    commands: list[str] = []
+    if sel.backend == "cuda" and major and major < 11:
+        fix = (f"CUDA {runtime} is older than any bitsandbytes build (11.x is the oldest shipped). Install a torch "
+               "build for CUDA 11.8 or 12.x, then bitsandbytes.")
+    elif same_major:
+        pick = same_major[-1]
+        fix = (f"Point bitsandbytes at a shipped build of the same CUDA major ({', '.join(same_major)}), e.g. "
+               f"BNB_CUDA_VERSION={pick}, whose runtime torch already loads; or upgrade bitsandbytes (0.50+ picks "
+               "the nearest build of the same major by itself).")
+        commands = [f"export BNB_CUDA_VERSION={pick}",
+                    f'pip install -U "bitsandbytes{bnb_spec_for_torch(torch.version if torch else None, "0.50.0")}"']
+    else:
+        fix = (f"This bitsandbytes has no {sel.backend.upper()} {major}.x build at all (shipped: "
+               f"{', '.join(shipped) or 'none'}). Install a torch build for a CUDA version it ships, or a "
+               "bitsandbytes release built for your CUDA.")
+    return Hit(
+        title=f"bitsandbytes {bnb.version} has no library for torch's {sel.backend.upper()} {runtime}: "
+        f"{sel.expected_file} is missing",
+        explanation=f"bitsandbytes chooses its native library from torch's {sel.backend.upper()} version, not from "
+        f"the driver or a local toolkit. {effect}",
+        evidence=[ev("torch", f"{torch.version} ({sel.backend.upper()} {runtime})", "python.torch"),  # type: ignore[union-attr]
+                  ev("expected", sel.expected_file, "native.selection.expected_file"),
+                  ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries")],
+        remediation=Remediation(fix, commands),
+    )
+
+
+@rule(
+    "BNB302",
+    "bnb-cuda-version-override",
+    Severity.ERROR,
+    "BNB_CUDA_VERSION / BNB_ROCM_VERSION are unset or point at a usable build",
+    needs=("native", "python"),
+    covers=("bnb_cuda_version_override_mismatch",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1559", BNB_DOCS_INSTALL),
+)
+def override(facts: Facts) -> Hit | Skip | None:
+    native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
+    variable = "BNB_ROCM_VERSION" if "BNB_ROCM_VERSION" in facts.env and not "BNB_CUDA_VERSION" in facts.env else "BNB_CUDA_VERSION"
+    value = facts.env.get(variable)
+    if value is None:
+        return Skip(f"{variable} is not set")
+    sel = native.selection
+    evidence = [ev(variable, repr(value), f"env.{variable}")]
+    if sel is None or sel.backend == "cpu":
+        return Hit(
+            title=f"{variable}={value!r} is set but has no effect here",
+            explanation="The override only applies when torch sees a CUDA GPU; this machine loads the CPU library.",
+            evidence=evidence, remediation=Remediation(f"Unset it to avoid surprises later.", [f"unset {variable}"]),
+            severity=Severity.INFO,
+        )
+    evidence.append(ev("selected", sel.expected_file, "native.selection.expected_file"))
+    torch_major = (major_minor(torch.cuda if sel.backend == "cuda" else torch.hip) or (0, 0))[0]  # type: ignore[union-attr]
+    shipped = _shipped_versions(facts, sel.backend)
+    valid = [v for v in shipped if v.startswith(str(torch_major))]
+    alternative = (f" or set it to a shipped build of torch's major version ({', '.join(valid)})" if valid else "")
+    if sel.outcome == "override_error":
+        return Hit(
+            title=f"{variable}={value!r} is rejected by bitsandbytes {bnb.version}",  # type: ignore[union-attr]
+            explanation=f"bitsandbytes raises '{sel.message}'. "
+            + ("0.50 checks that the variable is set, not that it is non-empty; the old advice "
+               "'export BNB_CUDA_VERSION=' (0.43–0.49) now breaks the import." if value == "" else ""),
+            evidence=evidence, remediation=Remediation(f"Unset the variable{alternative}.", [f"unset {variable}"]),
+        )
+    if not sel.exists:
+        bug = " (the legacy loader's name-building bug with _nocublaslt builds)" if "nocubla" in sel.expected_file else ""
+        return Hit(
+            title=f"{variable}={value} asks for {sel.expected_file}, which bitsandbytes does not ship",
+            explanation=f"With the override set, bitsandbytes loads exactly that file{bug}, with no fallback; it is "
+            "missing, so loading fails.",
+            evidence=evidence + [ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries")],
+            remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]),
+        )
+    wanted_major = int(value[:1] if sel.backend == "rocm" else value[:2]) if value.isdigit() and len(value) >= 2 else None
+    if wanted_major is not None and torch_major and wanted_major != torch_major:
+        runtime = next((d for d in native.dependencies if d.name.startswith(("libcudart", "cudart"))), None)
+        where = (f"it resolves to {runtime.resolved} ({runtime.via})" if runtime and runtime.resolved else
+                 "no such runtime is on the loader path")
+        return Hit(
+            title=f"{variable}={value} loads a CUDA {wanted_major} build next to torch's CUDA {torch_major}",
+            explanation=f"{sel.loaded_file} needs the CUDA {wanted_major} runtime, which torch does not load; {where}. "
+            "Two CUDA major versions in one process fail at load or at the first kernel.",
+            evidence=evidence + _loader_evidence(facts),
+            remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]),
+        )
+    return Hit(
+        title=f"{variable}={value} is in force: bitsandbytes loads {sel.loaded_file}",
+        explanation="The override replaces bitsandbytes' own choice. It fits torch's CUDA major version, so it "
+        "can work; remember it is set when you upgrade torch or bitsandbytes.",
+        evidence=evidence, remediation=Remediation("Nothing to do if this is intended.", []),
+        severity=Severity.INFO,
+    )
+
+
+def _wheel_for(name: str, major: str | None) -> str | None:
+    match = re.match(r"lib(cudart|cublasLt|cublas|cusparse|nvJitLink)\.so\.(\d+)", name)
+    if not match:
+        return None
+    suffix = f"cu{match.group(2)}" if match.group(2) in ("11", "12", "13") else f"cu{major or ''}"
+    return f"{_CUDA_WHEELS[match.group(1)]}-{suffix}"
+
+
+@rule(
+    "BNB303",
+    "cuda-library-not-found",
+    Severity.ERROR,
+    "Every CUDA library the selected bitsandbytes build needs is found by the loader",
+    needs=("native", "platform"),
+    covers=("libcudart_not_found_legacy_cuda_setup", "cuda_shared_lib_missing_libcusparse"),
+    references=("https://man7.org/linux/man-pages/man8/ld.so.8.html", BNB_DOCS_INSTALL),
+)
+def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
+    native = _native(facts)
+    if facts.platform and facts.platform.os == "windows":
+        return Skip("Windows DLLs are checked by BNB311")
+    missing = _unresolved(native, ("cuda",))
+    if not missing:
+        return None
+    names = ", ".join(d.name for d in missing)
+    commands, hints = [], []
+    folders = []
+    for dep in missing:
+        if dep.elsewhere:
+            folder = _folder(dep.elsewhere[0])
+            if folder not in folders:
+                folders.append(folder)
+            hints.append(f"{dep.name} exists in {folder}, which is not on the loader path")
+    if folders:
+        commands.append(f"export LD_LIBRARY_PATH={':'.join(folders)}:$LD_LIBRARY_PATH")
+    wheels = sorted({w for d in missing if not d.elsewhere and (w := _wheel_for(d.name, None))})
+    if wheels:
+        commands.append("pip install " + " ".join(wheels))
+    fix = ("; ".join(hints) + ". " if hints else "") + (
+        "Add that folder to LD_LIBRARY_PATH (persist it in your shell profile). " if folders else "") + (
+        "Install the CUDA libraries as pip wheels (a CUDA build of torch brings them too)." if wheels else "")
+    return Hit(
+        title=f"{_library_name(native)} needs {names}, which the loader cannot find",
+        explanation="The library's DT_NEEDED entries are resolved by SONAME: torch's already-loaded copies, then "
+        f"{', '.join(s for s in native.search_order[1:])}. None of them has {names}, so loading fails with "
+        f"'{missing[0].name}: cannot open shared object file: No such file or directory'.",
+        evidence=[ev("searched", " → ".join(native.search_order), "native.search_order")]
+        + [ev(d.name, f"not found; elsewhere: {', '.join(d.elsewhere) or 'nowhere bnbdoctor looked'}",
+              "native.dependencies") for d in missing] + _loader_evidence(facts),
+        remediation=Remediation(fix.strip(), commands),
+    )
+
+
+@rule(
+    "BNB304",
+    "cuda-runtime-from-another-toolkit",
+    Severity.ERROR,
+    "The CUDA libraries bitsandbytes resolves match torch's CUDA version",
+    needs=("native", "python"),
+    covers=("conda_env_vs_system_cuda_mixup", "nvjitlink_cusparse_symbol_mismatch"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1115",),
+)
+def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
+    native, torch = _native(facts), torch_of(facts)
+    if "BNB_CUDA_VERSION" in facts.env:
+        return Skip("BNB_CUDA_VERSION is set (BNB302 judges the override)")
+    runtime = major_minor(torch.cuda if torch else None)
+    if runtime is None:
+        return Skip("torch is not a CUDA build")
+    hits = []
+    for dep in native.dependencies:
+        if dep.kind != "cuda" or not dep.resolved:
+            continue
+        found = next((c for c in dep.candidates if c.path == dep.resolved), None)
+        version = major_minor(found.version if found else None)
+        if version and version[0] != runtime[0]:
+            hits.append(Hit(
+                title=f"{dep.name} resolves to CUDA {found.version} ({dep.via}), torch is CUDA {torch.cuda}",  # type: ignore[union-attr]
+                explanation="bitsandbytes then runs on a CUDA runtime of another major version than torch's: the "
+                "load or the first kernel fails.",
+                evidence=[ev(dep.name, f"{dep.resolved} via {dep.via}", "native.dependencies")] + _loader_evidence(facts),
+                remediation=Remediation("Remove the other toolkit's folder from LD_LIBRARY_PATH.", []),
+            ))
+            continue
+        shadowed = [c for c in dep.candidates if c.via != dep.via and c.version and found and found.version
+                    and c.version != found.version and "torch" in (c.path or "")]
+        if dep.via == "loaded by torch before bitsandbytes" and facts.env.get("LD_LIBRARY_PATH") and \
+                not dep.resolved.startswith(tuple(w.lib_dir or "\0" for w in torch.nvidia_wheels)):  # type: ignore[union-attr]
+            wheel_copy = next((w for w in torch.nvidia_wheels  # type: ignore[union-attr]
+                               for lib in w.libraries if lib == dep.name), None)
+            if wheel_copy is not None:
+                shadowed.append(wheel_copy)  # type: ignore[arg-type]
+        if shadowed:
+            hits.append(Hit(
+                title=f"LD_LIBRARY_PATH puts {dep.resolved} ahead of torch's own {dep.name}",
+                explanation="torch's libraries search LD_LIBRARY_PATH before their RUNPATH, so a system CUDA "
+                "folder there replaces the CUDA libraries torch was built against, for torch and bitsandbytes "
+                "alike. Mixed CUDA releases fail with errors such as \"libcusparse.so.12: undefined symbol: "
+                "__nvJitLinkAddData_12_1, version libnvJitLink.so.12\".",
+                evidence=[ev(dep.name, f"{dep.resolved} via LD_LIBRARY_PATH", "native.dependencies"),
+                          ev("LD_LIBRARY_PATH", facts.env.get("LD_LIBRARY_PATH"), "env.LD_LIBRARY_PATH")]
+                + _loader_evidence(facts),
+                remediation=Remediation("Remove the CUDA toolkit folder from LD_LIBRARY_PATH when using pip's torch "
+                                        "(it brings its own CUDA libraries).", []),
+                severity=Severity.WARNING,
+            ))
+    return hits
+
+
+@rule(
+    "BNB305",
+    "duplicate-cuda-runtimes",
+    Severity.INFO,
+    "Only one copy of each CUDA library is on the loader's search path",
+    needs=("native", "python"),
+    covers=("duplicate_cuda_runtimes_found",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/393",),
+)
+def duplicates(facts: Facts) -> list[Hit]:
+    native, bnb = _native(facts), bnb_of(facts)
+    legacy = bnb is not None and (release_tuple(bnb.version) or (9,)) < (0, 43, 1)
+    hits = []
+    for dep in native.dependencies:
+        if dep.kind != "cuda" or len(dep.duplicates) < 2:
+            continue
+        versions = {c.version for c in dep.candidates if not c.via.startswith(_NOT_SEARCHED)}
+        if len(versions) < 2:
+            continue
+        hits.append(Hit(
+            title=f"{len(dep.duplicates)} copies of {dep.name} are visible; the loader uses {dep.resolved}",
+            explanation="The dynamic loader is deterministic: the first step of its search that has the SONAME "
+            f"wins ({dep.via}). The other copies are not used by this process"
+            + (", but this bitsandbytes release's legacy setup scans them and warns 'Found duplicate … files' "
+               "('we'll flip a coin')." if legacy else "; they only matter if the search order changes."),
+            evidence=[ev(c.via, f"{c.path} ({c.version or 'version unknown'})", "native.dependencies")
+                      for c in dep.candidates],
+            remediation=Remediation("Nothing to fix if the winner is the runtime torch uses. To tidy up, remove stale "
+                                    "CUDA folders from LD_LIBRARY_PATH.", []),
+            severity=Severity.WARNING if legacy else Severity.INFO,
+        ))
+    return hits
+
+
+def _abi_hits(facts: Facts, namespaces: tuple[str, ...]) -> list[tuple[str, list[str], object]]:
+    native = _native(facts)
+    out = []
+    for need in native.abi:
+        missing = [m for m in need.missing if m.split("_")[0] in namespaces]
+        if missing:
+            out.append((need.library, missing, need))
+    return out
+
+
+@rule(
+    "BNB306",
+    "libstdcxx-too-old",
+    Severity.ERROR,
+    "The libstdc++ / libgcc_s the loader picks define every version bitsandbytes needs",
+    needs=("native",),
+    covers=("cxxabi_not_found", "glibcxx_not_found"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/957",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1663",
+                "https://gcc.gnu.org/onlinedocs/libstdc++/manual/abi.html"),
+)
+def libstdcxx(facts: Facts) -> list[Hit]:
+    native = _native(facts)
+    hits = []
+    for library, missing, need in _abi_hits(facts, ("CXXABI", "GLIBCXX", "GCC")):
+        provider = need.provider or library  # type: ignore[attr-defined]
+        dep = next((d for d in native.dependencies if d.name == library), None)
+        conda = dep is not None and dep.via == "C++ runtime already loaded in the conda env"
+        have = ", ".join(f"{v}" for k, v in sorted(need.provider_max.items()) if k in ("GLIBCXX", "CXXABI", "GCC"))  # type: ignore[attr-defined]
+        alternatives = list(need.satisfied_by)  # type: ignore[attr-defined]
+        commands = []
+        if alternatives:
+            folder = _folder(alternatives[0])
+            fix = f"{alternatives[0]} defines every needed version. "
+            if conda:
+                fix += ("The conda env's own libstdc++ is loaded first, so update it in the env (or preload the "
+                        "newer one).")
+                commands = ['conda install -c conda-forge "libstdcxx-ng>=12"', f"export LD_PRELOAD={alternatives[0]}"]
+            else:
+                fix += "Put its folder first on the loader path."
+                commands = [f"export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH"]
+        else:
+            fix = ("No libstdc++ on this machine is new enough. Install a newer one in a conda env "
+                   "(conda-forge libstdcxx-ng) and put $CONDA_PREFIX/lib first on LD_LIBRARY_PATH, or move to a "
+                   "newer OS; building bitsandbytes from source with the local compiler also works.")
+            commands = ['conda install -c conda-forge "libstdcxx-ng>=12"',
+                        "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH"]
+        hits.append(Hit(
+            title=f"{provider} lacks {', '.join(missing)} (needed by {_library_name(native)})",
+            explanation=f"{_library_name(native)} was built with a newer GCC and needs {', '.join(missing)} from "
+            f"{library}; the copy the loader picks ({dep.via if dep else 'unknown'}) stops at {have or 'older versions'}"
+            + (" — the conda env's older libstdc++ shadows the system one" if conda else "")
+            + f". dlopen fails with \"{provider}: version `{missing[0]}' not found (required by …)\".",
+            evidence=[ev(library, f"{provider} ({dep.via if dep else 'unknown'})", "native.abi"),
+                      ev("defines up to", have or "unknown", "native.abi.provider_max"),
+                      ev("needs", ", ".join(need.required), "native.version_needs")]  # type: ignore[attr-defined]
+            + [ev("would satisfy", a, "native.abi.satisfied_by") for a in alternatives] + _loader_evidence(facts),
+            remediation=Remediation(fix, commands),
+        ))
+    return hits
+
+
+@rule(
+    "BNB307",
+    "glibc-too-old",
+    Severity.ERROR,
+    "The system glibc defines every GLIBC_ version bitsandbytes needs",
+    needs=("native", "platform"),
+    covers=("glibc_2_34_not_found",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1610",),
+)
+def glibc(facts: Facts) -> list[Hit] | Skip:
+    native, bnb, platform = _native(facts), bnb_of(facts), facts.platform
+    assert platform is not None
+    if platform.os != "linux":
+        return Skip("glibc applies to Linux only")
+    missing_all: list[str] = []
+    for _library, missing, _need in _abi_hits(facts, ("GLIBC",)):
+        missing_all.extend(m for m in missing if m not in missing_all)
+    if not missing_all:
+        return []
+    lib = _library_name(native)
+    release = release_tuple(bnb.version) if bnb else None
+    torch = torch_of(facts)
+    if release and release[:2] == (0, 45) and re.search(r"cuda12[68]", lib):
+        fix = ("The 0.45.x CUDA 12.6/12.8 builds were linked against glibc 2.34 by mistake; 0.46.0 fixed it. "
+               "Upgrade bitsandbytes, or use a torch build for CUDA 12.4 or older with this release.")
+        commands = [f'pip install -U "bitsandbytes{bnb_spec_for_torch(torch.version if torch else None, "0.46.0")}"']
+    else:
+        fix = (f"This glibc ({platform.libc_version}) is older than the build needs. Use a bitsandbytes build made "
+               "for older systems, build from source on this machine, or move to a newer OS.")
+        commands = []
+    return [Hit(
+        title=f"glibc {platform.libc_version} lacks {', '.join(missing_all)} (needed by {lib})",
+        explanation=f"{lib} needs {', '.join(missing_all)} from libc.so.6, but this system's glibc is "
+        f"{platform.libc_version}: dlopen fails with \"version `{missing_all[0]}' not found\".",
+        evidence=[ev("glibc", platform.libc_version, "platform.libc_version"),
+                  ev("needs", ", ".join(missing_all), "native.version_needs")] + _loader_evidence(facts),
+        remediation=Remediation(fix, commands),
+    )]
+
+
+@rule(
+    "BNB308",
+    "cpu-only-bitsandbytes-on-gpu-machine",
+    Severity.ERROR,
+    "bitsandbytes ships GPU libraries when torch uses a GPU",
+    needs=("python", "gpu"),
+    covers=("compiled_without_gpu_support", "cpu_lib_undefined_symbol_cget_col_row_stats"),
+    references=(BNB_DOCS_INSTALL,),
+)
+def cpu_only_build(facts: Facts) -> Hit | None:
+    bnb, torch = bnb_of(facts), torch_of(facts)
+    if not (bnb and bnb.installed and torch and torch.cuda and visible_gpus(facts)):
+        return None
+    gpu_libs = [f for f in bnb.native_libraries if re.match(r"libbitsandbytes_(cuda|rocm|xpu)", f)]
+    if gpu_libs or not bnb.native_libraries:
+        return None
+    return Hit(
+        title=f"bitsandbytes {bnb.version} is a CPU-only build on a machine with a CUDA GPU",
+        explanation="The package holds only " + ", ".join(bnb.native_libraries) + ": it was built or packaged "
+        "without GPU support (a source build without the CUDA backend, or a CPU-only conda package). bitsandbytes "
+        "warns 'compiled without GPU support' and 8-bit/4-bit GPU operations fail (e.g. 'undefined symbol: "
+        "cget_col_row_stats').",
+        evidence=[ev("native libraries", ", ".join(bnb.native_libraries), "python.bitsandbytes.native_libraries"),
+                  ev("torch", f"{torch.version} (CUDA {torch.cuda})", "python.torch.cuda")],
+        remediation=Remediation("Install the PyPI wheel (it ships CUDA builds), or rebuild with the CUDA backend "
+                                "(cmake -DCOMPUTE_BACKEND=cuda).",
+                                ["pip install --force-reinstall --no-deps bitsandbytes"]),
+    )
+
+
+@rule(
+    "BNB309",
+    "no-compiled-library",
+    Severity.ERROR,
+    "The bitsandbytes package folder holds a compiled native library",
+    needs=("python",),
+    covers=("source_build_native_lib_missing", "native_lib_none_attribute_errors"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180", BNB_DOCS_INSTALL),
+)
+def no_library(facts: Facts) -> Hit | None:
+    bnb = bnb_of(facts)
+    if not (bnb and bnb.installed) or bnb.native_libraries:
+        return None
+    source = not bnb.has_metadata
+    return Hit(
+        title="bitsandbytes has no compiled library" + (" (a source checkout on sys.path)" if source else ""),
+        explanation=f"{bnb.location} holds no libbitsandbytes_* file. "
+        + ("It is a git checkout or an install from source that was never compiled (pip install "
+           "git+https://… without a build backend, or `import` from the repository folder). " if source else
+           "The install is incomplete. ")
+        + "bitsandbytes then fails with 'Could not find the bitsandbytes CUDA binary', \"NameError: name "
+        "'str2optimizer32bit' is not defined\" or 'NoneType' attribute errors.",
+        evidence=[ev("package folder", bnb.location, "python.bitsandbytes.location"),
+                  ev("metadata", "present" if bnb.has_metadata else "none (not pip-installed)", "python.bitsandbytes.has_metadata")],
+        remediation=Remediation("Install a released wheel, or compile the library in the checkout "
+                                "(cmake -DCOMPUTE_BACKEND=cuda -S . && make) before installing it.",
+                                ["pip install --force-reinstall bitsandbytes"] if bnb.has_metadata else []),
+    )
+
+
+@rule(
+    "BNB310",
+    "rocm-library-not-found",
+    Severity.ERROR,
+    "Every ROCm/HIP library the selected bitsandbytes build needs is found by the loader",
+    needs=("native",),
+    covers=("rocm_hip_libraries_missing",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1520", BNB_DOCS_INSTALL),
+)
+def rocm_missing(facts: Facts) -> Hit | None:
+    native = _native(facts)
+    missing = _unresolved(native, ("rocm",))
+    if not missing:
+        return None
+    folders = sorted({_folder(d.elsewhere[0]) for d in missing if d.elsewhere})
+    return Hit(
+        title=f"{_library_name(native)} needs {', '.join(d.name for d in missing)}, which the loader cannot find",
+        explanation="The ROCm build of bitsandbytes links hipBLAS/hipBLASLt (and hipSPARSE or rocRAND on some "
+        "releases) from a ROCm install; without them loading fails with "
+        f"'{missing[0].name}: cannot open shared object file'.",
+        evidence=[ev(d.name, f"not found; elsewhere: {', '.join(d.elsewhere) or 'nowhere bnbdoctor looked'}",
+                     "native.dependencies") for d in missing] + _loader_evidence(facts),
+        remediation=Remediation("Install the ROCm libraries of the version torch was built for (hipblas, hipblaslt), "
+                                "or add the ROCm lib folder to LD_LIBRARY_PATH.",
+                                [f"export LD_LIBRARY_PATH={':'.join(folders)}:$LD_LIBRARY_PATH"] if folders else []),
+    )
+
+
+@rule(
+    "BNB311",
+    "windows-dll-dependency-missing",
+    Severity.ERROR,
+    "Every DLL the selected bitsandbytes build imports is found by Windows",
+    needs=("native", "platform"),
+    covers=("windows_dll_could_not_find_module",),
+    references=("https://docs.python.org/3/library/os.html#os.add_dll_directory",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/639"),
+)
+def windows_dlls(facts: Facts) -> Hit | Skip | None:
+    native, platform = _native(facts), facts.platform
+    assert platform is not None
+    if platform.os != "windows":
+        return Skip("not Windows")
+    missing = [d for d in native.dependencies if d.resolved is None]
+    if not missing:
+        return None
+    on_path = [d for d in missing if any(c.via.startswith(_NOT_SEARCHED) for c in d.candidates)]
+    vc = [d.name for d in missing if d.kind == "cxx_runtime"]
+    cuda = [d.name for d in missing if d.kind == "cuda"]
+    parts, commands = [], []
+    if on_path:
+        parts.append(f"{', '.join(d.name for d in on_path)} exist on PATH ({_folder(on_path[0].candidates[0].path)}), "
+                     "but Python 3.8+ does not search PATH for a DLL's dependencies: add the folder with "
+                     "os.add_dll_directory() before importing bitsandbytes, or use a torch CUDA build that ships them.")
+    if vc:
+        parts.append("Install the Microsoft Visual C++ Redistributable (x64) for " + ", ".join(vc) + ".")
+    if cuda and not on_path:
+        parts.append("Install a CUDA build of torch (it ships " + ", ".join(cuda) + " in torch\\lib) or the matching "
+                     "CUDA toolkit.")
+    return Hit(
+        title=f"{_library_name(native)} imports {', '.join(d.name for d in missing)}, which Windows cannot find",
+        explanation="Windows loads a DLL's imports from already-loaded DLLs, the DLL's own folder, the application "
+        "folder, System32 and folders added with os.add_dll_directory. Without them Python raises "
+        f"\"Could not find module '…{_library_name(native)}' (or one of its dependencies)\".",
+        evidence=[ev(d.name, "not found" + (f"; on PATH at {d.candidates[0].path}" if d.candidates else ""),
+                     "native.dependencies") for d in missing] + _loader_evidence(facts),
+        remediation=Remediation(" ".join(parts) or "Install the missing DLLs.", commands),
+    )
+
+
+@rule(
+    "BNB312",
+    "linux-library-on-windows",
+    Severity.ERROR,
+    "A Windows install of bitsandbytes holds Windows DLLs, not Linux .so files",
+    needs=("python", "platform"),
+    covers=("windows_linux_so_loaded", "windows_path_not_iterable"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723",),
+)
+def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
+    bnb, platform, torch = bnb_of(facts), facts.platform, torch_of(facts)
+    assert platform is not None
+    if platform.os != "windows":
+        return Skip("not Windows")
+    if not (bnb and bnb.installed and bnb.native_libraries):
+        return None
+    so = [f for f in bnb.native_libraries if f.endswith(".so")]
+    if not so or any(f.endswith(".dll") for f in bnb.native_libraries):
+        return None
+    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, "0.43.0")
+    return Hit(
+        title=f"bitsandbytes {bnb.version} on Windows holds only Linux libraries ({len(so)} .so files)",
+        explanation="Releases up to 0.42 were a py3-none-any wheel containing Linux ELF files. On Windows, loading "
+        "one fails with '[WinError 193] %1 is not a valid Win32 application', and the legacy setup trips over "
+        "Windows paths (\"argument of type 'WindowsPath' is not iterable\").",
+        evidence=[ev("native libraries", ", ".join(so[:4]) + (" …" if len(so) > 4 else ""),
+                     "python.bitsandbytes.native_libraries")],
+        remediation=Remediation("Install a release with Windows DLLs (0.43.0+), or run under WSL2.",
+                                [f'pip install -U "bitsandbytes{spec}"']),
+    )
+
+
+@rule(
+    "BNB313",
+    "native-library-unreadable",
+    Severity.ERROR,
+    "The selected bitsandbytes library is a readable binary for this platform",
+    needs=("native", "platform"),
+    covers=("macos_apple_silicon_no_native_lib",),
+    references=(BNB_DOCS_INSTALL,),
+)
+def unreadable(facts: Facts) -> Hit | None:
+    native, platform, bnb = _native(facts), facts.platform, bnb_of(facts)
+    assert platform is not None
+    if not native.library or not native.selection or not native.selection.exists:
+        return None
+    expected = {"linux": "ELF", "windows": "PE", "macos": "Mach-O"}.get(platform.os)
+    machine_ok = True
+    if native.format == "ELF" and native.machine:
+        machine_ok = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "ppc64le": "EM_PPC64"}.get(
+            platform.arch, native.machine) == native.machine
+    if native.error is None and (expected is None or native.format == expected) and machine_ok:
+        return None
+    if native.format not in (expected, None) and platform.os == "windows":
+        return None  # Linux files on Windows: BNB312
+    problem = (native.error or (f"a {native.format} file, not {expected}" if native.format != expected else
+                                f"built for {native.machine}, this machine is {platform.arch}"))
+    version = bnb.version if bnb else ""
+    return Hit(
+        title=f"{native.library} cannot be loaded: {problem}",
+        explanation="The file bitsandbytes will load is damaged, truncated, or built for another platform; the "
+        "loader rejects it ('invalid ELF header', 'file too short', 'wrong ELF class', 'not a mach-o file').",
+        evidence=[ev("file", native.library, "native.library"), ev("problem", problem, "native.error")]
+        + _loader_evidence(facts),
+        remediation=Remediation("Reinstall bitsandbytes for this platform.",
+                                [f'pip install --force-reinstall --no-deps "bitsandbytes=={version}"'] if version else []),
+    )
+
+
+@rule(
+    "BNB314",
+    "native-load-failed",
+    Severity.ERROR,
+    "The real dynamic loader loads the selected library",
+    needs=("native", "load"),
+    references=("https://docs.python.org/3/library/ctypes.html#loading-shared-libraries",),
+)
+def load_failed(facts: Facts) -> Hit | Skip | None:
+    native, load = _native(facts), facts.load
+    assert load is not None
+    if not load.ran:
+        return Skip(f"the load check did not run: {load.skipped_reason}")
+    if load.ok:
+        return None
+    if static_problem(native):
+        return None  # the static findings name the cause and quote this message
+    return Hit(
+        title=f"Loading {_library_name(native)} fails although every dependency was found",
+        explanation="The static analysis found all dependencies and symbol versions, but the real loader refused "
+        "the library. The loader's message below names the cause (often a symbol missing from a library of the "
+        "right name but the wrong release).",
+        evidence=[ev("library", load.library, "load.library"), ev("the real loader said", load.error, "load.error")]
+        + [ev(f"preload failed: {k}", v, "load.preload_errors") for k, v in load.preload_errors.items()],
+        remediation=Remediation("Check the named library's version against torch's CUDA version; reinstalling "
+                                "bitsandbytes and torch from the same index usually resolves it.", []),
+    )
+
+
+@rule(
+    "BNB315",
+    "prediction-contradicted-by-loader",
+    Severity.WARNING,
+    "The static prediction and the real loader agree",
+    needs=("native", "load"),
+)
+def contradicted(facts: Facts) -> Hit | Skip | None:
+    native, load = _native(facts), facts.load
+    assert load is not None
+    if not load.ran:
+        return Skip(f"the load check did not run: {load.skipped_reason}")
+    if not (load.ok and static_problem(native)):
+        return None
+    return Hit(
+        title=f"The real loader loaded {_library_name(native)} although bnbdoctor predicted a failure",
+        explanation="bnbdoctor's static model of the loader disagrees with the real one on this machine; trust the "
+        "real loader. Findings about missing libraries or symbol versions above may be wrong here.",
+        evidence=[ev("library", load.library, "load.library")],
+        remediation=Remediation("Please report this with `bnbdoctor --json` attached so the model can be fixed.", []),
+    )
+
+
+@rule(
+    "BNB316",
+    "system-library-not-found",
+    Severity.ERROR,
+    "Every C/C++ runtime library the selected bitsandbytes build needs is found by the loader",
+    needs=("native", "platform"),
+    covers=(),
+    references=("https://man7.org/linux/man-pages/man8/ld.so.8.html",),
+)
+def system_library_missing(facts: Facts) -> Hit | Skip | None:
+    native = _native(facts)
+    if facts.platform and facts.platform.os != "linux":
+        return Skip("Linux only (Windows imports are checked by BNB311)")
+    missing = _unresolved(native, ("cxx_runtime", "libc", "other"))
+    if not missing:
+        return None
+    names = ", ".join(d.name for d in missing)
+    hints = {"libgomp.so.1": "the GNU OpenMP runtime (Debian/Ubuntu: libgomp1; RHEL: libgomp)",
+             "libstdc++.so.6": "the GNU C++ runtime (libstdc++6 / libstdc++)",
+             "libgcc_s.so.1": "the GCC runtime (libgcc-s1 / libgcc)"}
+    wanted = [hints[d.name] for d in missing if d.name in hints]
+    return Hit(
+        title=f"{_library_name(native)} needs {names}, which the loader cannot find",
+        explanation="These are ordinary system runtime libraries; without them loading fails with "
+        f"'{missing[0].name}: cannot open shared object file'. The CPU build of 0.49+ also needs OpenMP "
+        "(libgomp.so.1), which slim container images often lack.",
+        evidence=[ev(d.name, f"not found; elsewhere: {', '.join(d.elsewhere) or 'nowhere bnbdoctor looked'}",
+                     "native.dependencies") for d in missing] + _loader_evidence(facts),
+        remediation=Remediation("Install " + ("; ".join(wanted) if wanted else "the missing runtime libraries")
+                                + " with the system package manager.", []),
+    )
