@@ -157,7 +157,29 @@ def run(args: argparse.Namespace) -> ExitCode:
     return report.exit_code(args.strict)
 
 
+#: Subcommands, each owning its own arguments: name -> "module:function" taking argv, returning an exit code.
+SUBCOMMANDS = {
+    "explain": "bnbdoctor.explain:main",
+    "fit": "bnbdoctor.fit.cli:main",
+}
+
+
+def _subcommand(name: str, argv: list[str]) -> int:
+    import importlib
+
+    module, _, function = SUBCOMMANDS[name].partition(":")
+    try:
+        entry = getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError):
+        print(f"bnbdoctor: error: `bnbdoctor {name}` is not available in this build", file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    return int(entry(argv))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return _subcommand(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return int(run(args))

@@ -278,6 +278,29 @@ class LoadCheck:
 
 
 @dataclass
+class LogMatch:
+    """One line of a pasted log that matched a known message family."""
+
+    signature: str  # stable id of the message family, e.g. "dispatch_cpu_disk_valueerror"
+    line: int  # 1-based line number in the log as given
+    text: str  # the matched line (trimmed, at most a few hundred characters)
+
+
+@dataclass
+class LogFacts:
+    """What a pasted log reveals (``bnbdoctor explain``); facts from a log are partial by nature."""
+
+    source: str  # file name or "stdin"
+    lines: int = 0
+    matches: list[LogMatch] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)  # package -> version seen in the log
+    exception: str | None = None  # the last exception line, e.g. "ValueError: Some modules are ..."
+
+
+# FitFacts (bnbdoctor fit) are defined below this line by the fit issue.
+
+
+@dataclass
 class ProbeRun:
     """How one probe went: a failed probe is a fact, not a crash."""
 
@@ -301,6 +324,7 @@ class Facts:
     cuda_toolkit: CudaToolkitFacts | None = None
     native: NativeFacts | None = None
     load: LoadCheck | None = None
+    log: LogFacts | None = None
     probes: list[ProbeRun] = field(default_factory=list)
 
     def probe_error(self, name: str) -> str | None:

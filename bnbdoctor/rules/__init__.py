@@ -18,6 +18,8 @@ RULE_MODULES = (
     "bnbdoctor.rules.platform",
     "bnbdoctor.rules.packages",
     "bnbdoctor.rules.native",
+    "bnbdoctor.rules.placement",
+    "bnbdoctor.rules.workflow",
 )
 
 __all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "run_rules"]
