@@ -39,10 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="plain text report (the default when stdout is not a terminal)")
     fmt.add_argument("--json", dest="format", action="store_const", const=OutputFormat.JSON,
                      help="one JSON document on stdout (for CI); logs go to stderr")
+    fmt.add_argument("--markdown", dest="format", action="store_const", const=OutputFormat.MARKDOWN,
+                     help="a report to paste into a GitHub issue (redacted, replayable)")
     fmt.add_argument("--tui", dest="format", action="store_const", const=OutputFormat.TUI,
                      help="the interactive app (the default on a terminal)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--fixture", metavar="NAME_OR_PATH", help="diagnose a recorded machine from platform_fixtures/")
+    source.add_argument("--from", dest="from_report", metavar="REPORT",
+                        help="re-diagnose a saved report (JSON or Markdown file, or - for stdin) with today's rules")
+    parser.add_argument("--no-redact", action="store_true",
+                        help="keep home folder, user and host names in the report (a note goes to stderr)")
+    parser.add_argument("--show-redactions", action="store_true",
+                        help="list on stderr what redaction replaced (the originals never enter the report)")
     parser.add_argument("--python", metavar="PATH", help="the interpreter whose torch/bitsandbytes to examine")
     parser.add_argument("--rule", metavar="ID", action="append", default=[],
                         help="run only this rule (repeatable), e.g. --rule BNB101")
@@ -111,10 +119,15 @@ def _rules(ids: list[str]):  # -> list[Rule] | None
 
 
 def render(report: Report, fmt: OutputFormat, color: bool) -> str:
+    """The report in one headless format; the TUI's export uses this too."""
     if fmt is OutputFormat.JSON:
         from bnbdoctor.render.json import render_json
 
         return render_json(report)
+    if fmt is OutputFormat.MARKDOWN:
+        from bnbdoctor.render.markdown import render_markdown
+
+        return render_markdown(report)
     from bnbdoctor.render.text import render_text
 
     return render_text(report, color=color)
@@ -141,20 +154,60 @@ def run(args: argparse.Namespace) -> ExitCode:
         _write(_list_fixtures(), args.output)
         return ExitCode.OK
     rules = _rules(args.rule)
-    host = _host(args)
     fmt = _choose_format(args)
-    from bnbdoctor.doctor import diagnose
-    from bnbdoctor.probes import ProbeOptions
+    if args.from_report:
+        report, redactor = _replay(args.from_report, rules)
+    else:
+        host = _host(args)
+        from bnbdoctor.doctor import diagnose
+        from bnbdoctor.probes import ProbeOptions
 
-    options = ProbeOptions(python=args.python, load=not args.no_load)
+        options = ProbeOptions(python=args.python, load=not args.no_load)
+        if fmt is OutputFormat.TUI:
+            fmt = OutputFormat.TEXT  # the TUI arrives with its own issue; until then, text on a terminal
+        report = diagnose(host, options, rules)
+        if args.python and report.facts.python is None:
+            raise UsageError(f"--python {args.python}: {report.facts.probe_error('python')}")
+        from bnbdoctor.redact import Redactor
+
+        redactor = Redactor.for_machine(host.os_info())
     if fmt is OutputFormat.TUI:
-        fmt = OutputFormat.TEXT  # the TUI arrives with its own issue; until then, text on a terminal
-    report = diagnose(host, options, rules)
-    if args.python and report.facts.python is None:
-        raise UsageError(f"--python {args.python}: {report.facts.probe_error('python')}")
+        fmt = OutputFormat.TEXT
+    report = _redact(report, redactor, args)
     color = fmt is OutputFormat.TEXT and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     _write(render(report, fmt, color), args.output)
     return report.exit_code(args.strict)
+
+
+def _replay(source: str, rules):  # -> tuple[Report, Redactor]
+    """Today's rules on the facts of a saved report."""
+    from bnbdoctor.doctor import diagnose_facts
+    from bnbdoctor.redact import Redactor
+    from bnbdoctor.report_io import ReportError, load_facts
+
+    try:
+        facts, header = load_facts(source)
+    except ReportError as exc:
+        raise UsageError(str(exc)) from None
+    report = diagnose_facts(facts, rules)
+    report.source = {**{k: str(v) for k, v in facts.source.items()}, "label": f"report {source}"}
+    report.replayed_from = str(header.get("created") or "")
+    return report, Redactor()  # the machine's identity was redacted where the report was made
+
+
+def _redact(report: Report, redactor, args: argparse.Namespace) -> Report:  # redactor: Redactor
+    if args.no_redact:
+        note("redaction is off (--no-redact): the report may contain your home folder, user and host names")
+        return report
+    from bnbdoctor.report_io import redact_report
+
+    redacted = redact_report(report, redactor)
+    if args.show_redactions:
+        for rule, originals in sorted(redactor.originals.items()):
+            note(f"redacted [{rule}]: {', '.join(sorted(originals))}")
+        if not redactor.originals:
+            note("nothing needed redaction")
+    return redacted
 
 
 #: Subcommands, each owning its own arguments: name -> "module:function" taking argv, returning an exit code.

@@ -64,6 +64,8 @@ class Report:
     skipped: list[CheckResult] = field(default_factory=list)
     facts: Facts = field(default_factory=Facts)
     timings: dict[str, float] = field(default_factory=dict)
+    redaction: dict[str, int] | None = None  # rule -> replacements; None when not redacted
+    replayed_from: str | None = None  # created time of the report these facts came from (--from)
 
     def exit_code(self, strict: bool = False) -> ExitCode:
         if self.summary.errors or (strict and self.summary.warnings):

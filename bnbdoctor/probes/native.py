@@ -240,6 +240,9 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
         native.error = "the file cannot be read"
         return native
     native.format = _file_format(data)
+    if native.format == "unknown":
+        native.error = ("an empty file (0 bytes)" if not data else
+                        f"not a shared library (it starts with {data[:8]!r})")
     native.preloaded = sorted(_preloaded(host, facts, windows).values())
     if native.format == "ELF":
         from bnbdoctor.native.elf import parse_elf

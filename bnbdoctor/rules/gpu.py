@@ -93,7 +93,8 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
                     ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")]
         if library is not None and kernel_runs_on(library, cc):
             hits.append(Hit(
-                title=f"{_group_label(group)} is below 6.0: supported by this release, not by newer ones",
+                title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below 6.0: supported by this "
+                "release, not by newer ones",
                 explanation=f"The installed bitsandbytes {bnb.version if bnb else ''} still ships {family} kernels "  # type: ignore[union-attr]
                 f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in 0.48.0 and "
                 "current releases support Pascal (6.0) and newer only. Upgrading bitsandbytes will break this GPU.",
@@ -115,7 +116,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
                    "method that does not need bitsandbytes.")
             commands = []
         hits.append(Hit(
-            title=f"{_group_label(group)} is below bitsandbytes' minimum of 6.0",
+            title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below bitsandbytes' minimum of 6.0",
             explanation="bitsandbytes supports 8-bit optimizers and 4/8-bit quantization from Pascal (6.0) on. "
             f"{family} GPUs are not built for: loading a kernel fails with 'no kernel image is available for "
             "execution on the device' (Kepler left PyPI in 0.39.1, Maxwell in 0.48.0).",

@@ -615,7 +615,8 @@ def unreadable(facts: Facts) -> Hit | None:
         return None
     if native.format not in (expected, None) and platform.os == "windows":
         return None  # Linux files on Windows: BNB312
-    problem = (native.error or (f"a {native.format} file, not {expected}" if native.format != expected else
+    problem = (native.error or (f"{'an' if (native.format or 'x')[0] in 'AEIOU' else 'a'} {native.format} file, "
+                                f"not {expected}" if native.format != expected else
                                 f"built for {native.machine}, this machine is {platform.arch}"))
     version = bnb.version if bnb else ""
     return Hit(

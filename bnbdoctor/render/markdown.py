@@ -1,0 +1,160 @@
+"""``--markdown``: a report to paste into a GitHub issue.
+
+A one-line verdict, a findings table, each finding's evidence and fix, the facts in collapsible
+``<details>`` sections, and the whole report as a fenced JSON block that ``bnbdoctor --from``
+reads back. Everything user-controlled is escaped for GitHub-flavoured Markdown: pipes in
+tables, backticks in code spans, HTML-looking text outside code.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bnbdoctor.report import Report
+from bnbdoctor.rules.base import Finding, Severity
+from bnbdoctor.serde import to_jsonable
+
+#: Where the rule pages are published. Change here when the repository moves.
+DOCS_URL = "https://github.com/bnbdoctor/bnbdoctor/blob/main/docs/rules"
+#: GitHub rejects issue bodies/comments above 65,536 characters; keep room for the user's text.
+MAX_INLINE_JSON = 40_000
+_ICON = {Severity.ERROR: "🔴 error", Severity.WARNING: "🟡 warning", Severity.INFO: "🔵 info"}
+_FACT_SECTIONS = ("platform", "gpu", "python", "cuda_toolkit", "native", "load", "log", "env")
+
+
+def code(text: object) -> str:
+    """An inline code span that survives any backticks inside, safe in a table cell."""
+    value = str(text).replace("\n", " ").replace("|", "\\|")
+    fence = "`"
+    while fence in value:
+        fence += "`"
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def plain(text: object) -> str:
+    """Prose in a table cell or paragraph: no table breaks, no HTML, no stray emphasis."""
+    value = str(text).replace("\r", "").replace("\n", " ")
+    for char in ("\\", "|", "*", "_", "<", ">", "[", "]", "#"):
+        value = value.replace(char, "\\" + char)
+    return value
+
+
+def verdict(report: Report) -> str:
+    errors = [f for f in report.findings if f.severity is Severity.ERROR]
+    if errors:
+        top = errors[0]
+        more = f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        return f"**bitsandbytes will not work here:** {plain(top.title)} ({top.rule_id}){more}"
+    warnings = [f for f in report.findings if f.severity is Severity.WARNING]
+    if warnings:
+        return f"**bitsandbytes should work, with {len(warnings)} warning{'s' if len(warnings) > 1 else ''}:** " \
+               f"{plain(warnings[0].title)} ({warnings[0].rule_id})"
+    return "**No problems found:** bitsandbytes should work on this machine."
+
+
+def _finding(finding: Finding) -> list[str]:
+    lines = [f"### {finding.rule_id} — {plain(finding.title)}", "", plain(finding.explanation), ""]
+    if finding.evidence:
+        lines.append("**Evidence**")
+        lines.append("")
+        lines += [f"- {plain(item.label)}: {code(item.value)}" for item in finding.evidence]
+        lines.append("")
+    if finding.remediation.text or finding.remediation.commands:
+        lines.append("**Fix**")
+        lines.append("")
+        if finding.remediation.text:
+            lines += [plain(finding.remediation.text), ""]
+        if finding.remediation.commands:
+            lines += ["```sh", *finding.remediation.commands, "```", ""]
+    if finding.references:
+        lines.append("References: " + ", ".join(f"<{ref}>" for ref in finding.references))
+        lines.append("")
+    return lines
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Dotted key/value rows; short lists of scalars joined, lists of objects indexed."""
+    if isinstance(value, dict):
+        rows: list[tuple[str, str]] = []
+        for key, item in value.items():
+            rows += _flatten(item, f"{prefix}.{key}" if prefix else str(key))
+        return rows
+    if isinstance(value, list):
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return [(prefix, ", ".join(str(v) for v in value) if value else "(none)")]
+        rows = []
+        for index, item in enumerate(value):
+            rows += _flatten(item, f"{prefix}[{index}]")
+        return rows
+    return [(prefix, "null" if value is None else json.dumps(value) if isinstance(value, bool) else str(value))]
+
+
+def _facts(report: Report) -> list[str]:
+    data = to_jsonable(report.facts)
+    lines = []
+    for section in _FACT_SECTIONS:
+        value = data.get(section)
+        if value in (None, {}, []):
+            continue
+        rows = _flatten(value)
+        lines += [f"<details><summary>Facts: {section} ({len(rows)})</summary>", "",
+                  "| fact | value |", "|---|---|"]
+        lines += [f"| {code(key)} | {code(val)} |" for key, val in rows]
+        lines += ["", "</details>", ""]
+    probes = data.get("probes") or []
+    if probes:
+        lines += ["<details><summary>Probes</summary>", "", "| probe | ok | seconds | error |", "|---|---|---|---|"]
+        lines += [f"| {code(p['name'])} | {'yes' if p['ok'] else 'no'} | {p['duration_s']:.3f} | "
+                  f"{code(p['error']) if p['error'] else ''} |" for p in probes]
+        lines += ["", "</details>", ""]
+    return lines
+
+
+def render_markdown(report: Report) -> str:
+    summary = report.summary
+    where = report.source.get("label", "")
+    lines = [f"## bnbdoctor report — {plain(where)}", "", verdict(report), ""]
+    facts = report.facts
+    context = []
+    if facts.platform:
+        p = facts.platform
+        context.append(f"{plain(p.distro_name or p.os)} {p.arch}" + (f", glibc {p.libc_version}" if p.libc_version else ""))
+    if facts.gpu and facts.gpu.visible:
+        context.append(", ".join(sorted({plain(d.name) for d in facts.gpu.visible})) +
+                       (f", driver {facts.gpu.driver_version} (CUDA {facts.gpu.driver_cuda_version})"
+                        if facts.gpu.driver_version else ""))
+    if facts.python:
+        t, b = facts.python.torch, facts.python.bitsandbytes
+        context.append(f"Python {facts.python.version}, torch {t.version if t.installed else 'missing'}, "
+                       f"bitsandbytes {b.version if b.installed else 'missing'}")
+    if context:
+        lines += [" · ".join(context), ""]
+    lines += [f"{summary.line()} "
+              f"(bnbdoctor {report.tool_version}, report schema {report.schema_version}"
+              + (", redacted" if report.redaction is not None else ", NOT redacted") + ")", ""]
+    if report.findings:
+        lines += ["| Severity | Rule | Finding |", "|---|---|---|"]
+        lines += [f"| {_ICON[f.severity]} | [{f.rule_id}]({DOCS_URL}/{f.rule_id}.md) | {plain(f.title)} |"
+                  for f in report.findings]
+        lines.append("")
+        for finding in report.findings:
+            lines += _finding(finding)
+    if report.passed:
+        lines += [f"<details><summary>Verified ({len(report.passed)} checks passed)</summary>", ""]
+        lines += [f"- {c.rule_id} {plain(c.summary)}" for c in report.passed]
+        lines += ["", "</details>", ""]
+    if report.skipped:
+        lines += [f"<details><summary>Not checked ({len(report.skipped)})</summary>", ""]
+        lines += [f"- {c.rule_id} {plain(c.summary)}: {plain(c.reason or '')}" for c in report.skipped]
+        lines += ["", "</details>", ""]
+    lines += _facts(report)
+    payload = json.dumps(to_jsonable(report), indent=1, ensure_ascii=False)
+    if len(payload) <= MAX_INLINE_JSON:
+        lines += ["<details><summary>Full report (JSON, replay with <code>bnbdoctor --from</code>)</summary>", "",
+                  "```json", payload, "```", "", "</details>", ""]
+    else:
+        lines += [f"_The full report ({len(payload) // 1024} KiB) is too large to paste here: attach the file from "
+                  "`bnbdoctor --json -o bnbdoctor-report.json` to the issue._", ""]
+    return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""Reading a saved report back (``--from``) and redacting one before it leaves the machine.
+
+A report is untrusted input: it may be truncated, not JSON, from another schema, or hostile
+(huge strings, deep nesting, wrong types). Each problem is one :class:`ReportError` line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+from bnbdoctor.facts import SCHEMA_VERSION, Facts
+from bnbdoctor.redact import Redactor
+from bnbdoctor.report import Report
+from bnbdoctor.serde import DecodeError, from_dict, to_jsonable
+
+MAX_REPORT_BYTES = 32 * 1024 * 1024
+MAX_STRING = 200_000
+MAX_DEPTH = 40
+#: schema version -> function upgrading a report dict to the next version. Empty while only
+#: version 1 exists; a future version adds its step here instead of rejecting old reports.
+MIGRATIONS: dict[int, Any] = {}
+_FENCED_JSON = re.compile(r"```json\s*\n(\{.*?\})\s*\n```", re.DOTALL)
+
+
+class ReportError(ValueError):
+    """A report that cannot be replayed; the message is one line naming what is wrong."""
+
+
+def _read(source: str) -> str:
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_REPORT_BYTES + 1)
+        else:
+            with open(source, "rb") as handle:
+                data = handle.read(MAX_REPORT_BYTES + 1)
+    except OSError as exc:
+        raise ReportError(f"cannot read {source}: {exc.strerror or exc}") from None
+    if len(data) > MAX_REPORT_BYTES:
+        raise ReportError(f"{source} is larger than {MAX_REPORT_BYTES // (1024 * 1024)} MiB; not a bnbdoctor report")
+    return data.decode("utf-8", errors="replace")
+
+
+def _check_shape(value: Any, where: str = "report", depth: int = 0) -> None:
+    """Reject nesting and string sizes no real report has, before decoding."""
+    if depth > MAX_DEPTH:
+        raise ReportError(f"{where}: nested deeper than {MAX_DEPTH} levels; not a bnbdoctor report")
+    if isinstance(value, str) and len(value) > MAX_STRING:
+        raise ReportError(f"{where}: a string of {len(value)} characters; not a bnbdoctor report")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_shape(item, f"{where}.{key}", depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_shape(item, f"{where}[{index}]", depth + 1)
+
+
+def parse_report(text: str, source: str = "report") -> dict[str, Any]:
+    """The report object from JSON text, or from the fenced JSON block of a Markdown report."""
+    stripped = text.strip()
+    if not stripped:
+        raise ReportError(f"{source} is empty")
+    if not stripped.startswith(("{", "[")):
+        match = _FENCED_JSON.search(text)
+        if match is None:
+            raise ReportError(f"{source} is neither JSON nor a Markdown report with a ```json block")
+        stripped = match.group(1)
+    try:
+        data = json.loads(stripped)
+    except RecursionError:
+        raise ReportError(f"{source}: nested too deeply to be a bnbdoctor report") from None
+    except ValueError as exc:
+        raise ReportError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                          "was it cut off?") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{source} holds a JSON {type(data).__name__}, not a bnbdoctor report object")
+    if data.get("tool") != "bnbdoctor":
+        raise ReportError(f"{source} is not a bnbdoctor report (no \"tool\": \"bnbdoctor\")")
+    _check_shape(data, source)
+    return data
+
+
+def migrate(data: dict[str, Any], source: str = "report") -> dict[str, Any]:
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ReportError(f"{source}: schema_version is missing or not a number")
+    if version > SCHEMA_VERSION:
+        raise ReportError(f"{source} uses report schema {version}, newer than this bnbdoctor reads "
+                          f"({SCHEMA_VERSION}); upgrade bnbdoctor to replay it")
+    while version < SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise ReportError(f"{source} uses report schema {version}, which this bnbdoctor (schema "
+                              f"{SCHEMA_VERSION}) can no longer read")
+        data = step(data)
+        version = data["schema_version"]
+    return data
+
+
+def load_facts(source: str) -> tuple[Facts, dict[str, Any]]:
+    """The facts of a saved report (file path or "-"), ready to re-diagnose, and its header."""
+    data = migrate(parse_report(_read(source), source), source)
+    facts_data = data.get("facts")
+    if not isinstance(facts_data, dict):
+        raise ReportError(f"{source}: the report carries no facts object")
+    try:
+        facts = from_dict(Facts, facts_data, "facts")
+    except DecodeError as exc:
+        raise ReportError(f"{source}: {exc}") from None
+    facts.source = {**facts.source, "replayed_from": source}
+    return facts, data
+
+
+def redact_report(report: Report, redactor: Redactor) -> Report:
+    """A redacted copy of the report (facts, findings and all)."""
+    data = redactor.walk(to_jsonable(report))
+    redacted = from_dict(Report, data)
+    redacted.redaction = redactor.summary()
+    return redacted

@@ -1,0 +1,86 @@
+"""Secrets never leave the machine: planted credentials and identities must not appear in any
+output format of the live doctor."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from bnbdoctor.hosts.base import OsInfo
+from bnbdoctor.redact import Redactor
+from conftest import ROOT
+
+PLANTED = {
+    "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123456789",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "GITHUB_TOKEN": "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+    "OPENAI_API_KEY": "sk-proj-0123456789abcdefghijklmn",
+}
+# allowlisted variables carrying credentials by accident
+LEAKY_PATH = "/opt/cuda/lib64:https://builder:hunter2secret@mirror.example.com/lib:/srv/password=Tr0ub4dor"
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("home-of-zelda")
+    env = {**os.environ, **PLANTED, "LD_LIBRARY_PATH": LEAKY_PATH, "HOME": str(home),
+           "CUDA_VISIBLE_DEVICES": "GPU-3958746a-913c-9afd-4404-ceb9083fcaeb"}
+    results = {}
+    for fmt in ("--json", "--text", "--markdown"):
+        run = subprocess.run([sys.executable, "-m", "bnbdoctor", fmt, "--no-load"], capture_output=True, text=True,
+                             env=env, cwd=ROOT, timeout=120)
+        assert run.returncode in (0, 1), run.stderr
+        results[fmt] = run.stdout
+    return results
+
+
+@pytest.mark.parametrize("fmt", ["--json", "--text", "--markdown"])
+def test_planted_secrets_never_appear(outputs: dict[str, str], fmt: str) -> None:
+    text = outputs[fmt]
+    for name, value in PLANTED.items():
+        assert value not in text, f"{name} leaked into {fmt}"
+        assert name not in text, f"{name} was read at all ({fmt})"
+    assert "hunter2secret" not in text and "Tr0ub4dor" not in text
+    assert "3958746a-913c-9afd-4404-ceb9083fcaeb" not in text
+
+
+def test_identity_is_replaced_in_paths(outputs: dict[str, str]) -> None:
+    user, host = getpass.getuser(), socket.gethostname()
+    for fmt, text in outputs.items():
+        if len(user) >= 3 and user not in ("root", "user", "runner"):
+            assert f"/{user}/" not in text, fmt
+        if len(host) >= 3 and host != "localhost":
+            assert host not in text.replace("localhost", ""), fmt
+
+
+def test_redactor_units() -> None:
+    r = Redactor.for_machine(OsInfo(system="Linux", machine="x86_64", home="/home/alice", username="alice",
+                                    hostname="gpu-node-07"))
+    assert r.text("/home/alice/venv/lib") == "~/venv/lib"
+    assert r.text("/data/alice/models and alice@gpu-node-07:~$") == "/data/<user>/models and <user>@<host>:~$"
+    assert r.text("/home/alicesmith/x") == "/home/alicesmith/x"  # another user's folder is not ours
+    assert r.text("https://bob:pw@host/x") == "https://<redacted>@host/x"
+    assert r.text("token=abc123 password: s3cret") == "token=<redacted> password: <redacted>"
+    assert r.walk({"uuid": "GPU-1234", "name": "A100"}) == {"uuid": None, "name": "A100"}
+    root = Redactor.for_machine(OsInfo(system="Linux", machine="x86_64", home="/root", username="root", hostname="vm"))
+    assert root.text("/root/.cache and the root cause") == "~/.cache and the root cause"
+    assert set(r.summary()) >= {"home", "user", "host", "url-credentials", "key-value", "gpu-id"}
+
+
+def test_no_redact_says_so_on_stderr() -> None:
+    run = subprocess.run([sys.executable, "-m", "bnbdoctor", "--json", "--no-redact", "--no-load"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert "redaction is off" in run.stderr and '"redaction": null' in run.stdout
+
+
+def test_show_redactions_lists_on_stderr_only() -> None:
+    run = subprocess.run([sys.executable, "-m", "bnbdoctor", "--fixture", "a100-healthy", "--json",
+                          "--show-redactions"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert "redacted [home]" in run.stderr
+    home = next(line for line in run.stderr.splitlines() if "redacted [home]" in line).split(": ", 1)[1]
+    assert home not in run.stdout

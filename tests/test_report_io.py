@@ -1,0 +1,102 @@
+"""--from: every recorded machine round-trips; bad reports get one clear line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, fixture_names
+
+
+def bnbdoctor(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bnbdoctor", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, input=stdin)
+
+
+def finding_ids(report: dict) -> list[tuple[str, str]]:
+    return [(f["rule_id"], f["title"]) for f in report["findings"]]
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_round_trip_every_fixture(name: str, tmp_path: Path) -> None:
+    first = bnbdoctor("--fixture", name, "--json")
+    saved = tmp_path / "report.json"
+    saved.write_text(first.stdout)
+    again = bnbdoctor("--from", str(saved), "--json")
+    assert again.returncode == first.returncode, again.stderr
+    a, b = json.loads(first.stdout), json.loads(again.stdout)
+    assert finding_ids(a) == finding_ids(b)
+    assert b["replayed_from"] == a["created"]
+
+
+def test_round_trip_through_markdown_and_stdin() -> None:
+    markdown = bnbdoctor("--fixture", fixture_names()[0], "--markdown").stdout
+    replay = bnbdoctor("--from", "-", "--json", stdin="Some user text before the report\n\n" + markdown)
+    assert replay.returncode in (0, 1), replay.stderr
+    assert json.loads(replay.stdout)["tool"] == "bnbdoctor"
+
+
+def test_incomplete_facts_give_what_they_can(tmp_path: Path) -> None:
+    report = json.loads(bnbdoctor("--fixture", "kepler-k80", "--json").stdout)
+    for section in ("python", "native", "load"):
+        report["facts"][section] = None
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps(report))
+    replay = json.loads(bnbdoctor("--from", str(path), "--json").stdout)
+    assert "BNB103" in {f["rule_id"] for f in replay["findings"]}  # GPU facts suffice
+    skipped = {c["rule_id"]: c["reason"] for c in replay["skipped"]}
+    assert "python: no facts" in skipped["BNB201"]
+
+
+def _hostile(tmp_path: Path) -> dict[str, str]:
+    base = json.loads(bnbdoctor("--fixture", "a100-healthy", "--json").stdout)
+    cases = {}
+    cases["truncated"] = json.dumps(base)[:500]
+    cases["not json"] = "hello, this is not a report"
+    cases["a list"] = "[1, 2, 3]"
+    cases["other tool"] = json.dumps({"tool": "pip-audit", "schema_version": 1})
+    newer = dict(base, schema_version=99)
+    cases["newer schema"] = json.dumps(newer)
+    older = dict(base, schema_version=0)
+    cases["older schema"] = json.dumps(older)
+    wrong = json.loads(json.dumps(base))
+    wrong["facts"]["gpu"]["devices"] = "many"
+    cases["wrong type"] = json.dumps(wrong)
+    huge = json.loads(json.dumps(base))
+    huge["facts"]["env"]["PATH"] = "x" * 1_000_000
+    cases["huge string"] = json.dumps(huge)
+    deep = "[" * 5000 + "1" + "]" * 5000
+    cases["deep nesting"] = '{"tool": "bnbdoctor", "schema_version": 1, "facts": {"env": ' + deep + "}}"
+    cases["empty"] = ""
+    return cases
+
+
+EXPECTED = {
+    "truncated": "is not valid JSON", "not json": "neither JSON nor a Markdown report", "a list": "holds a JSON list",
+    "other tool": "is not a bnbdoctor report", "newer schema": "schema 99, newer than this bnbdoctor reads (1)",
+    "older schema": "schema 0, which this bnbdoctor (schema 1) can no longer read",
+    "wrong type": "facts.gpu.devices: expected a list, got str", "huge string": "a string of 1000000 characters",
+    "deep nesting": "nested", "empty": "is empty",
+}
+
+
+def test_bad_reports_are_one_line_exit_2(tmp_path: Path) -> None:
+    for label, content in _hostile(tmp_path).items():
+        path = tmp_path / f"{label.replace(' ', '_')}.json"
+        path.write_text(content)
+        before = set(tmp_path.iterdir())
+        run = bnbdoctor("--from", str(path), "--json")
+        assert run.returncode == 2, (label, run.stdout[:200], run.stderr)
+        assert run.stdout == "" and "Traceback" not in run.stderr, label
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and EXPECTED[label] in lines[0], (label, lines)
+        assert set(tmp_path.iterdir()) == before, f"{label}: something was written"
+
+
+def test_missing_report_file() -> None:
+    run = bnbdoctor("--from", "/no/such/report.json")
+    assert run.returncode == 2 and "cannot read /no/such/report.json" in run.stderr
