@@ -10,7 +10,6 @@ Nothing here opens files: callers read bytes through a host.
 
 from __future__ import annotations
 
-import io
 import re
 import struct
 from collections.abc import Iterable, Mapping

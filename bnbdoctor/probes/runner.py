@@ -53,6 +53,29 @@ def _run_one(probe: Probe, ctx: ProbeContext) -> tuple[Any, ProbeRun]:
     return box.get("value"), ProbeRun(probe.name, True, elapsed)
 
 
+def _run_wave(wave: list[Probe], ctx: ProbeContext, by_name: dict[str, Probe],
+              progress: ProgressCallback | None) -> dict[str, tuple[Any, ProbeRun]]:
+    """Run one wave's probes side by side; each reports as soon as it finishes."""
+    results: dict[str, tuple[Any, ProbeRun]] = {}
+
+    def run(probe: Probe) -> None:
+        missing = [r for r in probe.requires if r in by_name and getattr(ctx.facts, by_name[r].section, None) is None]
+        if missing:
+            skipped = ProbeRun(probe.name, False, 0.0, f"needs facts from {', '.join(missing)}", skipped=True)
+            results[probe.name] = (None, skipped)
+        else:
+            results[probe.name] = _run_one(probe, ctx)
+        if progress is not None:
+            progress(results[probe.name][1])
+
+    threads = [threading.Thread(target=run, args=(p,), name=f"wave-{p.name}", daemon=True) for p in wave]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
 def run_probes(
     probes: Iterable[Probe],
     ctx: ProbeContext,
@@ -64,23 +87,7 @@ def run_probes(
     probes = list(probes)
     by_name = {p.name: p for p in probes}
     for wave in _waves(probes):
-        results: dict[str, tuple[Any, ProbeRun]] = {}
-
-        def run(probe: Probe) -> None:
-            missing = [r for r in probe.requires if r in by_name and getattr(facts, by_name[r].section, None) is None]
-            if missing:
-                results[probe.name] = (None, ProbeRun(probe.name, False, 0.0,
-                                                      f"needs facts from {', '.join(missing)}", skipped=True))
-            else:
-                results[probe.name] = _run_one(probe, ctx)
-            if progress is not None:
-                progress(results[probe.name][1])
-
-        threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in wave]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        results = _run_wave(wave, ctx, by_name, progress)
         for probe in wave:
             value, record = results[probe.name]
             facts.probes.append(record)

@@ -99,8 +99,8 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
                 f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in 0.48.0 and "
                 "current releases support Pascal (6.0) and newer only. Upgrading bitsandbytes will break this GPU.",
                 evidence=evidence + [ev("library", library.file, "python.bitsandbytes.native_libraries")],
-                remediation=Remediation(f"Keep bitsandbytes below 0.48 on this machine (pin it), or move to a "
-                                        f"Pascal or newer GPU.", []),
+                remediation=Remediation("Keep bitsandbytes below 0.48 on this machine (pin it), or move to a "
+                                        "Pascal or newer GPU.", []),
                 severity=Severity.WARNING,
             ))
             continue

@@ -129,7 +129,8 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
 )
 def override(facts: Facts) -> Hit | Skip | None:
     native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
-    variable = "BNB_ROCM_VERSION" if "BNB_ROCM_VERSION" in facts.env and not "BNB_CUDA_VERSION" in facts.env else "BNB_CUDA_VERSION"
+    rocm = bool(torch and torch.hip)
+    variable = "BNB_ROCM_VERSION" if rocm and "BNB_ROCM_VERSION" in facts.env else "BNB_CUDA_VERSION"
     value = facts.env.get(variable)
     if value is None:
         return Skip(f"{variable} is not set")
@@ -139,7 +140,7 @@ def override(facts: Facts) -> Hit | Skip | None:
         return Hit(
             title=f"{variable}={value!r} is set but has no effect here",
             explanation="The override only applies when torch sees a CUDA GPU; this machine loads the CPU library.",
-            evidence=evidence, remediation=Remediation(f"Unset it to avoid surprises later.", [f"unset {variable}"]),
+            evidence=evidence, remediation=Remediation("Unset it to avoid surprises later.", [f"unset {variable}"]),
             severity=Severity.INFO,
         )
     evidence.append(ev("selected", sel.expected_file, "native.selection.expected_file"))
@@ -269,14 +270,9 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
                 remediation=Remediation("Remove the other toolkit's folder from LD_LIBRARY_PATH.", []),
             ))
             continue
-        shadowed = [c for c in dep.candidates if c.via != dep.via and c.version and found and found.version
-                    and c.version != found.version and "torch" in (c.path or "")]
-        if dep.via == "loaded by torch before bitsandbytes" and facts.env.get("LD_LIBRARY_PATH") and \
-                not dep.resolved.startswith(tuple(w.lib_dir or "\0" for w in torch.nvidia_wheels)):  # type: ignore[union-attr]
-            wheel_copy = next((w for w in torch.nvidia_wheels  # type: ignore[union-attr]
-                               for lib in w.libraries if lib == dep.name), None)
-            if wheel_copy is not None:
-                shadowed.append(wheel_copy)  # type: ignore[arg-type]
+        wheel_dirs = [w.lib_dir for w in torch.nvidia_wheels if w.lib_dir and dep.name in w.libraries]  # type: ignore[union-attr]
+        shadowed = (dep.via == _PRELOADED and bool(wheel_dirs) and bool(facts.env.get("LD_LIBRARY_PATH"))
+                    and not any(dep.resolved.startswith(d) for d in wheel_dirs))
         if shadowed:
             hits.append(Hit(
                 title=f"LD_LIBRARY_PATH puts {dep.resolved} ahead of torch's own {dep.name}",
