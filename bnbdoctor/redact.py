@@ -58,7 +58,8 @@ class Redactor:
         home = (self.home or "").rstrip("/\\")
         if len(home) > 1 and home in out:
             self._note("home", home)
-            out = re.sub(re.escape(home) + r"(?=$|[/\\\s:;'\")\]])", "~", out)
+            # only where a path starts: not inside /System/Volumes/.../Users/x (macOS cryptexes)
+            out = re.sub(r"(?<![^\s'\"=:(\[,;])" + re.escape(home) + r"(?=$|[/\\\s:;'\")\]])", "~", out)
         for rule, pattern, replacement in _SECRET_PATTERNS:
             out, count = pattern.subn(replacement, out)
             if count:

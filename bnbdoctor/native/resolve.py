@@ -24,6 +24,8 @@ from bnbdoctor.native.ldcache import LdCache, lookup
 _CUDA = re.compile(r"^(lib)?(cudart|cublas|cublasLt|cusparse|nvJitLink|cuda|nvrtc)(64)?[._-]", re.IGNORECASE)
 _ROCM = re.compile(r"^(lib)?(hip|amdhip|roc|hsa|MIOpen)", re.IGNORECASE)
 _CXX = re.compile(r"^(libstdc\+\+|libgcc_s|libgomp|msvcp|vcruntime|concrt|vcomp)", re.IGNORECASE)
+_ONEAPI = re.compile(r"^(lib)?(sycl|svml|imf|intlc|irng|ur_loader|ur_adapter|umf|tbb|mkl|OpenCL|ze_loader)",
+                     re.IGNORECASE)
 _LIBC = re.compile(r"^(libc|libm|libpthread|libdl|librt|ld-linux[-\w]*)\.so", re.IGNORECASE)
 _WINDOWS_SYSTEM = {"kernel32.dll", "user32.dll", "advapi32.dll", "ntdll.dll", "ws2_32.dll", "shell32.dll",
                    "ole32.dll", "oleaut32.dll", "bcrypt.dll", "msvcrt.dll", "ucrtbase.dll", "version.dll",
@@ -41,6 +43,8 @@ def dependency_kind(name: str) -> str:
         return "rocm"
     if _CXX.match(name):
         return "cxx_runtime"
+    if _ONEAPI.match(name):
+        return "oneapi"
     if _LIBC.match(name):
         return "libc"
     return "other"
@@ -62,7 +66,7 @@ class SearchStep:
     via: str
     folders: list[str] = field(default_factory=list)
     known: dict[str, str] = field(default_factory=dict)  # soname -> path (already loaded)
-    only_kinds: tuple[str, ...] = ()  # restrict the step to these dependency kinds
+    only_names: tuple[str, ...] = ()  # restrict the step to these SONAMEs
 
 
 def expand_origin(entries: tuple[str, ...] | list[str], origin: str) -> list[str]:
@@ -88,7 +92,7 @@ def linux_search(
     steps = [SearchStep("loaded by torch before bitsandbytes", known=dict(preloaded))]
     if runtime_dirs:
         steps.append(SearchStep("C++ runtime already loaded in the conda env", runtime_dirs,
-                                only_kinds=("cxx_runtime",)))
+                                only_names=("libstdc++.so.6", "libgcc_s.so.1")))
     if rpath and not runpath:
         steps.append(SearchStep("RPATH", expand_origin(rpath, library_dir)))
     steps.append(SearchStep("LD_LIBRARY_PATH", [p for p in (ld_library_path or "").split(":") if p]))
@@ -105,9 +109,9 @@ def windows_search(*, library_dir: str, python_dir: str | None, system_root: str
              SearchStep("the DLL's own folder", [library_dir])]
     if python_dir:
         steps.append(SearchStep("the application folder", [python_dir]))
-    steps.append(SearchStep("System32", [f"{system_root}\\System32"]))
-    if dll_directories:
+    if dll_directories:  # LOAD_LIBRARY_SEARCH_USER_DIRS come before System32
         steps.append(SearchStep("os.add_dll_directory (torch)", dll_directories))
+    steps.append(SearchStep("System32", [f"{system_root}\\System32"]))
     steps.append(SearchStep("PATH (not searched by Python 3.8+ ctypes)", [p for p in (path or "").split(";") if p]))
     return steps
 
@@ -128,7 +132,7 @@ def resolve(host: Host, names: list[str], steps: list[SearchStep], *, cache: LdC
             continue
         seen_paths: set[str] = set()
         for step in steps:
-            if step.only_kinds and kind not in step.only_kinds:
+            if step.only_names and name not in step.only_names:
                 continue
             paths: list[str] = []
             key = name.lower() if windows else name

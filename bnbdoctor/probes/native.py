@@ -10,10 +10,12 @@ from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency, Sel
 from bnbdoctor.hosts.base import Host
 from bnbdoctor.knowledge.selection import select_library
 from bnbdoctor.native.ldcache import LdCache, arch_for_elf, parse_ld_so_cache
-from bnbdoctor.native.resolve import dependency_kind, linux_search, resolve, windows_search
+from bnbdoctor.native.resolve import linux_search, resolve, windows_search
 from bnbdoctor.probes.base import ProbeContext, ProbeError
 
 LDCONFIG_TIMEOUT_S = 5.0
+#: The C++ runtime a conda interpreter's own packages have loaded from $CONDA_PREFIX/lib.
+CONDA_RUNTIME = ("libstdc++.so.6", "libgcc_s.so.1")
 _DEFAULT_DIRS = {
     "x86_64": ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"],
     "aarch64": ["/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"],
@@ -59,9 +61,12 @@ def load_ld_cache(host: Host) -> tuple[LdCache | None, str]:
 
 
 def _preloaded(host: Host, facts: Facts, windows: bool) -> dict[str, str]:
-    """What torch has loaded into the process before bitsandbytes: its nvidia-* wheel libraries
-    and the libraries in torch/lib (SONAME taken as the file name). On Linux torch's own libraries
-    search LD_LIBRARY_PATH before their RUNPATH, so a copy there is what torch really loaded."""
+    """What torch has loaded into the process before bitsandbytes, by SONAME (taken as the file
+    name): its nvidia-* wheel libraries and the libraries in torch/lib.
+
+    torch's CUDA wheels link the nvidia-* libraries through DT_RPATH (pytorch/builder#1150), which
+    the loader searches before LD_LIBRARY_PATH, so the wheel copies win. torch/lib's own files are
+    found through DT_RUNPATH=$ORIGIN, which comes after LD_LIBRARY_PATH: a copy there wins."""
     python = facts.python
     known: dict[str, str] = {}
     if python is None or not python.torch.installed:
@@ -73,16 +78,12 @@ def _preloaded(host: Host, facts: Facts, windows: bool) -> dict[str, str]:
             if wheel.lib_dir:
                 known.setdefault(name, f"{wheel.lib_dir}{sep}{name}")
     if torch.lib_dir:
+        ld_dirs = [] if windows else [d for d in (facts.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
         for name in torch.lib_files:
-            known.setdefault(name, f"{torch.lib_dir}{sep}{name}")
-    if not windows:
-        ld_dirs = [d for d in (facts.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
-        for name in list(known):
-            for folder in ld_dirs:
-                candidate = f"{folder.rstrip('/')}/{name}"
-                if host.is_file(candidate):
-                    known[name] = candidate
-                    break
+            if name in known:
+                continue
+            found = next((f"{d.rstrip('/')}/{name}" for d in ld_dirs if host.is_file(f"{d.rstrip('/')}/{name}")), None)
+            known[name] = found or f"{torch.lib_dir}{sep}{name}"
     return known
 
 
@@ -214,7 +215,7 @@ def preload_plan(host: Host, facts: Facts, needed: list[str]) -> list[str]:
             continue
         for folder in _conda_runtime_dirs(host, facts):
             candidate = host.pathmod.join(folder, name)
-            if dependency_kind(name) == "cxx_runtime" and host.is_file(candidate):
+            if name in CONDA_RUNTIME and host.is_file(candidate):
                 plan.append(candidate)
                 break
     return plan
@@ -276,8 +277,11 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
             return native
         torch_lib = torch.lib_dir
         dll_dirs = [d for d in (torch_lib, host.pathmod.join(python.prefix or "", "Library", "bin")) if d]
+        # a venv's python.exe only launches the base interpreter: the process's application
+        # folder is the base install (where python.org ships VCRUNTIME140*.dll)
+        app_dir = python.base_prefix or host.pathmod.dirname(python.executable)
         steps = windows_search(
-            library_dir=bnb.location, python_dir=host.pathmod.dirname(python.executable),
+            library_dir=bnb.location, python_dir=app_dir,
             system_root=facts.env.get("SYSTEMROOT") or facts.env.get("WINDIR") or "C:\\Windows",
             preloaded=_preloaded(host, facts, True), dll_directories=dll_dirs, path=facts.env.get("PATH"),
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts, NativeFacts, ResolvedDependency
-from bnbdoctor.knowledge.releases import bnb_spec_for_torch
+from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 from bnbdoctor.rules.base import Evidence, Hit, Remediation, Severity, Skip, rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, torch_of, visible_gpus
@@ -53,10 +53,35 @@ def _unresolved(native: NativeFacts, kinds: tuple[str, ...]) -> list[ResolvedDep
     return [d for d in native.dependencies if d.kind in kinds and d.resolved is None]
 
 
-def static_problem(native: NativeFacts) -> bool:
-    """True when the static analysis already predicts a failed load."""
+#: Symbol-version namespaces the ABI rules report (BNB306: GCC runtimes, BNB307: glibc).
+RUNTIME_NAMESPACES = ("CXXABI", "GLIBCXX", "GCC", "GOMP", "OMP", "GOACC")
+GLIBC_NAMESPACES = ("GLIBC",)
+
+
+def format_problem(native: NativeFacts, os_name: str, arch: str) -> str | None:
+    """Why the selected file cannot be loaded on this platform at all, or None."""
+    if native.error:
+        return native.error
+    expected = {"linux": "ELF", "windows": "PE", "macos": "Mach-O"}.get(os_name)
+    if expected and native.format and native.format != expected:
+        article = "an" if native.format[0] in "AEIOU" else "a"
+        return f"{article} {native.format} file, not {expected}"
+    if native.format == "ELF" and native.machine:
+        wanted = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "ppc64le": "EM_PPC64"}.get(arch)
+        if wanted and wanted != native.machine:
+            return f"built for {native.machine}, this machine is {arch}"
+    return None
+
+
+def static_problem(facts: Facts) -> bool:
+    """True when a static finding already explains a failed load (so BNB314 stays quiet)."""
+    native = _native(facts)
+    platform = facts.platform
+    if platform and format_problem(native, platform.os, platform.arch):
+        return True
     missing_dep = any(d.resolved is None and d.kind != "system" for d in native.dependencies)
-    return bool(native.error) or missing_dep or any(a.missing for a in native.abi)
+    reported = RUNTIME_NAMESPACES + GLIBC_NAMESPACES
+    return missing_dep or any(m.split("_")[0] in reported for a in native.abi for m in a.missing)
 
 
 @rule(
@@ -76,46 +101,73 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
         return Skip("bitsandbytes is not installed or its version is unknown")
     if sel.override is not None or sel.backend == "cpu" or sel.outcome in ("loads", "cpu_library", "override_error"):
         return None
-    if not bnb or not bnb.native_libraries:
-        return None  # nothing compiled at all: BNB309
-    runtime = torch.hip if sel.backend == "rocm" else torch.cuda  # type: ignore[union-attr]
+    if not bnb or not any(re.match(r"libbitsandbytes_(cuda|rocm|xpu)", f) for f in bnb.native_libraries):
+        return None  # nothing GPU-capable is shipped at all: BNB308/BNB309 name that root cause
+    backend = sel.backend.upper()
+    runtime = {"rocm": torch.hip, "xpu": torch.xpu}.get(sel.backend, torch.cuda) if torch else None
     shipped = _shipped_versions(facts, sel.backend)
     effect = {
-        "import_error": "`import bitsandbytes` raises 'CUDA Setup failed despite GPU being available' "
-                        "('Required library version not found').",
+        "import_error": "`import bitsandbytes` raises 'CUDA Setup failed despite GPU being available' (the log "
+                        "says 'Required library version not found').",
         "cpu_fallback": f"bitsandbytes logs 'Could not find the bitsandbytes CUDA binary at …{sel.expected_file}' and "
-                        "silently loads its CPU library: every GPU operation then fails ('compiled without GPU "
-                        "support', \"'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'\").",
-        "error_on_first_call": "`import bitsandbytes` works, then the first quantized operation raises "
-                               f"'{sel.message}'.",
+                        "loads its CPU library instead: every GPU operation then fails ('compiled without GPU "
+                        "support', or a missing method of the CPU library).",
+        "error_on_first_call": "`import bitsandbytes` works, then the first quantized operation raises an error "
+                               f"about the missing binary ({sel.message}).",
     }.get(sel.outcome, sel.message or "")
-    major = (major_minor(runtime) or (0, 0))[0]
-    same_major = [v for v in shipped if v.startswith(str(major)) and (sel.backend == "rocm" or len(v) >= 3)]
     commands: list[str] = []
-    if sel.backend == "cuda" and major and major < 11:
-        fix = (f"CUDA {runtime} is older than any bitsandbytes build (11.x is the oldest shipped). Install a torch "
-               "build for CUDA 11.8 or 12.x, then bitsandbytes.")
-    elif same_major:
-        pick = same_major[-1]
-        fix = (f"Point bitsandbytes at a shipped build of the same CUDA major ({', '.join(same_major)}), e.g. "
-               f"BNB_CUDA_VERSION={pick}, whose runtime torch already loads; or upgrade bitsandbytes (0.50+ picks "
-               "the nearest build of the same major by itself).")
-        commands = [f"export BNB_CUDA_VERSION={pick}",
-                    f'pip install -U "bitsandbytes{bnb_spec_for_torch(torch.version if torch else None, "0.50.0")}"']
+    if sel.backend == "xpu":
+        fix = ("This bitsandbytes ships no XPU library for torch's oneAPI version; install a release with XPU "
+               "builds (0.48+, versioned per oneAPI year from 0.50).")
+        commands = ['pip install -U "bitsandbytes>=0.48"']
+        runtime_text = torch.xpu if torch else None
     else:
-        fix = (f"This bitsandbytes has no {sel.backend.upper()} {major}.x build at all (shipped: "
-               f"{', '.join(shipped) or 'none'}). Install a torch build for a CUDA version it ships, or a "
-               "bitsandbytes release built for your CUDA.")
+        runtime_text = runtime
+        wanted = major_minor(runtime)
+        major = wanted[0] if wanted else 0
+        same_major = [v for v in shipped if _tag_major(sel.backend, v) == major]
+        lower = [v for v in same_major if _tag_version(sel.backend, v) <= (wanted or (0, 0))]
+        pick = (lower or same_major)[-1] if same_major else None
+        legacy_nocublaslt = (release_tuple(bnb.version) or (9,)) < (0, 44) and "_nocublaslt" in sel.expected_file
+        spec = bnb_spec_for_torch(torch.version if torch else None, "0.50.0")
+        if sel.backend == "cuda" and major and major < 11:
+            fix = (f"CUDA {runtime} is older than any bitsandbytes build (11.x is the oldest shipped). Install a "
+                   "torch build for CUDA 11.8 or 12.x, then bitsandbytes.")
+        elif pick and not legacy_nocublaslt:
+            fix = (f"Point bitsandbytes at a shipped build of the same {backend} major, BNB_{'ROCM' if sel.backend == 'rocm' else 'CUDA'}"
+                   f"_VERSION={pick}, whose runtime torch already loads; or upgrade bitsandbytes (0.50+ picks the "
+                   "nearest build of the same major by itself).")
+            variable = "BNB_ROCM_VERSION" if sel.backend == "rocm" and (release_tuple(bnb.version) or (0,)) >= (0, 50) \
+                else "BNB_CUDA_VERSION"
+            commands = ([] if sel.backend == "rocm" and variable == "BNB_CUDA_VERSION" else [f"export {variable}={pick}"])
+            commands.append(f'pip install -U "bitsandbytes{spec}"')
+        elif pick:
+            fix = ("This release builds the override file name wrongly for GPUs below compute capability 7.5 "
+                   "(_nocublaslt builds), so an override cannot help: upgrade bitsandbytes.")
+            commands = [f'pip install -U "bitsandbytes{spec}"']
+        else:
+            fix = (f"This bitsandbytes has no {backend} {major}.x build at all (shipped: {', '.join(shipped) or 'none'}). "
+                   f"Install a torch build for a {backend} version it ships, or a bitsandbytes release built for yours.")
     return Hit(
-        title=f"bitsandbytes {bnb.version} has no library for torch's {sel.backend.upper()} {runtime}: "
+        title=f"bitsandbytes {bnb.version} has no library for torch's {backend} {runtime_text}: "
         f"{sel.expected_file} is missing",
-        explanation=f"bitsandbytes chooses its native library from torch's {sel.backend.upper()} version, not from "
-        f"the driver or a local toolkit. {effect}",
-        evidence=[ev("torch", f"{torch.version} ({sel.backend.upper()} {runtime})", "python.torch"),  # type: ignore[union-attr]
+        explanation=f"bitsandbytes chooses its native library from torch's {backend} version, not from the driver "
+        f"or a local toolkit. {effect}",
+        evidence=[ev("torch", f"{torch.version if torch else '?'} ({backend} {runtime_text})", "python.torch"),
                   ev("expected", sel.expected_file, "native.selection.expected_file"),
                   ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries")],
         remediation=Remediation(fix, commands),
     )
+
+
+def _tag_version(backend: str, tag: str) -> tuple[int, int]:
+    """"121" -> (12, 1) for CUDA, "714" -> (7, 14) for ROCm (how 0.50 reads file names)."""
+    cut = 1 if backend == "rocm" else (2 if len(tag) >= 3 else 1)
+    return int(tag[:cut]), int(tag[cut:] or 0)
+
+
+def _tag_major(backend: str, tag: str) -> int:
+    return _tag_version(backend, tag)[0]
 
 
 @rule(
@@ -129,69 +181,83 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
 )
 def override(facts: Facts) -> Hit | Skip | None:
     native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
+    release = release_tuple(bnb.version if bnb else None) or (0,)
     rocm = bool(torch and torch.hip)
-    variable = "BNB_ROCM_VERSION" if rocm and "BNB_ROCM_VERSION" in facts.env else "BNB_CUDA_VERSION"
+    variable = "BNB_ROCM_VERSION" if rocm and release >= (0, 50) else "BNB_CUDA_VERSION"
     value = facts.env.get(variable)
     if value is None:
+        if rocm and release >= (0, 50) and "BNB_CUDA_VERSION" in facts.env:
+            return Skip("BNB_CUDA_VERSION is ignored on ROCm from 0.50 (BNB_ROCM_VERSION is not set)")
         return Skip(f"{variable} is not set")
     sel = native.selection
     evidence = [ev(variable, repr(value), f"env.{variable}")]
+    unset = Remediation(f"Unset {variable}.", [f"unset {variable}"])
     if sel is None or sel.backend == "cpu":
+        return Hit(title=f"{variable}={value!r} is set but has no effect here",
+                   explanation="The override only applies when torch sees a GPU; this machine loads the CPU library.",
+                   evidence=evidence, remediation=unset, severity=Severity.INFO)
+    if value == "" and release < (0, 50):
         return Hit(
-            title=f"{variable}={value!r} is set but has no effect here",
-            explanation="The override only applies when torch sees a CUDA GPU; this machine loads the CPU library.",
-            evidence=evidence, remediation=Remediation("Unset it to avoid surprises later.", [f"unset {variable}"]),
-            severity=Severity.INFO,
-        )
+            title=f"{variable} is set but empty: ignored by {bnb.version}, rejected by 0.50+",  # type: ignore[union-attr]
+            explanation="Releases 0.43–0.49 told users to clear the override with `export BNB_CUDA_VERSION=`; they "
+            "ignore an empty value. From 0.50 the variable being set at all counts, and an empty value raises "
+            "\"BNB_CUDA_VERSION='': value must be digits only\" — the next upgrade will break the import.",
+            evidence=evidence, remediation=unset, severity=Severity.WARNING)
     evidence.append(ev("selected", sel.expected_file, "native.selection.expected_file"))
-    torch_major = (major_minor(torch.cuda if sel.backend == "cuda" else torch.hip) or (0, 0))[0]  # type: ignore[union-attr]
-    shipped = _shipped_versions(facts, sel.backend)
-    valid = [v for v in shipped if v.startswith(str(torch_major))]
-    alternative = (f" or set it to a shipped build of torch's major version ({', '.join(valid)})" if valid else "")
     if sel.outcome == "override_error":
         return Hit(
             title=f"{variable}={value!r} is rejected by bitsandbytes {bnb.version}",  # type: ignore[union-attr]
-            explanation=f"bitsandbytes raises '{sel.message}'. "
-            + ("0.50 checks that the variable is set, not that it is non-empty; the old advice "
-               "'export BNB_CUDA_VERSION=' (0.43–0.49) now breaks the import." if value == "" else ""),
-            evidence=evidence, remediation=Remediation(f"Unset the variable{alternative}.", [f"unset {variable}"]),
-        )
+            explanation=f"bitsandbytes raises '{sel.message}'"
+            + (": on ROCm builds 0.47–0.49 refuse any non-empty BNB_CUDA_VERSION." if rocm else ".")
+            + (" 0.50 checks that the variable is set, not that it is non-empty; the old advice "
+               "'export BNB_CUDA_VERSION=' now breaks the import." if value == "" else ""),
+            evidence=evidence, remediation=unset)
+    torch_major = (major_minor(torch.hip if rocm else torch.cuda) or (0, 0))[0] if torch else 0
+    shipped = _shipped_versions(facts, sel.backend)
+    valid = [v for v in shipped if _tag_major(sel.backend, v) == torch_major]
+    alternative = (f", or set it to a shipped build of torch's major version ({', '.join(valid)})"
+                   if valid and not (rocm and release < (0, 50)) else "")
     if not sel.exists:
-        bug = " (the legacy loader's name-building bug with _nocublaslt builds)" if "nocubla" in sel.expected_file else ""
+        bug = (" — built by this release's name-building bug for _nocublaslt builds"
+               if "nocubla" in sel.expected_file else "")
+        effect = {"import_error": "`import bitsandbytes` fails ('CUDA Setup failed despite GPU being available')",
+                  "cpu_fallback": "bitsandbytes falls back to its CPU library, so GPU operations fail",
+                  }.get(sel.outcome, "the first quantized operation raises a 'binary not found' error")
         return Hit(
             title=f"{variable}={value} asks for {sel.expected_file}, which bitsandbytes does not ship",
-            explanation=f"With the override set, bitsandbytes loads exactly that file{bug}, with no fallback; it is "
-            "missing, so loading fails.",
+            explanation=f"With the override set, bitsandbytes asks for exactly that file{bug}. It is missing: {effect}.",
             evidence=evidence + [ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries")],
-            remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]),
-        )
-    wanted_major = int(value[:1] if sel.backend == "rocm" else value[:2]) if value.isdigit() and len(value) >= 2 else None
+            remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]))
+    wanted_major = _tag_major(sel.backend, value) if value.isdigit() and len(value) >= 2 else None
     if wanted_major is not None and torch_major and wanted_major != torch_major:
-        runtime = next((d for d in native.dependencies if d.name.startswith(("libcudart", "cudart"))), None)
-        where = (f"it resolves to {runtime.resolved} ({runtime.via})" if runtime and runtime.resolved else
-                 "no such runtime is on the loader path")
+        runtime = next((d for d in native.dependencies if d.name.startswith(("libcudart", "cudart", "libamdhip"))), None)
+        found = runtime is not None and runtime.resolved is not None
+        where = (f"it resolves to {runtime.resolved} ({runtime.via})" if found else  # type: ignore[union-attr]
+                 "no such runtime is on the loader path, so loading fails")
         return Hit(
-            title=f"{variable}={value} loads a CUDA {wanted_major} build next to torch's CUDA {torch_major}",
-            explanation=f"{sel.loaded_file} needs the CUDA {wanted_major} runtime, which torch does not load; {where}. "
-            "Two CUDA major versions in one process fail at load or at the first kernel.",
+            title=f"{variable}={value} loads a {sel.backend.upper()} {wanted_major} build next to torch's "
+            f"{sel.backend.upper()} {torch_major}",
+            explanation=f"{sel.loaded_file} needs the {sel.backend.upper()} {wanted_major} runtime, which torch does not "
+            f"load; {where}. "
+            + ("bitsandbytes supports this only if that runtime is the one on LD_LIBRARY_PATH; two major versions "
+               "in one process are fragile." if found else ""),
             evidence=evidence + _loader_evidence(facts),
             remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]),
-        )
+            severity=Severity.WARNING if found else Severity.ERROR)
     return Hit(
         title=f"{variable}={value} is in force: bitsandbytes loads {sel.loaded_file}",
-        explanation="The override replaces bitsandbytes' own choice. It fits torch's CUDA major version, so it "
-        "can work; remember it is set when you upgrade torch or bitsandbytes.",
-        evidence=evidence, remediation=Remediation("Nothing to do if this is intended.", []),
-        severity=Severity.INFO,
-    )
+        explanation="The override replaces bitsandbytes' own choice. It fits torch's major version, so it can work; "
+        "remember it is set when you upgrade torch or bitsandbytes.",
+        evidence=evidence, remediation=Remediation("Nothing to do if this is intended.", []), severity=Severity.INFO)
 
 
-def _wheel_for(name: str, major: str | None) -> str | None:
+def _wheel_for(name: str) -> str | None:
+    """The pip wheel that ships a CUDA library: nvidia-*-cu11/-cu12; CUDA 13's are unsuffixed."""
     match = re.match(r"lib(cudart|cublasLt|cublas|cusparse|nvJitLink)\.so\.(\d+)", name)
     if not match:
         return None
-    suffix = f"cu{match.group(2)}" if match.group(2) in ("11", "12", "13") else f"cu{major or ''}"
-    return f"{_CUDA_WHEELS[match.group(1)]}-{suffix}"
+    base = _CUDA_WHEELS[match.group(1)]
+    return f"{base}-cu{match.group(2)}" if match.group(2) in ("11", "12") else base
 
 
 @rule(
@@ -221,12 +287,14 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
             hints.append(f"{dep.name} exists in {folder}, which is not on the loader path")
     if folders:
         commands.append(f"export LD_LIBRARY_PATH={':'.join(folders)}:$LD_LIBRARY_PATH")
-    wheels = sorted({w for d in missing if not d.elsewhere and (w := _wheel_for(d.name, None))})
+    wheels = sorted({w for d in missing if not d.elsewhere and (w := _wheel_for(d.name))})
     if wheels:
         commands.append("pip install " + " ".join(wheels))
     fix = ("; ".join(hints) + ". " if hints else "") + (
         "Add that folder to LD_LIBRARY_PATH (persist it in your shell profile). " if folders else "") + (
-        "Install the CUDA libraries as pip wheels (a CUDA build of torch brings them too)." if wheels else "")
+        "The simplest fix is a CUDA build of torch, which brings these libraries and loads them before "
+        "bitsandbytes. Installing the wheels alone also needs their lib folders (site-packages/nvidia/*/lib) on "
+        "LD_LIBRARY_PATH." if wheels else "")
     return Hit(
         title=f"{_library_name(native)} needs {names}, which the loader cannot find",
         explanation="The library's DT_NEEDED entries are resolved by SONAME: torch's already-loaded copies, then "
@@ -257,35 +325,19 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
         return Skip("torch is not a CUDA build")
     hits = []
     for dep in native.dependencies:
-        if dep.kind != "cuda" or not dep.resolved:
+        # only the runtime's version tracks the toolkit: CUDA 13 still ships libcusparse.so.12
+        if not dep.name.startswith("libcudart.so") or not dep.resolved:
             continue
         found = next((c for c in dep.candidates if c.path == dep.resolved), None)
         version = major_minor(found.version if found else None)
         if version and version[0] != runtime[0]:
             hits.append(Hit(
                 title=f"{dep.name} resolves to CUDA {found.version} ({dep.via}), torch is CUDA {torch.cuda}",  # type: ignore[union-attr]
-                explanation="bitsandbytes then runs on a CUDA runtime of another major version than torch's: the "
-                "load or the first kernel fails.",
+                explanation="bitsandbytes would run on a CUDA runtime of another major version than torch's: the load "
+                "or the first kernel fails.",
                 evidence=[ev(dep.name, f"{dep.resolved} via {dep.via}", "native.dependencies")] + _loader_evidence(facts),
-                remediation=Remediation("Remove the other toolkit's folder from LD_LIBRARY_PATH.", []),
-            ))
-            continue
-        wheel_dirs = [w.lib_dir for w in torch.nvidia_wheels if w.lib_dir and dep.name in w.libraries]  # type: ignore[union-attr]
-        shadowed = (dep.via == _PRELOADED and bool(wheel_dirs) and bool(facts.env.get("LD_LIBRARY_PATH"))
-                    and not any(dep.resolved.startswith(d) for d in wheel_dirs))
-        if shadowed:
-            hits.append(Hit(
-                title=f"LD_LIBRARY_PATH puts {dep.resolved} ahead of torch's own {dep.name}",
-                explanation="torch's libraries search LD_LIBRARY_PATH before their RUNPATH, so a system CUDA "
-                "folder there replaces the CUDA libraries torch was built against, for torch and bitsandbytes "
-                "alike. Mixed CUDA releases fail with errors such as \"libcusparse.so.12: undefined symbol: "
-                "__nvJitLinkAddData_12_1, version libnvJitLink.so.12\".",
-                evidence=[ev(dep.name, f"{dep.resolved} via LD_LIBRARY_PATH", "native.dependencies"),
-                          ev("LD_LIBRARY_PATH", facts.env.get("LD_LIBRARY_PATH"), "env.LD_LIBRARY_PATH")]
-                + _loader_evidence(facts),
-                remediation=Remediation("Remove the CUDA toolkit folder from LD_LIBRARY_PATH when using pip's torch "
-                                        "(it brings its own CUDA libraries).", []),
-                severity=Severity.WARNING,
+                remediation=Remediation(f"Make the CUDA {runtime[0]} runtime win: remove the other toolkit's folder "
+                                        f"from the search ({dep.via}).", []),
             ))
     return hits
 
@@ -302,19 +354,22 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
 def duplicates(facts: Facts) -> list[Hit]:
     native, bnb = _native(facts), bnb_of(facts)
     legacy = bnb is not None and (release_tuple(bnb.version) or (9,)) < (0, 43, 1)
+    searched = ("LD_LIBRARY_PATH", "RUNPATH", "RPATH", "ld.so.cache", "default directories")
     hits = []
     for dep in native.dependencies:
-        if dep.kind != "cuda" or len(dep.duplicates) < 2:
+        if not dep.name.startswith(("libcudart.so", "libcublas")) or len(dep.duplicates) < 2:
             continue
-        versions = {c.version for c in dep.candidates if not c.via.startswith(_NOT_SEARCHED)}
-        if len(versions) < 2:
-            continue
+        on_path = [c for c in dep.candidates if c.via in searched]
+        precise = {major_minor(c.version) for c in on_path if c.version and c.version.count(".") >= 1}
+        if not legacy and len(precise) < 2:
+            continue  # torch's copy plus a toolkit's is normal: the loaded one wins by SONAME
         hits.append(Hit(
             title=f"{len(dep.duplicates)} copies of {dep.name} are visible; the loader uses {dep.resolved}",
-            explanation="The dynamic loader is deterministic: the first step of its search that has the SONAME "
-            f"wins ({dep.via}). The other copies are not used by this process"
-            + (", but this bitsandbytes release's legacy setup scans them and warns 'Found duplicate … files' "
-               "('we'll flip a coin')." if legacy else "; they only matter if the search order changes."),
+            explanation="The dynamic loader is deterministic: the first search step that has the SONAME wins "
+            f"({dep.via})"
+            + ("; this legacy bitsandbytes also scans path-like environment variables for CUDA runtimes and warns "
+               "'Found duplicate … files' — noise when the winner is the runtime torch uses." if legacy else
+               "; several CUDA releases on the search path make that outcome depend on the order of LD_LIBRARY_PATH."),
             evidence=[ev(c.via, f"{c.path} ({c.version or 'version unknown'})", "native.dependencies")
                       for c in dep.candidates],
             remediation=Remediation("Nothing to fix if the winner is the runtime torch uses. To tidy up, remove stale "
@@ -348,11 +403,11 @@ def _abi_hits(facts: Facts, namespaces: tuple[str, ...]) -> list[tuple[str, list
 def libstdcxx(facts: Facts) -> list[Hit]:
     native = _native(facts)
     hits = []
-    for library, missing, need in _abi_hits(facts, ("CXXABI", "GLIBCXX", "GCC")):
+    for library, missing, need in _abi_hits(facts, RUNTIME_NAMESPACES):
         provider = need.provider or library  # type: ignore[attr-defined]
         dep = next((d for d in native.dependencies if d.name == library), None)
         conda = dep is not None and dep.via == "C++ runtime already loaded in the conda env"
-        have = ", ".join(f"{v}" for k, v in sorted(need.provider_max.items()) if k in ("GLIBCXX", "CXXABI", "GCC"))  # type: ignore[attr-defined]
+        have = ", ".join(f"{v}" for k, v in sorted(need.provider_max.items()) if k in RUNTIME_NAMESPACES)  # type: ignore[attr-defined]
         alternatives = list(need.satisfied_by)  # type: ignore[attr-defined]
         commands = []
         if alternatives:
@@ -401,7 +456,7 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
     if platform.os != "linux":
         return Skip("glibc applies to Linux only")
     missing_all: list[str] = []
-    for _library, missing, _need in _abi_hits(facts, ("GLIBC",)):
+    for _library, missing, _need in _abi_hits(facts, GLIBC_NAMESPACES):
         missing_all.extend(m for m in missing if m not in missing_all)
     if not missing_all:
         return []
@@ -442,12 +497,16 @@ def cpu_only_build(facts: Facts) -> Hit | None:
     gpu_libs = [f for f in bnb.native_libraries if re.match(r"libbitsandbytes_(cuda|rocm|xpu)", f)]
     if gpu_libs or not bnb.native_libraries:
         return None
+    release = release_tuple(bnb.version) or (9,)
+    symptom = ("`import bitsandbytes` fails with 'CUDA Setup failed despite GPU being available'" if release < (0, 43, 1)
+               else "bitsandbytes warns that it could not find its CUDA binary and runs CPU-only ('compiled without "
+                    "GPU support'; older releases then failed with e.g. 'undefined symbol: cget_col_row_stats')"
+               if release < (0, 46) else
+               "the first quantized operation raises a 'binary not found' error")
     return Hit(
         title=f"bitsandbytes {bnb.version} is a CPU-only build on a machine with a CUDA GPU",
         explanation="The package holds only " + ", ".join(bnb.native_libraries) + ": it was built or packaged "
-        "without GPU support (a source build without the CUDA backend, or a CPU-only conda package). bitsandbytes "
-        "warns 'compiled without GPU support' and 8-bit/4-bit GPU operations fail (e.g. 'undefined symbol: "
-        "cget_col_row_stats').",
+        f"without GPU support (a source build without the CUDA backend, or a CPU-only conda package). {symptom}.",
         evidence=[ev("native libraries", ", ".join(bnb.native_libraries), "python.bitsandbytes.native_libraries"),
                   ev("torch", f"{torch.version} (CUDA {torch.cuda})", "python.torch.cuda")],
         remediation=Remediation("Install the PyPI wheel (it ships CUDA builds), or rebuild with the CUDA backend "
@@ -495,8 +554,10 @@ def no_library(facts: Facts) -> Hit | None:
     covers=("rocm_hip_libraries_missing",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1520", BNB_DOCS_INSTALL),
 )
-def rocm_missing(facts: Facts) -> Hit | None:
+def rocm_missing(facts: Facts) -> Hit | Skip | None:
     native = _native(facts)
+    if facts.platform and facts.platform.os == "windows":
+        return Skip("Windows DLLs are checked by BNB311")
     missing = _unresolved(native, ("rocm",))
     if not missing:
         return None
@@ -598,31 +659,36 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     references=(BNB_DOCS_INSTALL,),
 )
 def unreadable(facts: Facts) -> Hit | None:
-    native, platform, bnb = _native(facts), facts.platform, bnb_of(facts)
+    native, platform, bnb, torch = _native(facts), facts.platform, bnb_of(facts), torch_of(facts)
     assert platform is not None
     if not native.library or not native.selection or not native.selection.exists:
         return None
-    expected = {"linux": "ELF", "windows": "PE", "macos": "Mach-O"}.get(platform.os)
-    machine_ok = True
-    if native.format == "ELF" and native.machine:
-        machine_ok = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "ppc64le": "EM_PPC64"}.get(
-            platform.arch, native.machine) == native.machine
-    if native.error is None and (expected is None or native.format == expected) and machine_ok:
+    problem = format_problem(native, platform.os, platform.arch)
+    if problem is None:
         return None
-    if native.format not in (expected, None) and platform.os == "windows":
+    if platform.os == "windows" and native.format == "ELF":
         return None  # Linux files on Windows: BNB312
-    problem = (native.error or (f"{'an' if (native.format or 'x')[0] in 'AEIOU' else 'a'} {native.format} file, "
-                                f"not {expected}" if native.format != expected else
-                                f"built for {native.machine}, this machine is {platform.arch}"))
     version = bnb.version if bnb else ""
+    first = FIRST_RELEASE_FOR_PLATFORM.get((platform.os, platform.arch))
+    wrong_platform = native.error is None
+    if wrong_platform and first and not (release_tuple(version) or (0,)) >= (release_tuple(first) or (0,)):
+        spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, first)
+        fix = Remediation(f"This release has no build for {platform.os} {platform.arch}; install {first} or newer.",
+                          [f'pip install -U "bitsandbytes{spec}"'])
+    elif wrong_platform:
+        fix = Remediation("Reinstall bitsandbytes from the wheel for this platform (a copied site-packages or a "
+                          "wheel for another machine holds foreign binaries).",
+                          [f'pip install --force-reinstall --no-deps "bitsandbytes=={version}"'] if version else [])
+    else:
+        fix = Remediation("Reinstall bitsandbytes: the file is damaged or truncated.",
+                          [f'pip install --force-reinstall --no-deps "bitsandbytes=={version}"'] if version else [])
     return Hit(
         title=f"{native.library} cannot be loaded: {problem}",
         explanation="The file bitsandbytes will load is damaged, truncated, or built for another platform; the "
         "loader rejects it ('invalid ELF header', 'file too short', 'wrong ELF class', 'not a mach-o file').",
         evidence=[ev("file", native.library, "native.library"), ev("problem", problem, "native.error")]
         + _loader_evidence(facts),
-        remediation=Remediation("Reinstall bitsandbytes for this platform.",
-                                [f'pip install --force-reinstall --no-deps "bitsandbytes=={version}"'] if version else []),
+        remediation=fix,
     )
 
 
@@ -641,7 +707,7 @@ def load_failed(facts: Facts) -> Hit | Skip | None:
         return Skip(f"the load check did not run: {load.skipped_reason}")
     if load.ok:
         return None
-    if static_problem(native):
+    if static_problem(facts):
         return None  # the static findings name the cause and quote this message
     return Hit(
         title=f"Loading {_library_name(native)} fails although every dependency was found",
@@ -667,7 +733,7 @@ def contradicted(facts: Facts) -> Hit | Skip | None:
     assert load is not None
     if not load.ran:
         return Skip(f"the load check did not run: {load.skipped_reason}")
-    if not (load.ok and static_problem(native)):
+    if not (load.ok and static_problem(facts)):
         return None
     return Hit(
         title=f"The real loader loaded {_library_name(native)} although bnbdoctor predicted a failure",
@@ -691,6 +757,17 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
     native = _native(facts)
     if facts.platform and facts.platform.os != "linux":
         return Skip("Linux only (Windows imports are checked by BNB311)")
+    oneapi = _unresolved(native, ("oneapi",))
+    if oneapi:
+        return Hit(
+            title=f"{_library_name(native)} needs Intel oneAPI runtime libraries the loader cannot find: "
+            f"{', '.join(d.name for d in oneapi)}",
+            explanation="The XPU builds link the SYCL/oneAPI runtime (libsycl, libsvml, libimf, …), which comes with "
+            "the oneAPI toolkit or the runtime wheels torch's XPU build depends on; it is not a system package.",
+            evidence=[ev(d.name, "not found", "native.dependencies") for d in oneapi] + _loader_evidence(facts),
+            remediation=Remediation("Source the oneAPI environment before Python, or install the runtime wheels.",
+                                    ["source /opt/intel/oneapi/setvars.sh", "pip install intel-sycl-rt intel-cmplr-lib-rt"]),
+        )
     missing = _unresolved(native, ("cxx_runtime", "libc", "other"))
     if not missing:
         return None
