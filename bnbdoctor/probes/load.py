@@ -13,7 +13,8 @@ import os
 
 from bnbdoctor.facts import LoadCheck
 from bnbdoctor.probes.base import ProbeContext
-from bnbdoctor.probes.native import predict_selection, preload_plan
+from bnbdoctor.derive import predict_selection
+from bnbdoctor.probes.native import preload_plan
 
 LOAD_TIMEOUT_S = 15.0
 

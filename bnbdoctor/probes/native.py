@@ -8,8 +8,8 @@ from dataclasses import asdict
 
 from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency, SelectedLibrary
 from bnbdoctor.hosts.base import Host
-from bnbdoctor.knowledge.selection import select_library
-from bnbdoctor.native.ldcache import LdCache, arch_for_elf, parse_ld_so_cache
+from bnbdoctor.derive import predict_selection
+from bnbdoctor.native.ldcache import LdCache, arch_for_elf, normalize_arch, parse_ld_so_cache
 from bnbdoctor.native.resolve import linux_search, resolve, windows_search
 from bnbdoctor.probes.base import ProbeContext, ProbeError
 
@@ -55,7 +55,8 @@ def load_ld_cache(host: Host) -> tuple[LdCache | None, str]:
         match = re.match(r"\s+(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)", line)
         if match:
             abi = match.group(2).split(",")
-            arch = abi[1].strip() if len(abi) > 1 else abi[0]
+            # `ldconfig -p` spells the architecture as glibc prints it ("x86-64", "AArch64")
+            arch = normalize_arch(abi[1].strip().lower()) if len(abi) > 1 else abi[0]
             entries.append(LdCacheEntry(match.group(1), match.group(3), 0, arch, match.group(2)))
     return LdCache(entries=tuple(entries), format="ldconfig -p"), f"`ldconfig -p`: {len(entries)} entries"
 
@@ -176,28 +177,19 @@ def _alternatives(host: Host, dep: ResolvedDependency, required: list[str], prov
     """Other copies of the dependency on this machine that define every required version."""
     from bnbdoctor.native.elf import missing_versions, parse_elf
 
-    paths = [c.path for c in dep.candidates if c.path != provider] + list(dep.elsewhere)
+    provider_real = host.realpath(provider) if provider else None
+    paths, seen = [], {provider_real}
+    for path in [c.path for c in dep.candidates if c.path != provider] + list(dep.elsewhere):
+        real = host.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            paths.append(path)
     good = []
     for path in paths:
         data = host.read_bytes(path, limit=64 * 1024 * 1024)
         if data and not missing_versions(required, parse_elf(data).version_defs):
             good.append(path)
     return good
-
-
-def predict_selection(facts: Facts):  # -> LibrarySelection | None
-    """The library the installed release will pick, from the facts gathered so far."""
-    python, platform = facts.python, facts.platform
-    if python is None or platform is None or not python.bitsandbytes.installed:
-        return None
-    bnb, torch = python.bitsandbytes, python.torch
-    gpus = facts.gpu.visible if facts.gpu else []
-    return select_library(
-        bnb_version=bnb.version, os_name=platform.os, shipped=bnb.native_libraries, torch_cuda=torch.cuda,
-        torch_hip=torch.hip, torch_xpu=torch.xpu, gpu_available=bool(torch.hip) or bool(torch.cuda and gpus),
-        highest_cc=facts.gpu.highest_cc if facts.gpu else None,
-        bnb_cuda_version=facts.env.get("BNB_CUDA_VERSION"), bnb_rocm_version=facts.env.get("BNB_ROCM_VERSION"),
-    )
 
 
 def preload_plan(host: Host, facts: Facts, needed: list[str]) -> list[str]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import BnbFacts, Facts, GpuDevice, TorchFacts
-from bnbdoctor.knowledge.selection import LibrarySelection, select_library
+from bnbdoctor.derive import predict_selection
+from bnbdoctor.knowledge.selection import LibrarySelection
 from bnbdoctor.rules.base import Evidence
 
 BNB_DOCS_INSTALL = "https://huggingface.co/docs/bitsandbytes/main/en/installation"
@@ -45,22 +46,25 @@ def torch_index_for(driver_cuda: tuple[int, int] | None) -> str | None:
     return f"https://download.pytorch.org/whl/cu{major}{minor}"
 
 
+#: 0.43.0+ Linux wheels are tagged manylinux_2_24: pip refuses them on an older glibc.
+MANYLINUX_GLIBC = (2, 24)
+
+
+def wheel_upgrade_blocked(facts: Facts) -> str | None:
+    """Why `pip install -U bitsandbytes` cannot work on this machine, or None."""
+    platform = facts.platform
+    if platform is None or platform.os != "linux" or not platform.libc_version:
+        return None
+    from bnbdoctor.knowledge.versions import major_minor
+
+    glibc = major_minor(platform.libc_version)
+    if glibc is not None and glibc < MANYLINUX_GLIBC:
+        return (f"bitsandbytes 0.43+ ships manylinux_2_24 wheels, which pip will not install on glibc "
+                f"{platform.libc_version} ({platform.distro_name or 'this OS'}): build bitsandbytes from source here, "
+                "or run in a container/OS with glibc 2.24 or newer")
+    return None
+
+
 def predicted_selection(facts: Facts) -> LibrarySelection | None:
     """What the installed bitsandbytes will try to load, from the facts alone."""
-    torch, bnb = torch_of(facts), bnb_of(facts)
-    if not (torch and bnb and bnb.installed and facts.platform):
-        return None
-    gpus = visible_gpus(facts)
-    gpu_available = bool(torch.hip) or bool(torch.cuda and gpus)
-    return select_library(
-        bnb_version=bnb.version,
-        os_name=facts.platform.os,
-        shipped=bnb.native_libraries,
-        torch_cuda=torch.cuda,
-        torch_hip=torch.hip,
-        torch_xpu=torch.xpu,
-        gpu_available=gpu_available,
-        highest_cc=facts.gpu.highest_cc if facts.gpu else None,
-        bnb_cuda_version=facts.env.get("BNB_CUDA_VERSION"),
-        bnb_rocm_version=facts.env.get("BNB_ROCM_VERSION"),
-    )
+    return predict_selection(facts)

@@ -9,7 +9,7 @@ from bnbdoctor.facts import Facts, NativeFacts, ResolvedDependency
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 from bnbdoctor.rules.base import Evidence, Hit, Remediation, Severity, Skip, rule
-from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, torch_of, visible_gpus
+from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, torch_of, visible_gpus, wheel_upgrade_blocked
 
 _PRELOADED = "loaded by torch before bitsandbytes"
 _NOT_SEARCHED = "PATH (not searched"
@@ -140,7 +140,8 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
             variable = "BNB_ROCM_VERSION" if sel.backend == "rocm" and (release_tuple(bnb.version) or (0,)) >= (0, 50) \
                 else "BNB_CUDA_VERSION"
             commands = ([] if sel.backend == "rocm" and variable == "BNB_CUDA_VERSION" else [f"export {variable}={pick}"])
-            commands.append(f'pip install -U "bitsandbytes{spec}"')
+            if not wheel_upgrade_blocked(facts):
+                commands.append(f'pip install -U "bitsandbytes{spec}"')
         elif pick:
             fix = ("This release builds the override file name wrongly for GPUs below compute capability 7.5 "
                    "(_nocublaslt builds), so an override cannot help: upgrade bitsandbytes.")

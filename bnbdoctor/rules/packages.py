@@ -9,6 +9,7 @@ from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     TORCH_GET_STARTED,
+    wheel_upgrade_blocked,
     bnb_of,
     ev,
     torch_index_for,
@@ -178,6 +179,13 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
     if torch is not None and torch.installed and torch.build != "cuda":
         return Skip("torch is not a CUDA build")
     spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, "0.43.1")
+    blocked = wheel_upgrade_blocked(facts)
+    if blocked:
+        fix = Remediation(f"Upgrading is the fix, but {blocked}.", [])
+    else:
+        fix = Remediation("Upgrade bitsandbytes; the current loader follows torch and needs no LD_LIBRARY_PATH "
+                          "tweaks." + (f" Your torch limits that to bitsandbytes{spec}." if "<" in spec else ""),
+                          [f'pip install -U "bitsandbytes{spec}"'])
     return Hit(
         title=f"bitsandbytes {bnb.version} uses the legacy CUDA setup",
         explanation="Releases up to 0.43.0 take the CUDA version from torch but also scan every path-like "
@@ -186,10 +194,7 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
         "problem surfaces as 'CUDA Setup failed despite GPU being available'. 0.43.1 rewrote the setup to follow "
         "torch only (PR #1041).",
         evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],
-        remediation=Remediation("Upgrade bitsandbytes; the current loader follows torch and needs no "
-                                "LD_LIBRARY_PATH tweaks." + (f" Your torch limits that to bitsandbytes{spec}."
-                                                             if "<" in spec else ""),
-                                [f'pip install -U "bitsandbytes{spec}"']),
+        remediation=fix,
     )
 
 
