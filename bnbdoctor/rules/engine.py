@@ -18,6 +18,11 @@ class Diagnosis:
     skipped: list[CheckResult] = field(default_factory=list)
 
 
+#: Sections that only some commands produce (a pasted log, a fit run). A rule that needs one is
+#: simply not part of a diagnosis without it, rather than a check that "could not run".
+MODE_SECTIONS = frozenset({"log", "fit"})
+
+
 def _missing_sections(rule: Rule, facts: Facts) -> list[str]:
     return [section for section in rule.needs if getattr(facts, section, None) is None]
 
@@ -42,6 +47,8 @@ def run_rules(facts: Facts, rules: Iterable[Rule]) -> Diagnosis:
     diagnosis = Diagnosis()
     for rule in rules:
         missing = _missing_sections(rule, facts)
+        if any(section in MODE_SECTIONS for section in missing):
+            continue
         if missing:
             reasons = [f"{name}: {facts.probe_error(name) or 'no facts'}" for name in missing]
             diagnosis.skipped.append(CheckResult(rule.id, rule.name, rule.summary, "; ".join(reasons)))
