@@ -155,8 +155,15 @@ def run(args: argparse.Namespace) -> ExitCode:
         return ExitCode.OK
     rules = _rules(args.rule)
     fmt = _choose_format(args)
+    if fmt is OutputFormat.TUI and args.output:
+        fmt = OutputFormat.TEXT  # -o FILE asks for a report in a file; the app is for the terminal
     if args.from_report:
         report, redactor = _replay(args.from_report, rules)
+        if fmt is OutputFormat.TUI:
+            from bnbdoctor.tui import run as run_tui
+
+            return ExitCode(run_tui(None, None, rules, report=report, strict=args.strict,
+                                    redact=not args.no_redact))
     else:
         host = _host(args)
         from bnbdoctor.doctor import diagnose
@@ -164,15 +171,15 @@ def run(args: argparse.Namespace) -> ExitCode:
 
         options = ProbeOptions(python=args.python, load=not args.no_load)
         if fmt is OutputFormat.TUI:
-            fmt = OutputFormat.TEXT  # the TUI arrives with its own issue; until then, text on a terminal
+            from bnbdoctor.tui import run as run_tui
+
+            return ExitCode(run_tui(host, options, rules, strict=args.strict, redact=not args.no_redact))
         report = diagnose(host, options, rules)
         if args.python and report.facts.python is None:
             raise UsageError(f"--python {args.python}: {report.facts.probe_error('python')}")
         from bnbdoctor.redact import Redactor
 
         redactor = Redactor.for_machine(host.os_info())
-    if fmt is OutputFormat.TUI:
-        fmt = OutputFormat.TEXT
     report = _redact(report, redactor, args)
     color = fmt is OutputFormat.TEXT and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     _write(render(report, fmt, color), args.output)

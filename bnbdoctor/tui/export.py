@@ -1,0 +1,103 @@
+"""Export formats for the app's export action: a name, a file suffix and a renderer each.
+
+A renderer is named as ``"module:function"`` taking a :class:`~bnbdoctor.report.Report` and
+returning text, imported only when used. A format whose module is not there yet (Markdown arrives
+with its own issue, as ``bnbdoctor.render.markdown:render_markdown``) is simply not offered, so
+adding a format is one line here, or none.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bnbdoctor.report import Report
+
+
+class ExportError(Exception):
+    """The report could not be written; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    name: str
+    suffix: str
+    renderer: str  # "module:function"
+
+    @property
+    def module(self) -> str:
+        return self.renderer.partition(":")[0]
+
+    @property
+    def available(self) -> bool:
+        try:
+            return importlib.util.find_spec(self.module) is not None
+        except (ImportError, ValueError):
+            return False
+
+    def render(self, report: Report) -> str:
+        module, _, function = self.renderer.partition(":")
+        render: Callable[[Report], str] = getattr(importlib.import_module(module), function)
+        return render(report)
+
+
+#: Every format the app can write, in menu order.
+EXPORT_FORMATS: dict[str, ExportFormat] = {
+    fmt.name: fmt
+    for fmt in (
+        ExportFormat("json", ".json", "bnbdoctor.render.json:render_json"),
+        ExportFormat("markdown", ".md", "bnbdoctor.render.markdown:render_markdown"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What the export dialog asks for."""
+
+    path: Path
+    format: str
+
+
+def available_formats() -> list[str]:
+    """The formats whose renderer is installed, in menu order."""
+    return [name for name, fmt in EXPORT_FORMATS.items() if fmt.available]
+
+
+def format_for_path(path: str | Path) -> str | None:
+    """The format a file name's suffix implies (``report.md`` -> ``markdown``), if any."""
+    suffix = Path(path).suffix.lower()
+    return next((name for name, fmt in EXPORT_FORMATS.items() if fmt.suffix == suffix), None)
+
+
+def default_export_path(report: Report, fmt: str, directory: str | Path = ".") -> Path:
+    """``bnbdoctor-<what was examined>.<suffix>`` in ``directory``."""
+    label = re.sub(r"[^A-Za-z0-9._-]+", "-", str(report.source.get("label", "") or "report")).strip("-.")
+    return Path(directory) / f"bnbdoctor-{label or 'report'}{EXPORT_FORMATS[fmt].suffix}"
+
+
+def render_export(report: Report, fmt: str) -> str:
+    """The report in format ``fmt`` (a key of :data:`EXPORT_FORMATS`)."""
+    try:
+        chosen = EXPORT_FORMATS[fmt]
+    except KeyError:
+        raise ExportError(f"unknown export format {fmt!r} (known: {', '.join(EXPORT_FORMATS)})") from None
+    if not chosen.available:
+        raise ExportError(f"the {fmt} format is not available in this build")
+    return chosen.render(report)
+
+
+def export_report(report: Report, path: str | Path, fmt: str | None = None) -> Path:
+    """Write the report to ``path`` in ``fmt`` (default: from the suffix, else JSON); returns the path."""
+    target = Path(path).expanduser()
+    chosen = fmt or format_for_path(target) or "json"
+    text = render_export(report, chosen)
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
+    return target

@@ -1,0 +1,1 @@
+"""Screens of the app: the diagnosis (main) screen and the modal dialogs."""

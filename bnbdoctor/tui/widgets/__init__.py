@@ -1,0 +1,1 @@
+"""Widgets of the app: one module per UI concept."""

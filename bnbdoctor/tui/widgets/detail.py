@@ -1,0 +1,134 @@
+"""FindingDetail: everything about the highlighted entry, scrollable.
+
+For a finding: why it breaks bitsandbytes, the evidence (facts with values and their dotted
+paths), the fix with numbered commands (``c`` copies the first, ``1``-``9`` the one with that
+number), references and the rule's doc page. For a check: what it verified, or why it could not
+run. :func:`detail_blocks` builds the content without Textual widgets, so tests can read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from bnbdoctor.tui.widgets.findings import PASSED_STYLE, SEVERITY_STYLE, SKIPPED_STYLE, Entry
+
+
+@dataclass
+class Block:
+    """One piece of the detail pane: a CSS class (``head``, ``section``, ``command``...), what to
+    show, and its plain text (for tests and copying)."""
+
+    kind: str
+    visual: Content | RenderableType
+    plain: str
+
+
+def _text(kind: str, text: str, style: str = "") -> Block:
+    return Block(kind, Content.styled(text, style) if style else Content(text), text)
+
+
+def _evidence(entry: Entry) -> Block:
+    """Label, value, and the fact's dotted path under the value (a Rich grid: values wrap under
+    themselves, not under the labels)."""
+    assert entry.finding is not None
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    plain = []
+    for item in entry.finding.evidence:
+        value = Text(item.value)
+        if item.fact:
+            value.append(f"\n{item.fact}", style="dim italic")
+        grid.add_row(item.label, value)
+        plain.append(f"{item.label}: {item.value}" + (f" ({item.fact})" if item.fact else ""))
+    return Block("evidence", grid, "\n".join(plain))
+
+
+def detail_blocks(entry: Entry) -> list[Block]:
+    """The detail of one entry, top to bottom."""
+    if entry.finding is None:
+        return _check_blocks(entry)
+    finding = entry.finding
+    icon, style, _ = SEVERITY_STYLE[finding.severity]
+    head = f"{icon} {finding.severity.value.upper()}"
+    blocks = [
+        Block("head", Content.assemble((head, style), "  ", (finding.rule_id, "bold"), (f"  {finding.rule_name}", "dim")),
+              f"{head}  {finding.rule_id}  {finding.rule_name}"),
+        _text("title", finding.title),
+        _text("section", "Why it breaks bitsandbytes"),
+        _text("body", finding.explanation),
+    ]
+    if finding.evidence:
+        blocks += [_text("section", "Evidence"), _evidence(entry)]
+    remediation = finding.remediation
+    if remediation.text or remediation.commands:
+        blocks.append(_text("section", "Fix"))
+        if remediation.text:
+            blocks.append(_text("body", remediation.text))
+        for number, command in enumerate(remediation.commands, 1):
+            blocks.append(Block("command", Content.assemble((f"{number} $ ", "dim"), (command, "$text-success bold")),
+                                f"{number} $ {command}"))
+        if remediation.commands:
+            count = len(remediation.commands)
+            blocks.append(_text("hint", "c copies the command" if count == 1 else
+                                f"c copies command 1; 1-{min(count, 9)} copy the one with that number"))
+    if finding.references:
+        blocks.append(_text("section", "References"))
+        blocks.extend(_text("body", f"• {ref}") for ref in finding.references)
+    blocks += [_text("section", "Docs"), _text("body", entry.doc)]
+    return blocks
+
+
+def _check_blocks(entry: Entry) -> list[Block]:
+    check = entry.check
+    assert check is not None
+    if entry.kind == "passed":
+        icon, style, label = PASSED_STYLE[0], PASSED_STYLE[1], "PASSED"
+    else:
+        icon, style, label = SKIPPED_STYLE[0], "bold $text-muted", "NOT CHECKED"
+    head = f"{icon} {label}"
+    blocks = [
+        Block("head", Content.assemble((head, style), "  ", (check.rule_id, "bold"), (f"  {check.rule_name}", "dim")),
+              f"{head}  {check.rule_id}  {check.rule_name}"),
+        _text("section", "Verified" if entry.kind == "passed" else "Would verify"),
+        _text("body", check.summary),
+    ]
+    if entry.kind == "skipped":
+        blocks += [_text("section", "Why it did not run"), _text("body", check.reason or "not applicable")]
+    blocks += [_text("section", "Docs"), _text("body", entry.doc)]
+    return blocks
+
+
+class FindingDetail(VerticalScroll):
+    """The detail pane; shows ``placeholder`` until an entry is chosen."""
+
+    entry: reactive[Entry | None] = reactive(None, recompose=True, always_update=True)
+    placeholder: reactive[str] = reactive("", recompose=True)
+
+    def compose(self) -> ComposeResult:
+        if self.entry is None:
+            yield Static(self.placeholder, classes="placeholder")
+            return
+        for block in detail_blocks(self.entry):
+            yield Static(block.visual, classes=f"detail-{block.kind}")
+
+    @property
+    def plain(self) -> str:
+        """The pane as plain text."""
+        if self.entry is None:
+            return self.placeholder
+        return "\n".join(block.plain for block in detail_blocks(self.entry))
+
+    def show(self, entry: Entry | None, placeholder: str = "") -> None:
+        self.placeholder = placeholder
+        self.entry = entry
+        self.scroll_home(animate=False)
