@@ -20,6 +20,7 @@ RULE_MODULES = (
     "bnbdoctor.rules.native",
     "bnbdoctor.rules.placement",
     "bnbdoctor.rules.workflow",
+    "bnbdoctor.rules.placement_logs",
 )
 
 __all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "run_rules"]

@@ -70,6 +70,11 @@ class Finding:
     references: list[str] = field(default_factory=list)
     covers: list[str] = field(default_factory=list)
     doc: str = ""  # docs/rules/<ID>.md
+    # Set by ``bnbdoctor explain`` (facts from a log are partial); None/empty for a machine's report.
+    rank: int | None = None  # 1 = the root cause the log most likely shows
+    confidence: str | None = None  # "high" | "medium" | "low": how directly the log shows this failure
+    confirm: list[str] = field(default_factory=list)  # what to run on the machine to confirm it
+    log_lines: list[int] = field(default_factory=list)  # line numbers of the log lines it rests on
 
 
 @dataclass

@@ -1,3 +1,1019 @@
-"""Rules about workflows and messages seen in logs (BNB5xx): PEFT merges, devices, stale modules."""
+"""Rules about workflows and messages seen in logs (BNB5xx): PEFT merges, devices, stale modules.
+
+These rules read ``facts.log`` (``needs=("log",)``), so they run under ``bnbdoctor explain`` and
+are skipped on a live machine. Two kinds live here:
+
+- workflow rules (BNB521-BNB533) for failures that only a log shows: PEFT merges into quantized
+  layers, tensors on different devices, bitsandbytes' device guard, modules left stale by an
+  upgrade in a running notebook, transformers' misleading ImportError;
+- log twins (BNB501-BNB520) of machine rules, for failures whose message is known but whose facts
+  a log does not show (a kernel error names no GPU). :data:`LOG_TWINS` names the machine rules
+  each twin stands in for; when one of those fires on the log's facts with at least the same
+  severity and covers what the twin matched, ``bnbdoctor explain`` keeps the machine rule's finding
+  and folds the twin's log lines into it.
+
+:data:`CONFIRM` lists, per rule, what to run on the machine to confirm a finding.
+"""
 
 from __future__ import annotations
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.knowledge.versions import major_minor
+from bnbdoctor.logs import evidence as log
+from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules.common import (
+    BNB_DOCS_INSTALL,
+    TORCH_GET_STARTED,
+    ev,
+    torch_index_for,
+    torch_of,
+)
+
+BNB_ERRORS = "https://huggingface.co/docs/bitsandbytes/main/en/errors"
+PYTHON_M_BNB = "python -m bitsandbytes"
+TORCH_CHECK = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
+
+#: Log twin -> the machine rules that judge the same failure from a machine's facts.
+LOG_TWINS: dict[str, tuple[str, ...]] = {
+    "BNB501": ("BNB101", "BNB102"),
+    "BNB502": ("BNB102",),
+    "BNB503": ("BNB101", "BNB107", "BNB204"),
+    "BNB504": ("BNB103", "BNB105"),
+    "BNB505": ("BNB105",),
+    "BNB506": ("BNB108", "BNB106"),
+    "BNB507": ("BNB104",),
+    "BNB508": ("BNB106",),
+    "BNB509": ("BNB204", "BNB312"),
+    "BNB510": ("BNB204", "BNB313"),
+    "BNB511": ("BNB202",),
+    "BNB512": ("BNB207", "BNB208"),
+    "BNB513": ("BNB205", "BNB303"),
+    "BNB514": ("BNB305",),
+    "BNB516": ("BNB301",),
+    "BNB517": ("BNB311",),
+    "BNB518": ("BNB304",),
+    "BNB519": ("BNB301", "BNB308", "BNB202"),
+    "BNB520": ("BNB309", "BNB301"),
+}
+
+#: What to run on the machine to confirm a finding (besides ``bnbdoctor --rule`` for the twins).
+CONFIRM: dict[str, list[str]] = {
+    "BNB501": ["nvidia-smi", TORCH_CHECK],
+    "BNB502": ["nvidia-smi", "cat /proc/driver/nvidia/version", "ldconfig -p | grep libcuda"],
+    "BNB503": ["nvidia-smi", TORCH_CHECK, "ldconfig -p | grep libcuda"],
+    "BNB504": ["nvidia-smi --query-gpu=name,compute_cap --format=csv", PYTHON_M_BNB],
+    "BNB505": ["nvidia-smi --query-gpu=name,compute_cap --format=csv", PYTHON_M_BNB],
+    "BNB506": [PYTHON_M_BNB, "nvidia-smi"],
+    "BNB507": ["nvidia-smi --query-gpu=name,compute_cap --format=csv", "pip show bitsandbytes"],
+    "BNB508": ["nvidia-smi --query-gpu=index,name,compute_cap --format=csv", "pip show bitsandbytes"],
+    "BNB509": ["pip show bitsandbytes", PYTHON_M_BNB],
+    "BNB510": ["pip show bitsandbytes", "uname -m"],
+    "BNB511": [TORCH_CHECK],
+    "BNB512": ["pip show bitsandbytes triton scipy"],
+    "BNB513": ["pip show bitsandbytes", PYTHON_M_BNB],
+    "BNB514": ["pip show bitsandbytes", "echo $LD_LIBRARY_PATH"],
+    "BNB515": [PYTHON_M_BNB],
+    "BNB516": ["pip show bitsandbytes", TORCH_CHECK, PYTHON_M_BNB],
+    "BNB517": ["pip show bitsandbytes", PYTHON_M_BNB],
+    "BNB518": ["echo $LD_LIBRARY_PATH", "ldd $(python -c \"import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'lib', 'libtorch_cuda.so'))\") | grep -i -E 'nvjitlink|cusparse|cudart'"],
+    "BNB519": [PYTHON_M_BNB, TORCH_CHECK],
+    "BNB520": [PYTHON_M_BNB],
+    "BNB521": [TORCH_CHECK, "pip show transformers accelerate bitsandbytes", PYTHON_M_BNB],
+    "BNB522": ["pip show bitsandbytes peft transformers accelerate", PYTHON_M_BNB],
+    "BNB530": ['python -c "import peft; print(peft.__version__)"'],
+    "BNB531": ['python -c "import peft; print(peft.__version__)"'],
+    "BNB532": ["nvidia-smi", 'python -c "import peft, transformers; print(peft.__version__, transformers.__version__)"'],
+    "BNB533": ["nvidia-smi", "pip show bitsandbytes"],
+}
+
+
+def _severity_as_consequence(facts: Facts, *explained_by: str) -> tuple[Severity, str]:
+    """Error when the log shows nothing that explains a consequence; info (and why) when it does."""
+    roots = [s for s in log.roots_seen(facts) if s not in ("slow_int8_matmul",)]
+    extra = [s for s in explained_by if log.seen(facts, s)]
+    cause = log.consequence_of(facts) if roots else None
+    if cause:
+        return Severity.INFO, f" It is a consequence of the cause reported above ({cause})."
+    if extra:
+        return Severity.INFO, " It is a consequence of the CPU fallback reported above."
+    return Severity.ERROR, ""
+
+
+def _torch_index(facts: Facts) -> str | None:
+    return torch_index_for(major_minor(facts.gpu.driver_cuda_version)) if facts.gpu else None
+
+
+# --------------------------------------------------------------------------------- driver and GPU
+@rule(
+    "BNB501",
+    "log-cuda-driver-insufficient",
+    Severity.ERROR,
+    "The log shows no 'CUDA driver version is insufficient' / 'NVIDIA driver is too old' error",
+    needs=("log",),
+    covers=("cuda_driver_insufficient_for_runtime", "nvidia_driver_too_old_for_torch_cuda"),
+    references=("https://docs.nvidia.com/deploy/cuda-compatibility/", "https://github.com/Akegarasu/lora-scripts/issues/101"),
+)
+def driver_insufficient(facts: Facts) -> Hit | None:
+    old = log.first(facts, "driver_too_old")
+    if old is not None:
+        driver = facts.gpu.driver_cuda_version if facts.gpu else None
+        torch = torch_of(facts)
+        wanted = torch.cuda if torch and torch.cuda else "the version torch was built with"
+        index = torch_index_for(major_minor(driver)) if driver else None
+        found = driver or old.text.rsplit("found version", 1)[-1].strip(" ()")
+        return Hit(
+            title=f"The NVIDIA driver supports CUDA {found}, older than torch's CUDA ({wanted})",
+            explanation="torch refuses to initialise CUDA when the driver's CUDA version is older than the one torch was "
+            "built with ('The NVIDIA driver on your system is too old'). torch.cuda is then unusable and bitsandbytes "
+            "has no GPU: it falls back to its CPU library or fails with 'CUDA Setup failed'.",
+            evidence=log.line_evidence(facts, "driver_too_old", "nvidia_smi_driver"),
+            remediation=Remediation(
+                "Update the NVIDIA driver so that `nvidia-smi` reports a 'CUDA Version' at least torch.version.cuda, or "
+                "install a torch build for the CUDA version your driver supports"
+                + (f" ({index})" if index else "") + ", then a matching bitsandbytes.",
+                ["nvidia-smi", TORCH_CHECK] + ([f"pip install --force-reinstall torch --index-url {index}"] if index else []),
+            ),
+            references=["https://pytorch.org/get-started/previous-versions/"],
+        )
+    if not log.seen(facts, "cuda_driver_insufficient"):
+        return None
+    return Hit(
+        title="No NVIDIA driver can run this CUDA runtime ('CUDA driver version is insufficient for CUDA runtime version')",
+        explanation="A bitsandbytes CUDA kernel was launched, and the CUDA runtime found no driver able to run it "
+        "(CUDA error 35). Either the machine has no NVIDIA GPU or driver at all (for example a laptop with only an "
+        "Intel or AMD integrated GPU), or the driver is older than the runtime. bitsandbytes' 8-bit optimizers and "
+        "quantization kernels are CUDA-only, so they cannot run here.",
+        evidence=log.line_evidence(facts, "cuda_driver_insufficient"),
+        remediation=Remediation(
+            "Run `nvidia-smi`. With no NVIDIA GPU, bitsandbytes' CUDA features cannot work: turn off the 8-bit optimizer "
+            "(use a regular AdamW) or 8-bit/4-bit loading, or run on a machine with an NVIDIA GPU. With a GPU, update "
+            "the driver until `nvidia-smi` reports a 'CUDA Version' at least torch.version.cuda.",
+            ["nvidia-smi", TORCH_CHECK],
+        ),
+    )
+
+
+@rule(
+    "BNB502",
+    "log-cuda-error-803",
+    Severity.ERROR,
+    "The log shows no CUDA error 803 (driver user-space library and kernel module out of step)",
+    needs=("log",),
+    covers=("driver_cuda_combination_unsupported_803",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/568",
+                "https://docs.nvidia.com/deploy/cuda-compatibility/"),
+)
+def error_803(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "cuda_error_803"):
+        return None
+    return Hit(
+        title="CUDA error 803: 'system has unsupported display driver / cuda driver combination'",
+        explanation="The NVIDIA user-space driver library (libcuda) that was loaded does not match the kernel module "
+        "that is running, or is too old for the CUDA runtime. This typically follows a driver upgrade without a "
+        "reboot, a forward-compatibility libcuda from cuda-compat on LD_LIBRARY_PATH, or a container whose driver "
+        "libraries differ from the host's. CUDA cannot initialise, so bitsandbytes sees no GPU, loads its CPU "
+        "library, and later fails (for example 'Error named symbol not found').",
+        evidence=log.line_evidence(facts, "cuda_error_803"),
+        remediation=Remediation(
+            "Make the driver's user-space libraries and kernel module the same release: reboot after a driver upgrade, "
+            "reinstall the driver if `nvidia-smi` fails, remove cuda-compat folders from LD_LIBRARY_PATH, and in a "
+            "container use the host's driver (docker run --gpus all with the NVIDIA container toolkit). Then check "
+            "that torch.cuda.is_available() is True.",
+            ["nvidia-smi", "cat /proc/driver/nvidia/version", "ldconfig -p | grep libcuda"],
+        ),
+    )
+
+
+@rule(
+    "BNB503",
+    "log-no-gpu-detected",
+    Severity.ERROR,
+    "The log shows no 'No GPU detected' / 'libcuda.so not found' message",
+    needs=("log",),
+    covers=("no_gpu_detected_cpu_fallback", "wsl2_libcuda_not_found"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/337", BNB_DOCS_INSTALL),
+)
+def no_gpu_detected(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "no_gpu_detected", "libcuda_not_found"):
+        return None
+    lines = log.line_evidence(facts, "libcuda_not_found", "no_gpu_detected")
+    driver_causes = [s for s in ("cuda_error_803", "cuda_driver_insufficient", "driver_too_old", "no_nvidia_driver")
+                     if log.seen(facts, s)]
+    if driver_causes:
+        return Hit(
+            title="bitsandbytes saw no GPU because CUDA could not start",
+            explanation="The 'No GPU detected' message follows from the driver problem reported above; it is not a "
+            "separate cause.",
+            evidence=lines, remediation=Remediation("Fix the driver problem first."), severity=Severity.INFO,
+        )
+    if log.is_wsl(facts):
+        return Hit(
+            title="WSL2: the Windows driver's libcuda.so is not on the loader path",
+            explanation="Under WSL2 the GPU driver comes from Windows and is exposed as /usr/lib/wsl/lib/libcuda.so. "
+            "bitsandbytes' legacy loader (and any dlopen('libcuda.so')) fails when that folder is not on the loader "
+            "path, concludes there is no GPU, and loads its CPU library.",
+            evidence=lines,
+            remediation=Remediation(
+                "Put /usr/lib/wsl/lib on the loader path (persist it in your shell profile), keep the Windows NVIDIA "
+                "driver current, and do not install a Linux NVIDIA driver inside WSL. Upgrading bitsandbytes removes "
+                "the libcuda.so probe altogether.",
+                ["export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH", "ls /usr/lib/wsl/lib", "nvidia-smi"],
+            ),
+        )
+    if log.is_windows(facts) and log.legacy_loader(facts):
+        return Hit(
+            title="bitsandbytes' legacy loader looks for libcuda.so, which Windows does not have",
+            explanation="Releases before 0.43 were Linux-only: on Windows their loader never finds libcuda.so, reports "
+            "'No GPU detected' even with a working GPU, and loads its CPU library.",
+            evidence=lines,
+            remediation=Remediation("Install a release with Windows support (0.43.0 or newer), or run under WSL2.",
+                                    ['pip install -U "bitsandbytes>=0.43.0"']),
+        )
+    return Hit(
+        title="bitsandbytes found no usable GPU and fell back to its CPU library",
+        explanation="The NVIDIA driver library libcuda.so could not be opened, or torch reported CUDA as unavailable. "
+        "Common causes: no driver installed, a container started without the NVIDIA runtime, a CPU-only build of "
+        "torch, or the driver library missing from the loader path. Every 8-bit/4-bit GPU operation then fails.",
+        evidence=lines,
+        remediation=Remediation(
+            "Check that `nvidia-smi` lists the GPU and that torch.cuda.is_available() is True; run containers with "
+            "`--gpus all` (NVIDIA container toolkit); install a CUDA build of torch if it is a CPU build; make "
+            "libcuda.so visible (`ldconfig -p | grep libcuda`). Then upgrade bitsandbytes.",
+            ["nvidia-smi", TORCH_CHECK, "ldconfig -p | grep libcuda"],
+        ),
+    )
+
+
+@rule(
+    "BNB504",
+    "log-no-kernel-image",
+    Severity.ERROR,
+    "The log shows no 'no kernel image is available for execution on the device' error",
+    needs=("log",),
+    covers=("no_kernel_image_available", "maxwell_gpu_dropped"),
+    references=(BNB_ERRORS, "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1755"),
+)
+def no_kernel_image(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "no_kernel_image"):
+        return None
+    community = any("\\" in m.text and "ops.cu" in m.text for m in log.matches(facts, "no_kernel_image"))
+    gpus = facts.gpu.visible if facts.gpu else []
+    named = ", ".join(f"{d.name} (compute capability {d.cc_text})" for d in gpus) or "this GPU"
+    return Hit(
+        title=f"The loaded bitsandbytes library has no kernel for {named}",
+        explanation="A CUDA library contains machine code for a list of GPU architectures (and sometimes PTX for newer "
+        "ones); a GPU outside that list cannot run any of its kernels. "
+        + ("The kernel error names a file under a Windows build folder: a community-built DLL, compiled for a few "
+           "architectures only. " if community else "")
+        + "GPUs older than the build supports hit this too: Kepler (3.x) left the PyPI wheels in 0.39.1 and Maxwell "
+        "(5.x) in 0.48.0.",
+        evidence=log.line_evidence(facts, "no_kernel_image"),
+        remediation=Remediation(
+            "Install an official build that contains your GPU's architecture: `pip install -U bitsandbytes` (Windows "
+            "wheels since 0.43.0). A Maxwell GPU needs a release below 0.48 (0.47.0 is the last with Maxwell kernels); "
+            "a Kepler GPU has no current build. Otherwise build from source for your compute capability "
+            "(cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=<cc>), or switch the 8-bit optimizer off.",
+            ["nvidia-smi --query-gpu=name,compute_cap --format=csv", "pip install -U bitsandbytes"],
+        ),
+    )
+
+
+@rule(
+    "BNB505",
+    "log-invalid-device-function",
+    Severity.ERROR,
+    "The log shows no 'invalid device function' error",
+    needs=("log",),
+    covers=("invalid_device_function",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1468", BNB_ERRORS),
+)
+def invalid_device_function(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "invalid_device_function", "hip_no_binary_for_gpu"):
+        return None
+    rocm = any(".hip" in m.text or "hip" in m.text.lower() for m in
+               log.matches(facts, "invalid_device_function", "hip_no_binary_for_gpu"))
+    return Hit(
+        title="A bitsandbytes kernel is not built for this GPU " + ("(ROCm gfx target)" if rocm else "or this CUDA runtime"),
+        explanation=("The ROCm build has no code for this GPU's gfx target (source builds and forks compile for a list "
+                     "of targets)." if rocm else
+                     "The loaded library has no kernel for this GPU's architecture (a source build for other SM "
+                     "targets) or was built against another CUDA runtime than the one loaded; bitsandbytes' own "
+                     "duplicate-runtime warning names this error."),
+        evidence=log.line_evidence(facts, "invalid_device_function", "hip_no_binary_for_gpu"),
+        remediation=Remediation(
+            "Build for your exact architecture (CUDA: cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=<cc>; ROCm: "
+            "-DCOMPUTE_BACKEND=hip -DBNB_ROCM_ARCH=<gfx>, e.g. gfx1100 for an RX 7900 XTX), or install an official "
+            "wheel that includes it, and keep one CUDA/ROCm runtime matching that build on the loader path.",
+            ["rocminfo | grep gfx" if rocm else "nvidia-smi --query-gpu=name,compute_cap --format=csv"],
+        ),
+    )
+
+
+@rule(
+    "BNB506",
+    "log-named-symbol-not-found",
+    Severity.ERROR,
+    "The log shows no 'named symbol not found' kernel error",
+    needs=("log",),
+    covers=("named_symbol_not_found", "jetson_l4t_aarch64_wheel_mismatch"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/382",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1941"),
+)
+def named_symbol(facts: Facts) -> Hit | Skip | None:
+    if not log.seen(facts, "named_symbol_not_found"):
+        return None
+    if log.seen(facts, "mixed_gpu_generations") and log.legacy_loader(facts):
+        return Skip("GPUs of different generations under the legacy loader explain it (BNB508)")
+    lines = log.line_evidence(facts, "named_symbol_not_found", "bnb_library_selected")
+    if facts.platform and facts.platform.jetson_release:
+        return Hit(
+            title="Jetson: the PyPI aarch64 bitsandbytes is not built for L4T/JetPack",
+            explanation="The aarch64 wheels on PyPI target server ARM (sbsa) with the standard CUDA toolkit; on a "
+            "Jetson's L4T CUDA stack their kernel symbols do not resolve, so the first kernel fails with 'named symbol "
+            "not found'. It is not a missing architecture.",
+            evidence=lines + [ev("Jetson", facts.platform.jetson_release, "platform.jetson_release")],
+            remediation=Remediation("Build bitsandbytes on the device (cmake -DCOMPUTE_BACKEND=cuda) or install a "
+                                    "wheel built for JetPack (the Jetson AI Lab index); do not use the PyPI aarch64 "
+                                    "wheel on L4T."),
+        )
+    return Hit(
+        title="The CUDA runtime could not resolve a bitsandbytes kernel ('named symbol not found')",
+        explanation="The library bitsandbytes loaded, the CUDA runtime it runs against and the driver do not belong "
+        "together: a wrong or duplicate libcudart picked up by the legacy loader, a driver problem (see CUDA error "
+        "803), or a build made for another setup. On machines that mix GPU generations, old releases also chose one "
+        "library for all GPUs.",
+        evidence=lines,
+        remediation=Remediation(
+            "Reinstall or upgrade bitsandbytes from PyPI so that its library follows torch's CUDA, make sure only one "
+            "CUDA runtime (the one matching torch.version.cuda) is on LD_LIBRARY_PATH, and check the driver with "
+            "`nvidia-smi`; on a box with mixed GPU generations, expose one GPU with CUDA_VISIBLE_DEVICES.",
+            ["pip install -U --force-reinstall --no-deps bitsandbytes", PYTHON_M_BNB],
+        ),
+    )
+
+
+@rule(
+    "BNB507",
+    "log-int8-matmul-unsupported",
+    Severity.ERROR,
+    "The log shows no int8-matmul failure or warning for GPUs without int8 tensor cores",
+    needs=("log",),
+    covers=("int8_matmul_unsupported_cc_lt_75", "slow_int8_matmul_warning_cc_lt_75", "cuda_setup_nameerror_bnb_0_37"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/529",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/118"),
+)
+def int8_matmul(facts: Facts) -> list[Hit]:
+    hits = []
+    if log.seen(facts, "int8_matmul_unsupported"):
+        hits.append(Hit(
+            title="LLM.int8() needs int8 tensor cores this GPU lacks ('Your GPU does not support Int8 Matmul!')",
+            explanation="LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need Turing (compute "
+            "capability 7.5) or newer. Releases up to 0.36 used builds without cuBLASLt on older GPUs and stop with an "
+            "assertion in igemmlt; 0.37.0 added a slower fallback. 4-bit quantization works on these GPUs.",
+            evidence=log.line_evidence(facts, "int8_matmul_unsupported"),
+            remediation=Remediation("Upgrade bitsandbytes (0.37 or newer has a slower 8-bit path for older GPUs), or "
+                                    "prefer 4-bit (load_in_4bit=True, bnb_4bit_quant_type='nf4'), or use a Turing or "
+                                    "newer GPU.", ['pip install -U "bitsandbytes>=0.37.1"']),
+        ))
+    if log.seen(facts, "cuda_setup_nameerror"):
+        hits.append(Hit(
+            title="bitsandbytes 0.37.0 crashes at import on GPUs below compute capability 7.5",
+            explanation="\"NameError: name 'cuda_setup' is not defined\" is a bug in 0.37.0's check for cuBLASLt "
+            "support, hit on every GPU older than Turing.",
+            evidence=log.line_evidence(facts, "cuda_setup_nameerror"),
+            remediation=Remediation("Upgrade bitsandbytes.", ['pip install -U "bitsandbytes>=0.37.1"']),
+        ))
+    if log.seen(facts, "slow_int8_matmul") and not hits:
+        hits.append(Hit(
+            title="Warning only: this GPU runs LLM.int8() on the slow 8-bit matmul",
+            explanation="bitsandbytes notes that the GPU has no int8 tensor cores (compute capability below 7.5) and "
+            "selects its slower path. This is not itself a failure: if something breaks, the cause is elsewhere in "
+            "the log.",
+            evidence=log.line_evidence(facts, "slow_int8_matmul", limit=1),
+            remediation=Remediation("Nothing to fix; prefer 4-bit quantization on this GPU for speed."),
+            severity=Severity.INFO,
+        ))
+    return hits
+
+
+@rule(
+    "BNB508",
+    "log-cublaslt-error",
+    Severity.ERROR,
+    "The log shows no 'cublasLt ran into an error' failure",
+    needs=("log",),
+    covers=("cublaslt_ran_into_error", "mixed_gpu_wrong_compute_capability"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/448",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/371"),
+)
+def cublaslt(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "cublaslt_error", "mixed_gpu_generations"):
+        return None
+    mixed = log.seen(facts, "mixed_gpu_generations")
+    if not log.seen(facts, "cublaslt_error") and not log.legacy_loader(facts):
+        return None  # mixed GPUs only mattered to the legacy loader's single library choice
+    kernel_error = log.seen(facts, "named_symbol_not_found", "no_kernel_image", "invalid_device_function")
+    return Hit(
+        title=("The int8 matmul failed in cuBLASLt ('cublasLt ran into an error')" if log.seen(facts, "cublaslt_error")
+               else "GPUs of different generations: the legacy loader chose one library for all of them"
+               + (" and a kernel then failed" if kernel_error else "")),
+        explanation="cuBLASLt's int8 GEMM returned 'not supported': the layout or kernel chosen does not fit the GPU "
+        "running the layer. Releases before 0.45 chose one library and int8 layout for the whole process from the "
+        "GPU with the highest compute capability, so an older card next to a newer one gets code it cannot run; "
+        "unsupported architectures and 8-bit on some ROCm forks fail the same way."
+        + (" The log shows GPUs of different generations." if mixed else "")
+        + (" The kernel error in the log ('named symbol not found', 'no kernel image') is what running another "
+           "GPU's library looks like." if kernel_error and mixed else ""),
+        evidence=log.line_evidence(facts, "cublaslt_error", "mixed_gpu_generations", "compute_capability",
+                                   "named_symbol_not_found", limit=4),
+        remediation=Remediation(
+            "Expose one GPU generation to the process (CUDA_VISIBLE_DEVICES, with CUDA_DEVICE_ORDER=PCI_BUS_ID so "
+            "indices match nvidia-smi), keep the model on one GPU family, upgrade bitsandbytes (0.45+ no longer "
+            "chooses by the highest GPU), or use 4-bit.",
+            ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi --query-gpu=index,name,compute_cap --format=csv"],
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------- platform and packages
+@rule(
+    "BNB509",
+    "log-windows-legacy-loader",
+    Severity.ERROR,
+    "The log shows no Linux-only bitsandbytes loader failing on Windows",
+    needs=("log",),
+    covers=("windows_path_not_iterable", "windows_linux_so_loaded"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723", BNB_DOCS_INSTALL),
+)
+def windows_legacy(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "windows_path_not_iterable", "windows_linux_library"):
+        return None
+    crash = log.seen(facts, "windows_path_not_iterable")
+    return Hit(
+        title=("bitsandbytes' Linux-only loader crashed on a Windows path ('WindowsPath' is not iterable)" if crash else
+               "Windows refused bitsandbytes' Linux library ([WinError 193])"),
+        explanation="Before 0.43.0 bitsandbytes had no Windows support: the wheel holds Linux .so files and its CUDA "
+        "setup searches for Linux libraries. On Windows "
+        + ("it hands a WindowsPath to code that expects a string and crashes. " if crash else
+           "LoadLibrary rejects the ELF file ('%1 is not a valid Win32 application'). ")
+        + "The 'Solution' lines it prints (LD_LIBRARY_PATH, find / -name libcudart.so) are Linux advice and do not "
+        "apply.",
+        evidence=log.line_evidence(facts, "windows_path_not_iterable", "windows_linux_library", "bnb_library_selected"),
+        remediation=Remediation("Install a release with Windows wheels (0.43.0 or newer), or run under WSL2.",
+                                ['pip install -U "bitsandbytes>=0.43.0"']),
+    )
+
+
+@rule(
+    "BNB510",
+    "log-macos-no-native-library",
+    Severity.ERROR,
+    "The log shows no macOS loader rejecting a bitsandbytes library",
+    needs=("log",),
+    covers=("macos_apple_silicon_no_native_lib",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1378", BNB_DOCS_INSTALL),
+)
+def macos(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "macos_not_macho"):
+        return None
+    return Hit(
+        title="macOS cannot load this bitsandbytes library (not a Mach-O file for this Mac)",
+        explanation="Releases before 0.49 ship Linux ELF libraries only, so dlopen on a Mac fails ('not a mach-o "
+        "file'), bitsandbytes falls back, and every quantized operation fails; transformers then reports a "
+        "misleading ImportError. Macs have no CUDA: the CUDA kernels behind load_in_8bit/load_in_4bit never run "
+        "there.",
+        evidence=log.line_evidence(facts, "macos_not_macho"),
+        remediation=Remediation(
+            "Do not use load_in_8bit/load_in_4bit with these releases on macOS. bitsandbytes 0.49+ publishes an Apple "
+            "Silicon build (CPU/MPS backends, check its documentation for what is supported); for quantized inference "
+            "on a Mac use MLX or llama.cpp (GGUF), or move to a CUDA machine.",
+            ["pip show bitsandbytes", "uname -m"],
+        ),
+    )
+
+
+@rule(
+    "BNB511",
+    "log-torch-cuda-none",
+    Severity.ERROR,
+    "The log shows no sign of a CPU-only (or ROCm) torch under a CUDA bitsandbytes",
+    needs=("log",),
+    covers=("torch_version_cuda_none",),
+    references=(TORCH_GET_STARTED, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1202"),
+)
+def torch_cuda_none(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "torch_cuda_none"):
+        return None
+    torch = torch_of(facts)
+    version = torch.version if torch and torch.installed and torch.version else None
+    return Hit(
+        title="torch is not a CUDA build (torch.version.cuda is None)" + (f": torch {version}" if version else ""),
+        explanation="bitsandbytes derives its library name from torch.version.cuda, which is None for CPU-only and "
+        "ROCm builds of PyTorch ('NoneType' object has no attribute 'split', libbitsandbytes_cudaNone, 'Torch not "
+        "compiled with CUDA enabled'). No CUDA operation of bitsandbytes can work with this torch.",
+        evidence=log.line_evidence(facts, "torch_cuda_none"),
+        remediation=Remediation(
+            "Install a CUDA build of PyTorch for an NVIDIA GPU (pytorch.org's selector gives the --index-url), or, on "
+            "an AMD GPU, a ROCm torch with a bitsandbytes release that supports ROCm.",
+            [TORCH_CHECK] + ([f"pip install --force-reinstall torch --index-url {_torch_index(facts)}"]
+                             if _torch_index(facts) else []),
+        ),
+    )
+
+
+@rule(
+    "BNB512",
+    "log-import-module-missing",
+    Severity.ERROR,
+    "The log shows no bitsandbytes import failing on a missing module (triton.ops, scipy)",
+    needs=("log",),
+    covers=("triton_ops_module_missing", "scipy_missing"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/426"),
+)
+def module_missing(facts: Facts) -> list[Hit]:
+    hits = []
+    if log.seen(facts, "triton_ops_missing"):
+        hits.append(Hit(
+            title="bitsandbytes imports triton.ops, which triton 3.2 removed",
+            explanation="bitsandbytes 0.39 to 0.45.0 import triton.ops.matmul_perf_model when they are imported; "
+            "triton 3.2 (shipped with torch 2.6) removed triton.ops, so `import bitsandbytes` fails with "
+            "\"ModuleNotFoundError: No module named 'triton.ops'\".",
+            evidence=log.line_evidence(facts, "triton_ops_missing"),
+            remediation=Remediation("Upgrade bitsandbytes (0.45.1 removed the import; users report 0.45.2+ working), or "
+                                    "pin triton below 3.2 together with torch below 2.6.",
+                                    ['pip install -U "bitsandbytes>=0.45.1"']),
+        ))
+    if log.seen(facts, "scipy_missing"):
+        hits.append(Hit(
+            title="bitsandbytes needs scipy, which is not installed",
+            explanation="bitsandbytes 0.39.0 to 0.41.x import scipy (for the NF4 data type) without declaring it as a "
+            "dependency, so `import bitsandbytes` fails with \"No module named 'scipy'\" in slim environments.",
+            evidence=log.line_evidence(facts, "scipy_missing"),
+            remediation=Remediation("Install scipy, or upgrade bitsandbytes.", ["pip install scipy"]),
+        ))
+    return hits
+
+
+# --------------------------------------------------------------------------------- the native-library chain
+@rule(
+    "BNB513",
+    "log-legacy-libcudart-search",
+    Severity.WARNING,
+    "The log shows no legacy CUDA setup failing to find libcudart",
+    needs=("log",),
+    covers=("libcudart_not_found_legacy_cuda_setup",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/778",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1041"),
+)
+def legacy_libcudart(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "legacy_libcudart_not_found"):
+        return None
+    windows = log.is_windows(facts)
+    return Hit(
+        title="bitsandbytes' legacy CUDA setup found no libcudart on the environment's paths",
+        explanation="Releases up to 0.43.0 search CONDA_PREFIX, LD_LIBRARY_PATH and other path-like variables for "
+        "libcudart.so. The search is fragile (it discards hits, misreads colon-separated lists) and never looks "
+        "inside site-packages, where pip's torch keeps its CUDA runtime, so it fails on ordinary pip installs; "
+        "the advice it prints then points at the wrong CUDA."
+        + (" On Windows the search looks for Linux file names and cannot succeed." if windows else ""),
+        evidence=log.line_evidence(facts, "legacy_libcudart_not_found", "legacy_path_did_not_contain"),
+        remediation=Remediation(
+            "Upgrade bitsandbytes: since 0.43.1 the loader follows torch.version.cuda and needs no LD_LIBRARY_PATH "
+            "changes. On the legacy releases, add the folder of a libcudart.so that matches torch's CUDA to "
+            "LD_LIBRARY_PATH.",
+            ['pip install -U "bitsandbytes>=0.43.1"'],
+        ),
+    )
+
+
+@rule(
+    "BNB514",
+    "log-duplicate-cuda-runtimes",
+    Severity.WARNING,
+    "The log shows no 'Found duplicate ... libcudart' warning",
+    needs=("log",),
+    covers=("duplicate_cuda_runtimes_found",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/393",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/205"),
+)
+def duplicates(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "duplicate_cuda_runtimes"):
+        return None
+    return Hit(
+        title="Several CUDA runtimes were found on the searched paths ('Found duplicate ... We'll flip a coin')",
+        explanation="The legacy CUDA setup found more than one libcudart and picked one. That matters only when they "
+        "are different CUDA versions and the one used differs from torch's: then follow-on errors such as 'invalid "
+        "device function' or 'named symbol not found' appear. libcudart.so and libcudart.so.11.0 in the same folder "
+        "are usually one file and a symlink, so the warning alone proves nothing.",
+        evidence=log.line_evidence(facts, "duplicate_cuda_runtimes"),
+        remediation=Remediation(
+            "Check whether the files are distinct (readlink -f). Keep one CUDA runtime matching torch.version.cuda on "
+            "LD_LIBRARY_PATH/PATH/CUDA_HOME, and upgrade bitsandbytes (0.43.1+ no longer scans these paths).",
+            ["echo $LD_LIBRARY_PATH", 'pip install -U "bitsandbytes>=0.43.1"'],
+        ),
+    )
+
+
+@rule(
+    "BNB515",
+    "log-legacy-path-noise",
+    Severity.INFO,
+    "The log shows no 'non-existent directories' warnings of the legacy CUDA setup",
+    needs=("log",),
+    covers=("nonexistent_path_warnings_noise",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1002",),
+)
+def path_noise(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "nonexistent_paths"):
+        return None
+    return Hit(
+        title="Noise: 'directories listed in your path were found to be non-existent'",
+        explanation="The legacy CUDA setup splits every path-like environment variable and lists each piece that is "
+        "not a folder (URLs, notebook kernel arguments, Windows paths). These lines are harmless; the failure, if "
+        "any, is elsewhere in the log.",
+        evidence=log.line_evidence(facts, "nonexistent_paths", limit=1),
+        remediation=Remediation("Ignore these lines. Upgrading bitsandbytes makes them shorter or removes them."),
+    )
+
+
+@rule(
+    "BNB516",
+    "log-bnb-library-missing-for-cuda",
+    Severity.ERROR,
+    "The log shows no missing bitsandbytes library for the CUDA/ROCm version in use",
+    needs=("log",),
+    covers=("cuda_binary_missing_for_torch_cuda_version", "cuda_lt_11_unsupported"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
+                "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/138"),
+)
+def library_missing(facts: Facts) -> Hit | Skip | None:
+    if not log.seen(facts, "bnb_library_not_found", "cuda_older_than_11"):
+        return None
+    if log.seen(facts, "bnb_cuda_version_override"):
+        return Skip("BNB_CUDA_VERSION chose the library (BNB302 judges the override)")
+    if log.seen(facts, "bnb_cpu_library_not_found", "bnb_not_compiled"):
+        return Skip("not even the CPU library exists: nothing was compiled (BNB309)")
+    missing = facts.native.selection.expected_file if facts.native and facts.native.selection else None
+    lines = log.line_evidence(facts, "cuda_older_than_11", "bnb_library_not_found", "detected_cuda_version", limit=4)
+    if log.seen(facts, "cuda_older_than_11"):
+        return Hit(
+            title="CUDA 10.x is older than any bitsandbytes build" + (f" ({missing} does not exist)" if missing else ""),
+            explanation="bitsandbytes ships no libraries for CUDA 10.x and LLM.int8() needs CUDA 11 or newer. The "
+            "legacy loader picked the CUDA version from the runtime it found (often an old toolkit on LD_LIBRARY_PATH "
+            "or a CUDA 10 build of torch), found no matching library and fell back to its CPU library.",
+            evidence=lines,
+            remediation=Remediation(
+                "Install a CUDA 11.8 or 12.x build of PyTorch (its wheels bring their own CUDA runtime), remove CUDA 10 "
+                "folders from LD_LIBRARY_PATH, then upgrade bitsandbytes; an old driver may need an update first.",
+                [TORCH_CHECK, 'pip install -U bitsandbytes'],
+            ),
+        )
+    return Hit(
+        title="bitsandbytes has no library for this CUDA version" + (f": {missing} is missing" if missing else ""),
+        explanation="bitsandbytes picks libbitsandbytes_cuda<version> from torch's CUDA version (the detected runtime "
+        "on releases before 0.41). The installed package has no such file: the release predates that CUDA version, "
+        "or it is a third-party build for another CUDA (conda-forge packages are not supported upstream). It then "
+        "falls back to its CPU library or fails on the first GPU call.",
+        evidence=lines,
+        remediation=Remediation(
+            "Install the current bitsandbytes from PyPI, keeping torch and bitsandbytes from the same channel (pip "
+            "with pip), or build bitsandbytes from source for your CUDA version.",
+            ["pip install -U bitsandbytes", PYTHON_M_BNB],
+        ),
+    )
+
+
+@rule(
+    "BNB517",
+    "log-windows-dll-not-loaded",
+    Severity.ERROR,
+    "The log shows no bitsandbytes DLL that Windows could not load",
+    needs=("log",),
+    covers=("windows_dll_could_not_find_module",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/639",
+                "https://docs.python.org/3/library/os.html#os.add_dll_directory"),
+)
+def windows_dll(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "windows_dll_not_loaded"):
+        return None
+    first = log.first(facts, "windows_dll_not_loaded")
+    name = first.text.split("'")[1].replace("/", "\\").rsplit("\\", 1)[-1] if first and first.text.count("'") >= 2 else "the DLL"
+    return Hit(
+        title=f"Windows could not load {name} or one of the DLLs it imports",
+        explanation="The file is usually there: what fails is a DLL it imports, typically the CUDA runtime or cuBLAS "
+        "of the CUDA version the build was made for. Python 3.8+ no longer searches PATH for a DLL's dependencies, "
+        "so a CUDA toolkit on PATH does not help. Releases before 0.43 had no official Windows build; community "
+        "DLLs each expect one specific CUDA version.",
+        evidence=log.line_evidence(facts, "windows_dll_not_loaded", "cuda_runtime_path"),
+        remediation=Remediation(
+            "Install the official Windows wheels (bitsandbytes 0.43.0 or newer), which use the CUDA libraries torch "
+            "ships. With a community build, install the CUDA runtime it was built for and do not mix it with another "
+            "CUDA version.",
+            ['pip install -U "bitsandbytes>=0.43.0"'],
+        ),
+    )
+
+
+@rule(
+    "BNB518",
+    "log-cuda-libraries-mixed",
+    Severity.ERROR,
+    "The log shows no CUDA libraries of two CUDA installs mixed in one process",
+    needs=("log",),
+    covers=("nvjitlink_cusparse_symbol_mismatch", "fatbinwrap_undefined_symbol", "conda_env_vs_system_cuda_mixup"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1115",
+                "https://github.com/facebookresearch/bitsandbytes/issues/21"),
+)
+def cuda_mixed(facts: Facts) -> list[Hit]:
+    hits = []
+    if log.seen(facts, "nvjitlink_undefined_symbol"):
+        hits.append(Hit(
+            title="libcusparse found an older libnvJitLink from another CUDA install (undefined symbol __nvJitLink…)",
+            explanation="torch's pip-installed libcusparse.so.12 needs the libnvJitLink.so.12 shipped next to it, but "
+            "the loader found an older copy first, usually from a system CUDA folder on LD_LIBRARY_PATH. This is "
+            "not a bitsandbytes bug, but it stops every import of torch and therefore of bitsandbytes.",
+            evidence=log.line_evidence(facts, "nvjitlink_undefined_symbol"),
+            remediation=Remediation(
+                "Remove the system CUDA lib folder from LD_LIBRARY_PATH when using pip's torch (or put "
+                "site-packages/nvidia/nvjitlink/lib first), and keep nvidia-nvjitlink-cu12 at least as new as "
+                "nvidia-cusparse-cu12.",
+                ["echo $LD_LIBRARY_PATH", "pip install -U nvidia-nvjitlink-cu12"],
+            ),
+        ))
+    if log.seen(facts, "fatbinwrap_undefined_symbol"):
+        hits.append(Hit(
+            title="bitsandbytes' library and the CUDA runtime come from different CUDA versions (__fatbinwrap)",
+            explanation="An undefined __fatbinwrap_ symbol means the C++ library and the CUDA part were built or "
+            "loaded with different CUDA versions, typically with several CUDA installs on the search paths.",
+            evidence=log.line_evidence(facts, "fatbinwrap_undefined_symbol"),
+            remediation=Remediation(
+                "Make PATH and LD_LIBRARY_PATH point to one CUDA install that matches torch (check "
+                "`ls $CONDA_PREFIX/lib/*cudart*`), or upgrade bitsandbytes, whose loader follows torch.",
+                ["echo $LD_LIBRARY_PATH", "pip install -U bitsandbytes"],
+            ),
+        ))
+    if log.seen(facts, "cuda_runtime_symbol_missing"):
+        hits.append(Hit(
+            title="The CUDA runtime found is not the one torch uses (conda environment vs system CUDA)",
+            explanation="bitsandbytes called a CUDA runtime function that the libcudart it found does not have: the "
+            "runtime came from outside the environment (an old /usr/local/cuda, or a conda env without cudatoolkit).",
+            evidence=log.line_evidence(facts, "cuda_runtime_symbol_missing", "cuda_runtime_path"),
+            remediation=Remediation(
+                "Keep torch and bitsandbytes from one ecosystem (pip with pip), upgrade bitsandbytes so selection "
+                "follows torch.version.cuda, or install the matching CUDA runtime into the environment and put "
+                "$CONDA_PREFIX/lib first; remove old CUDA folders from LD_LIBRARY_PATH.",
+                ["echo $LD_LIBRARY_PATH", "pip install -U bitsandbytes"],
+            ),
+        ))
+    return hits
+
+
+@rule(
+    "BNB519",
+    "log-cpu-library-fallback",
+    Severity.ERROR,
+    "The log shows no fallback to bitsandbytes' CPU library",
+    needs=("log",),
+    covers=("compiled_without_gpu_support", "cpu_lib_undefined_symbol_cget_col_row_stats"),
+    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/459"),
+)
+def cpu_fallback(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "cpu_library_selected", "compiled_without_gpu_support", "cpu_library_missing_symbol"):
+        return None
+    severity, because = _severity_as_consequence(facts)
+    lines = log.line_evidence(facts, "cpu_library_selected", "compiled_without_gpu_support", "cpu_library_missing_symbol",
+                              "native_library_unavailable", limit=4)
+    windows_legacy = log.is_windows(facts) and log.legacy_loader(facts)
+    if log.is_macos(facts):
+        why = "macOS has no CUDA, and releases before 0.49 have no macOS build: only CPU code can load."
+        fix = Remediation("Use a CUDA machine for 8-bit/4-bit GPU work, or MLX / llama.cpp on a Mac.", ["pip show bitsandbytes"])
+    elif windows_legacy:
+        why = ("On Windows, releases before 0.43 hold only Linux libraries and a loader that never finds CUDA, so "
+               "they always end up on the CPU library.")
+        fix = Remediation("Install a release with Windows support (0.43.0 or newer), or run under WSL2.",
+                          ['pip install -U "bitsandbytes>=0.43.0"'])
+    else:
+        why = ("Typical reasons: torch cannot see a GPU (CPU-only torch, driver problem), or the package holds no "
+               "library for torch's CUDA version; the lines before the fallback say which.")
+        fix = Remediation(
+            "Read the lines before the fallback (or run `python -m bitsandbytes`) for the reason. Usual fixes: a CUDA "
+            "build of torch with torch.cuda.is_available() True, then `pip install -U bitsandbytes`. Do not copy a "
+            "CUDA library over libbitsandbytes_cpu.so: it hides the symptom and breaks later.",
+            [TORCH_CHECK, PYTHON_M_BNB, "pip install -U bitsandbytes"],
+        )
+    return Hit(
+        title="bitsandbytes fell back to its CPU library ('compiled without GPU support')",
+        explanation="Despite its wording, 'The installed version of bitsandbytes was compiled without GPU support' "
+        "means the loader chose libbitsandbytes_cpu: every 8-bit optimizer and 8/4-bit GPU call then fails "
+        "(\"'NoneType' object has no attribute 'cadam32bit_grad_fp32'\", 'undefined symbol: cget_col_row_stats'). "
+        + why + because,
+        evidence=lines,
+        remediation=fix,
+        severity=severity,
+    )
+
+
+@rule(
+    "BNB520",
+    "log-native-library-unavailable",
+    Severity.ERROR,
+    "The log shows no call into a bitsandbytes native library that failed to load",
+    needs=("log",),
+    covers=("native_lib_none_attribute_errors", "cuda_setup_failed_despite_gpu_available"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1615", BNB_ERRORS),
+)
+def native_unavailable(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "native_library_unavailable", "cuda_setup_failed"):
+        return None
+    severity, because = _severity_as_consequence(facts, "cpu_library_selected", "compiled_without_gpu_support")
+    umbrella = log.seen(facts, "cuda_setup_failed")
+    return Hit(
+        title=("bitsandbytes could not set up its CUDA library ('CUDA Setup failed')" if umbrella and not
+               log.seen(facts, "native_library_unavailable") else
+               "A bitsandbytes function was called after its native library failed to load"),
+        explanation="'CUDA Setup failed despite GPU being available' and \"'NoneType' object has no attribute "
+        "'c…'\" carry no diagnosis of their own: the native library failed to load earlier (lib is None) and the "
+        "cause is the first loader error in the log." + because,
+        evidence=log.line_evidence(facts, "native_library_unavailable", "cuda_setup_failed", "native_load_error"),
+        remediation=Remediation(
+            "Scroll up to the first 'Could not load bitsandbytes native library' / CUDA SETUP error and fix that; "
+            "`python -m bitsandbytes` prints it directly. First try upgrading bitsandbytes and restarting the "
+            "notebook kernel.",
+            [PYTHON_M_BNB, "pip install -U bitsandbytes"],
+        ),
+        severity=severity,
+    )
+
+
+# --------------------------------------------------------------------------------- workflows
+@rule(
+    "BNB521",
+    "transformers-misleading-importerror",
+    Severity.ERROR,
+    "The log shows no transformers 'requires Accelerate and the latest bitsandbytes' ImportError",
+    needs=("log",),
+    covers=("transformers_importerror_requires_accelerate_bnb",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1306",
+                "https://github.com/huggingface/transformers/pull/30533"),
+)
+def transformers_importerror(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "transformers_bnb_importerror"):
+        return None
+    severity, because = _severity_as_consequence(facts)
+    notebook = log.seen(facts, "notebook")
+    return Hit(
+        title="transformers says bitsandbytes or Accelerate is missing, but its check also needs a CUDA GPU",
+        explanation="The message comes from transformers, not bitsandbytes: is_bitsandbytes_available() returned "
+        "False. Since transformers 4.3x that check also requires torch.cuda.is_available(), so a CPU-only torch, a "
+        "runtime without a GPU, a bitsandbytes that fails to import, or packages installed into a running kernel "
+        "all produce this text." + because,
+        evidence=log.line_evidence(facts, "transformers_bnb_importerror", limit=1),
+        remediation=Remediation(
+            "Check torch.cuda.is_available() first: install a CUDA build of torch or pick a GPU runtime"
+            + (" (Colab: Runtime > Change runtime type > GPU)" if notebook else "")
+            + "; restart the kernel after installing packages; upgrade transformers, accelerate and bitsandbytes; "
+            "`python -m bitsandbytes` shows bitsandbytes' own error, if any.",
+            [TORCH_CHECK, "pip install -U transformers accelerate bitsandbytes", PYTHON_M_BNB],
+        ),
+        severity=severity,
+    )
+
+
+@rule(
+    "BNB522",
+    "stale-modules-after-upgrade",
+    Severity.ERROR,
+    "The log shows no bitsandbytes module importing a name its sibling lacks (old and new files mixed)",
+    needs=("log",),
+    covers=("colab_stale_modules_sync_gpu",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1792",),
+)
+def stale_modules(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "stale_bnb_modules"):
+        return None
+    return Hit(
+        title="Old and new bitsandbytes modules are mixed in one Python process",
+        explanation="A bitsandbytes module imports a name that another bitsandbytes module does not define (such as "
+        "sync_gpu from bitsandbytes.utils). After `pip install -U bitsandbytes` inside a running notebook, the old "
+        "modules already imported stay in memory next to the new files; outdated packages built on bitsandbytes "
+        "(an old PEFT) add to it. `python -m bitsandbytes` in a fresh process usually reports success.",
+        evidence=log.line_evidence(facts, "stale_bnb_modules"),
+        remediation=Remediation("Restart the runtime or kernel after upgrading, and upgrade peft, transformers and "
+                                "accelerate together with bitsandbytes.",
+                                ["pip install -U bitsandbytes peft transformers accelerate", PYTHON_M_BNB]),
+    )
+
+
+@rule(
+    "BNB530",
+    "peft-merge-into-quantized-base",
+    Severity.WARNING,
+    "The log shows no LoRA merge into a 4-bit or 8-bit base layer",
+    needs=("log",),
+    covers=("peft_merge_lora_into_4bit_rounding_warning",),
+    references=("https://github.com/huggingface/peft/issues/2321", "https://github.com/huggingface/peft/issues/2105",
+                "https://github.com/artidoro/qlora/issues/29"),
+)
+def peft_merge(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "peft_merge_quantized_warning"):
+        return None
+    bits = "8" if any("8-bit" in m.text for m in log.matches(facts, "peft_merge_quantized_warning")) else "4"
+    return Hit(
+        title=f"LoRA weights were merged into a {bits}-bit quantized base: generations will drift",
+        explanation=f"merge_and_unload() on a bitsandbytes {bits}-bit layer dequantizes the weight, adds the LoRA "
+        f"update and quantizes the result to {bits}-bit again, so rounding error is unavoidable and the merged model "
+        "no longer matches the adapter's outputs. PEFT only warns; nothing is broken.",
+        evidence=log.line_evidence(facts, "peft_merge_quantized_warning"),
+        remediation=Remediation(
+            "If output fidelity matters, do not merge into the quantized model: keep the adapter unmerged, or load the "
+            "base model in bf16/fp16 (no quantization_config), attach the adapter, call merge_and_unload() and save; "
+            "quantize the merged 16-bit model once afterwards if you need a 4-bit model."),
+    )
+
+
+@rule(
+    "BNB531",
+    "peft-legacy-quantized-merge-error",
+    Severity.ERROR,
+    "The log shows no old PEFT refusing to merge LoRA layers into a quantized model",
+    needs=("log",),
+    covers=("peft_merge_in_8bit_mode_valueerror_legacy",),
+    references=("https://github.com/huggingface/peft/pull/851", "https://github.com/artidoro/qlora/issues/28"),
+)
+def peft_legacy_merge(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "peft_legacy_merge_error"):
+        return None
+    return Hit(
+        title="This PEFT release cannot merge LoRA layers into a quantized model",
+        explanation="PEFT releases before PR #851 (mid-2023) refuse to merge into any bitsandbytes-quantized model "
+        "and say '8-bit mode' even for 4-bit models. Newer PEFT merges, with a rounding warning, because merging at "
+        "low precision loses accuracy.",
+        evidence=log.line_evidence(facts, "peft_legacy_merge_error"),
+        remediation=Remediation(
+            "Merge into an unquantized base instead (load it in bf16/fp16, attach the adapter, merge_and_unload, save), "
+            "or upgrade PEFT if a merge into the quantized model is what you want.",
+            ["pip install -U peft"],
+        ),
+    )
+
+
+@rule(
+    "BNB532",
+    "tensors-on-different-devices",
+    Severity.ERROR,
+    "The log shows no 'Expected all tensors to be on the same device' error",
+    needs=("log",),
+    covers=("tensors_same_device_after_device_map_auto",),
+    references=("https://github.com/huggingface/peft/issues/1831", "https://github.com/huggingface/trl/issues/2760",
+                "https://github.com/huggingface/peft/issues/3169"),
+)
+def different_devices(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "tensors_different_devices"):
+        return None
+    replica = log.seen(facts, "dataparallel_replica_error")
+    quantized = log.seen(facts, "quantization_config") or bool(facts.python and facts.python.bitsandbytes.installed)
+    return Hit(
+        title="Parts of a " + ("quantized " if quantized else "") + "model run on different devices"
+        + (" (torch.nn.DataParallel)" if replica else ""),
+        explanation="An operation received tensors on two devices. With bitsandbytes layers this happens when "
+        "device_map offloaded some layers (or their quant_state) to the CPU or split them across GPUs, when "
+        "torch.nn.DataParallel replicas keep the 4-bit quant_state on device 0, or when a LoRA update on the GPU "
+        "meets a base layer offloaded to the CPU.",
+        evidence=log.line_evidence(facts, "tensors_different_devices", "dataparallel_replica_error"),
+        remediation=Remediation(
+            "Load the quantized model on one device when it fits (device_map={'': 0}); for several GPUs use "
+            "accelerate/torchrun DDP with device_map={'': local_rank} instead of DataParallel; avoid CPU offload with "
+            "bitsandbytes layers; move inputs to the device of the model's first layer; upgrade peft.",
+            ["nvidia-smi", "pip install -U peft accelerate transformers"],
+        ),
+    )
+
+
+@rule(
+    "BNB533",
+    "bnb-inputs-off-gpu",
+    Severity.ERROR,
+    "The log shows no bitsandbytes device guard error ('All input tensors need to be on the same GPU')",
+    needs=("log",),
+    covers=("bnb_tensors_not_on_same_gpu",),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1571",),
+)
+def device_guard(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "bnb_device_guard"):
+        return None
+    return Hit(
+        title="A bitsandbytes operation got input, weight or quant_state tensors that are not on the GPU",
+        explanation="bitsandbytes' functional ops check that every tensor they receive (input, weight, absmax, code, "
+        "bias) is on the same CUDA device. The application's memory manager (typical in ComfyUI/Forge low-VRAM "
+        "modes with NF4 models) moved part of a quantized module to the CPU. This is an application issue, not a "
+        "bitsandbytes bug.",
+        evidence=log.line_evidence(facts, "bnb_device_guard"),
+        remediation=Remediation(
+            "Keep the whole quantized module and its quant_state on the GPU: disable low-VRAM offloading for "
+            "bitsandbytes models, free VRAM before sampling, update the custom node or application, and report it "
+            "there.",
+            ["nvidia-smi"],
+        ),
+    )
+

@@ -1,0 +1,162 @@
+"""Turning whatever a user pasted into clean, numbered lines, in linear time and bounded memory.
+
+A pasted log is messy: ANSI colour codes from a terminal or a notebook, Windows line endings,
+progress bars that rewrite a line with ``\\r``, Markdown fences around it, HTML entities from a
+web page, a UTF-16 file written by PowerShell, lines cut in the middle, binary garbage.
+
+The input is read in fixed-size blocks of bytes and split on ``\\n`` (the numbering users see in
+an editor). :func:`read_blocks` yields blocks of whole lines with colour codes and carriage
+returns removed, so the extractor can search a whole block at C speed and decode only the lines
+that matter; :func:`clean_line` finishes a decoded line (entities, control characters). Lines are
+capped at :data:`MAX_LINE` characters: the tail of a longer line is not matched. Nothing here
+backtracks: every expression is a single pass with a fixed first byte.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+#: Characters of one line that are kept and matched; the rest of a longer line is dropped.
+MAX_LINE = 4096
+#: Bytes read at a time.
+BLOCK = 1 << 20
+
+#: CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and two-byte escapes.
+_ANSI = re.compile(rb"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+#: Control characters other than tab (binary data, stray escape bytes left after the pass above).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]+")
+_ENTITIES = (("&#39;", "'"), ("&#x27;", "'"), ("&quot;", '"'), ("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
+
+
+@dataclass
+class ReadStats:
+    """What reading the input found, for the report's ``source`` block."""
+
+    lines: int = 0
+    bytes: int = 0
+    truncated_lines: int = 0  # lines longer than MAX_LINE bytes (their tail was not matched)
+    binary_lines: int = 0  # blocks of lines that held NUL bytes
+    encoding: str = "utf-8"
+
+
+def clean_bytes(block: bytes) -> bytes:
+    """Colour codes and carriage returns out of a block of whole lines (the line count is kept)."""
+    if b"\x1b" in block:
+        block = _ANSI.sub(b"", block)
+    if b"\r" in block:
+        # "\r\n" endings, and progress bars that redraw a line: keep every segment, in order.
+        block = block.replace(b"\r\n", b"\n").replace(b"\r", b" ")
+    return block
+
+
+def clean_line(text: str) -> str:
+    """A decoded line, finished for the matchers: entities decoded, control characters blanked."""
+    if "\x1b" in text or "\r" in text:
+        text = clean_bytes(text.encode("utf-8", "surrogatepass")).decode("utf-8", "replace")
+    if "&" in text and ("&#" in text or "&quot;" in text or "&lt;" in text or "&gt;" in text or "&amp;" in text):
+        for entity, char in _ENTITIES:
+            text = text.replace(entity, char)
+    if _CONTROL.search(text):
+        text = _CONTROL.sub(" ", text)
+    return text
+
+
+def decode_line(raw: bytes, max_line: int = MAX_LINE) -> str:
+    return clean_line(raw[: max_line * 4].decode("utf-8", "replace")[:max_line])
+
+
+def _sniff(head: bytes) -> str:
+    """The encoding of the input: UTF-16 (PowerShell's ``>`` redirect) or UTF-8."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    if len(head) >= 64:
+        sample = head[:4096]
+        odd_nuls = sample[1::2].count(0)
+        if odd_nuls > len(sample) // 4 and sample[0::2].count(0) < len(sample) // 50:
+            return "utf-16-le"  # ASCII text written as UTF-16 without a BOM
+    return "utf-8"
+
+
+def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[bytes]:
+    """The input as UTF-8 bytes, chunk by chunk (UTF-16 input is transcoded)."""
+    head = stream.read(block)
+    stats.bytes += len(head)
+    stats.encoding = _sniff(head)
+    if stats.encoding != "utf-8":
+        decoder = codecs.getincrementaldecoder(stats.encoding)(errors="replace")
+        data = head
+        while data:
+            yield decoder.decode(data).encode("utf-8", "replace")
+            data = stream.read(block)
+            stats.bytes += len(data)
+        yield decoder.decode(b"", final=True).encode("utf-8", "replace")
+        return
+    head = head.removeprefix(codecs.BOM_UTF8)
+    data = head
+    while data:
+        yield data
+        data = stream.read(block)
+        stats.bytes += len(data)
+
+
+def read_blocks(stream: BinaryIO, stats: ReadStats | None = None, max_line: int = MAX_LINE,
+                block: int = BLOCK) -> Iterator[tuple[int, bytes]]:
+    """``(number of the block's first line, block)``: whole lines joined by ``\\n``, cleaned of colour
+    codes and carriage returns, lines longer than ``max_line`` bytes cut. Memory stays bounded by
+    the block size and ``max_line``, even for a file without a single newline."""
+    stats = stats if stats is not None else ReadStats()
+    number = 1
+    carry = b""  # the start of a line whose end has not been read yet (at most max_line bytes)
+    skipping = False  # the current line already exceeded max_line: drop bytes until its end
+    for chunk in _raw_chunks(stream, stats, block):
+        if not chunk:
+            continue
+        if skipping:
+            cut = chunk.find(b"\n")
+            if cut == -1:
+                continue
+            chunk = chunk[cut:]  # the newline ends the cut line (kept so numbering stays right)
+            skipping = False
+        data = carry + chunk
+        end = data.rfind(b"\n")
+        if end == -1:
+            if len(data) > max_line:
+                carry, skipping = data[:max_line], True
+                stats.truncated_lines += 1
+            else:
+                carry = data
+            continue
+        whole, carry = data[:end], data[end + 1:]
+        if len(carry) > max_line:
+            carry, skipping = carry[:max_line], True
+            stats.truncated_lines += 1
+        if len(whole) > max_line and max(map(len, whole.split(b"\n"))) > max_line:
+            lines = whole.split(b"\n")
+            stats.truncated_lines += sum(1 for line in lines if len(line) > max_line)
+            whole = b"\n".join(line[:max_line] for line in lines)
+        if b"\x00" in whole:
+            stats.binary_lines += whole.count(b"\n") + 1
+        whole = clean_bytes(whole)
+        yield number, whole
+        number += whole.count(b"\n") + 1
+    if carry or skipping:
+        yield number, clean_bytes(carry)
+        number += 1
+    stats.lines = number - 1
+
+
+def read_lines(stream: BinaryIO, stats: ReadStats | None = None, max_line: int = MAX_LINE) -> Iterator[tuple[int, str]]:
+    """``(line number, cleaned text)`` for every line of ``stream``, numbered from 1."""
+    for first, block in read_blocks(stream, stats, max_line):
+        for offset, raw in enumerate(block.split(b"\n")):
+            yield first + offset, decode_line(raw, max_line)
+
+
+def read_text(text: str, max_line: int = MAX_LINE) -> Iterator[tuple[int, str]]:
+    """The same, for text already in memory (tests, the Python API)."""
+    return read_lines(io.BytesIO(text.encode("utf-8", "surrogatepass")), max_line=max_line)

@@ -1,0 +1,107 @@
+"""What rules ask of log facts: which message families a log showed, and where.
+
+Rules read facts only; for a log those include ``facts.log.matches``. These helpers keep the
+signature-driven rules (``rules/workflow.py``, ``rules/placement_logs.py``) short and uniform.
+"""
+
+from __future__ import annotations
+
+from bnbdoctor.facts import Facts, LogMatch
+from bnbdoctor.knowledge.versions import release_tuple
+from bnbdoctor.logs.signatures import CONSEQUENCE, ROOT, SIGNATURES
+from bnbdoctor.rules.base import Evidence
+
+#: Families of the native-library load chain and of the GPU/driver chain whose presence explains
+#: a consequence such as "compiled without GPU support".
+LOADER_ROOTS = tuple(s.id for s in SIGNATURES.values()
+                     if s.role == ROOT and s.chain in ("loader", "driver", "gpu", "import"))
+
+
+def matches(facts: Facts, *signatures: str) -> list[LogMatch]:
+    """The recorded lines of these signatures, in log order."""
+    if facts.log is None:
+        return []
+    wanted = set(signatures)
+    return [m for m in facts.log.matches if m.signature in wanted]
+
+
+def seen(facts: Facts, *signatures: str) -> bool:
+    if facts.log is None:
+        return False
+    wanted = set(signatures)
+    return any(m.signature in wanted for m in facts.log.matches)
+
+
+def first(facts: Facts, *signatures: str) -> LogMatch | None:
+    found = matches(facts, *signatures)
+    return found[0] if found else None
+
+
+def line_evidence(facts: Facts, *signatures: str, limit: int = 3) -> list[Evidence]:
+    """Evidence items quoting the first ``limit`` matching lines (distinct texts)."""
+    out: list[Evidence] = []
+    texts: set[str] = set()
+    if facts.log is None:
+        return out
+    for index, match in enumerate(facts.log.matches):
+        if match.signature in signatures and match.text not in texts:
+            texts.add(match.text)
+            out.append(Evidence(f"log line {match.line}", match.text, f"log.matches[{index}]"))
+            if len(out) >= limit:
+                break
+    return out
+
+
+def roots_seen(facts: Facts, chains: tuple[str, ...] = ("loader", "driver", "gpu", "import")) -> list[str]:
+    """Root-cause signatures of these chains that the log shows (their ids, in log order)."""
+    if facts.log is None:
+        return []
+    out: list[str] = []
+    for match in facts.log.matches:
+        sig = SIGNATURES.get(match.signature)
+        if sig and sig.role == ROOT and sig.chain in chains and match.signature not in out:
+            out.append(match.signature)
+    return out
+
+
+def version(facts: Facts, package: str) -> str | None:
+    """A package version the log shows (facts.log.versions), e.g. transformers."""
+    if facts.log is None:
+        return None
+    return facts.log.versions.get(package)
+
+
+def release(facts: Facts, package: str) -> tuple[int, ...] | None:
+    return release_tuple(version(facts, package))
+
+
+def is_windows(facts: Facts) -> bool:
+    return bool(facts.platform and facts.platform.os == "windows")
+
+
+def is_macos(facts: Facts) -> bool:
+    return bool(facts.platform and facts.platform.os == "macos")
+
+
+def is_wsl(facts: Facts) -> bool:
+    return bool(facts.platform and facts.platform.wsl)
+
+
+def legacy_loader(facts: Facts) -> bool:
+    """The log shows the legacy CUDA setup of bitsandbytes <= 0.43.0."""
+    bnb = facts.python.bitsandbytes if facts.python else None
+    if bnb is not None and bnb.legacy_cuda_setup:
+        return True
+    rel = release_tuple(bnb.version if bnb else None)
+    return bool(rel and rel < (0, 43, 1))
+
+
+def consequence_of(facts: Facts) -> str | None:
+    """The first root cause the log shows for the native-library chain, as a phrase, or None."""
+    for sig_id in roots_seen(facts):
+        return SIGNATURES[sig_id].summary
+    return None
+
+
+__all__ = ["CONSEQUENCE", "LOADER_ROOTS", "consequence_of", "first", "is_macos", "is_windows", "is_wsl",
+           "legacy_loader", "line_evidence", "matches", "release", "roots_seen", "seen", "version"]

@@ -1,0 +1,179 @@
+"""Judging findings drawn from a log: which stand, which come first, how sure each is.
+
+The rule engine is the doctor's; the facts are partial. :func:`judge` adapts its result to a log:
+
+1. **Gates.** A few machine rules conclude from the *absence* of something (torch missing, no
+   compiled library, a CPU-only build). A log shows what happened, not what is absent, so those
+   findings stand only when the log shows the absence itself (``No module named 'torch'``, the CPU
+   library failing to load); otherwise they move to "skipped" with the reason.
+2. **Twins.** A log twin (BNB5xx, see ``rules/workflow.py``) stands in for machine rules when the
+   facts are missing. When one of its machine rules fired anyway, with at least the twin's severity
+   and covering what the twin matched, the twin is dropped and its log lines go to that finding.
+3. **Ranking.** Each finding is tied to the message families the log shows whose catalog entries it
+   covers. Findings tied to a root-cause message come first, then consequences, hints, noise, and
+   last the findings that rest on facts alone (they explain nothing the log shows); info findings
+   always after the rest; within a tier, errors before
+   warnings, then by rule id (lower ids are deeper layers: hardware, then packages, then the native
+   chain). A consequence that nothing in the log explains ("compiled without GPU support" with no
+   reason shown) counts as a root: it is the failure as far as the log goes.
+4. **Confidence and confirmation.** ``high`` when the log shows the very message the finding
+   diagnoses, ``medium`` when it rests on facts read from the log or on a generic message, ``low``
+   for noise; ``confirm`` says what to run on the machine (``bnbdoctor --rule ID``, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.logs.signatures import CONSEQUENCE, HINT, NOISE, ROOT, SIGNATURES
+from bnbdoctor.rules.base import CheckResult, Evidence, Finding, Severity
+from bnbdoctor.rules.engine import Diagnosis
+
+Gate = Callable[[Facts, set[str]], bool]
+
+
+def _torch_cpu(facts: Facts, seen: set[str]) -> bool:
+    torch = facts.python.torch if facts.python else None
+    return "torch_cuda_none" in seen or bool(torch and torch.version and torch.version.endswith("+cpu"))
+
+
+#: Machine rules whose conclusion rests on an absence: rule id -> (the log must show it, why).
+GATES: dict[str, tuple[Gate, str]] = {
+    "BNB201": (lambda f, s: "torch_not_installed" in s,
+               "a log shows torch missing only with \"No module named 'torch'\""),
+    "BNB203": (lambda f, s: "bnb_not_installed" in s,
+               "a log shows bitsandbytes missing only with \"No module named 'bitsandbytes'\""),
+    "BNB208": (lambda f, s: "scipy_missing" in s, "a log shows scipy missing only with \"No module named 'scipy'\""),
+    "BNB202": (_torch_cpu, "the log does not show that torch is a CPU-only build"),
+    "BNB308": (lambda f, s: False, "a log does not list the files bitsandbytes ships"),
+    "BNB309": (lambda f, s: bool({"bnb_cpu_library_not_found", "bnb_not_compiled"} & s),
+               "the log does not show bitsandbytes' libraries missing"),
+    "BNB107": (lambda f, s: bool({"libcuda_not_found", "no_gpu_detected"} & s),
+               "the log does not show libcuda.so failing to load"),
+    "BNB313": (lambda f, s: bool(f.native and f.native.format), "a log does not show the library's file format"),
+}
+
+_ROLE_TIER = {ROOT: 0, CONSEQUENCE: 1, HINT: 2, NOISE: 3}
+_UNKNOWN_VERSION = re.compile(r"\b(bitsandbytes|torch|glibc|triton) None\b")
+
+
+def _twins() -> tuple[dict[str, tuple[str, ...]], dict[str, list[str]]]:
+    from bnbdoctor.rules import placement_logs, workflow
+
+    confirm = {**workflow.CONFIRM, **placement_logs.CONFIRM}
+    return dict(workflow.LOG_TWINS), confirm
+
+
+def _tied(finding: Finding, matched: dict[str, list[int]]) -> list[str]:
+    covers = set(finding.covers)
+    return [sig for sig in matched if covers & set(SIGNATURES[sig].catalog)]
+
+
+def _tier(finding: Finding, tied: list[str]) -> int:
+    """0 root cause, 1 consequence, 2 hint, 3 noise, 4 tied to nothing the log shows (facts only)."""
+    roles = {SIGNATURES[s].role for s in tied}
+    if ROOT in roles or (CONSEQUENCE in roles and finding.severity is Severity.ERROR):
+        return 0
+    if CONSEQUENCE in roles:
+        return 1
+    if HINT in roles:
+        return 2
+    return 3 if roles else 4
+
+
+def _confidence(finding: Finding, tied: list[str]) -> str:
+    """high: the log shows a message this finding explains; medium: facts read from the log, a generic
+    message or a hint; low: the finding rests on nothing the log shows and few facts."""
+    roles = [(SIGNATURES[s].role, SIGNATURES[s].specific) for s in tied if SIGNATURES[s].role != HINT]
+    specific = [role for role, is_specific in roles if is_specific]
+    if ROOT in specific or NOISE in specific:
+        return "high"
+    # A consequence message is the very thing a log rule explains; for a machine rule it is only a hint.
+    if CONSEQUENCE in specific and finding.rule_id >= "BNB450":
+        return "high"
+    if not tied and not finding.evidence:
+        return "low"
+    return "medium"
+
+
+def _clean_text(finding: Finding) -> None:
+    """Machine rules print unknown versions as "None"; a log often does not show them."""
+    def fix(text: str) -> str:
+        text = _UNKNOWN_VERSION.sub(r"\1 (version not in the log)", text)
+        text = text.replace("glibc is None", "glibc is older than that")
+        return text.replace("glibc (None)", "glibc (version not in the log)").replace(" (None)", "")
+
+    finding.title = fix(finding.title)
+    finding.explanation = fix(finding.explanation)
+    finding.remediation.text = fix(finding.remediation.text)
+    for item in finding.evidence:
+        item.value = fix(item.value)
+
+
+def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
+    """Apply gates, fold twins, rank, and fill rank/confidence/confirm/log_lines (in place)."""
+    log = facts.log
+    matched: dict[str, list[int]] = {}
+    for match in log.matches if log else []:
+        matched.setdefault(match.signature, []).append(match.line)
+    seen = set(matched)
+    twins, confirm = _twins()
+
+    kept: list[Finding] = []
+    for finding in diagnosis.findings:
+        gate = GATES.get(finding.rule_id)
+        if gate is not None and not gate[0](facts, seen):
+            diagnosis.skipped.append(CheckResult(finding.rule_id, finding.rule_name, finding.title,
+                                                 f"log: {gate[1]}; run `bnbdoctor --rule {finding.rule_id}` on the machine"))
+            continue
+        kept.append(finding)
+
+    ties = {id(f): _tied(f, matched) for f in kept}
+    folded: list[Finding] = []
+    for finding in kept:
+        partners = twins.get(finding.rule_id)
+        if partners:
+            wanted = {c for s in ties[id(finding)] for c in SIGNATURES[s].catalog} & set(finding.covers)
+            host = next((f for f in kept if f.rule_id in partners and f.severity.rank <= finding.severity.rank
+                         and wanted and wanted <= set(f.covers)), None)
+            if host is not None:
+                ties[id(host)] = list(dict.fromkeys(ties[id(host)] + ties[id(finding)]))
+                known = {e.value for e in host.evidence}
+                host.evidence.extend(e for e in finding.evidence if e.value not in known)
+                continue
+        folded.append(finding)
+
+    def key(finding: Finding) -> tuple[int, int, int, str]:
+        return (finding.severity is Severity.INFO, _tier(finding, ties[id(finding)]), finding.severity.rank,
+                finding.rule_id)
+
+    folded.sort(key=key)
+    for rank, finding in enumerate(folded, start=1):
+        tied = ties[id(finding)]
+        finding.rank = rank
+        finding.confidence = _confidence(finding, tied)
+        finding.log_lines = sorted({n for s in tied for n in matched[s]})[:12]
+        commands = []
+        partners = twins.get(finding.rule_id)
+        if finding.rule_id < "BNB450":
+            commands.append(f"bnbdoctor --rule {finding.rule_id}")
+        elif partners:
+            commands.append("bnbdoctor " + " ".join(f"--rule {p}" for p in partners))
+        commands.extend(confirm.get(finding.rule_id, []))
+        commands.append("bnbdoctor")
+        finding.confirm = list(dict.fromkeys(commands))
+        cited = {e.value for e in finding.evidence}
+        if log is not None and finding.rule_id < "BNB450":
+            extra = [Evidence(f"log line {m.line}", m.text, f"log.matches[{i}]") for i, m in enumerate(log.matches)
+                     if m.signature in tied and m.text not in cited]
+            finding.evidence.extend(extra[:3])
+        _clean_text(finding)
+    diagnosis.findings = folded
+    return diagnosis
+
+
+def failure_found(diagnosis: Diagnosis) -> bool:
+    """True when some finding reports a failure (an error or a warning), not only notes."""
+    return any(f.severity is not Severity.INFO for f in diagnosis.findings)

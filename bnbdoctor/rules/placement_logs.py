@@ -1,0 +1,233 @@
+"""Placement failures read from a log (BNB450-BNB469): the transformers dispatch ValueError,
+the misnamed fp32-offload option, and device_map imbalance across GPUs.
+
+These rules read ``facts.log`` (``needs=("log",)``): they run under ``bnbdoctor explain``. The
+machine-side placement rules (BNB4xx in ``placement.py``, and ``bnbdoctor fit``) predict the same
+failures from a model and the GPUs; here the evidence is the error message and the versions the
+log shows. The under-packing facts come from the shared dispatch research (dispatch_fit.md §1,
+§2.6): transformers #46823, fixed by #47203 (first in 5.14.0) and #47211 (first in 5.18.0).
+"""
+
+from __future__ import annotations
+
+import re
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.logs import evidence as log
+from bnbdoctor.rules.base import Hit, Remediation, Severity, rule
+
+QUANTIZATION_DOCS = "https://huggingface.co/docs/transformers/main/en/main_classes/quantization#offload-between-cpu-and-gpu"
+#: First transformers releases with each under-packing fix.
+FIX_NO_SPLIT_BLOCK = (5, 14)  # PR #47203: buffer from the largest no-split block
+FIX_BIGGEST_LEAF = (5, 18)  # PR #47211: buffer also covers the biggest leaf (embed_tokens, lm_head)
+VERSIONS_CHECK = 'python -c "import transformers, accelerate; print(transformers.__version__, accelerate.__version__)"'
+
+CONFIRM: dict[str, list[str]] = {
+    "BNB450": ["nvidia-smi", VERSIONS_CHECK],
+    "BNB451": [VERSIONS_CHECK],
+    "BNB452": ["nvidia-smi", VERSIONS_CHECK],
+}
+
+
+def model_id(facts: Facts) -> str | None:
+    """The model id passed to from_pretrained, when the log shows it literally."""
+    for match in log.matches(facts, "model_id"):
+        found = re.search(r"from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?['\"]([\w.-]+/[\w.-]+)['\"]",
+                          match.text)
+        if found:
+            return found.group(1)
+    return None
+
+
+def quant_bits(facts: Facts) -> str | None:
+    for match in log.matches(facts, "quantization_config", "dispatch_cpu_disk_valueerror"):
+        found = re.search(r"(?:load_in_|bnb_|quantizer_bnb_|Linear|matmul_)(4|8)bit", match.text)
+        if found:
+            return found.group(1)
+    return None
+
+
+def device_map_arg(facts: Facts) -> str | None:
+    for match in log.matches(facts, "device_map_argument"):
+        found = re.search(r"device_map\s*=\s*['\"]?(auto|balanced_low_0|balanced|sequential|\{)", match.text)
+        if found:
+            return "a dict" if found.group(1) == "{" else found.group(1)
+    return None
+
+
+def fit_command(facts: Facts) -> str:
+    bits = quant_bits(facts) or "4"
+    dmap = device_map_arg(facts)
+    extra = f" --device-map {dmap}" if dmap in ("auto", "balanced", "balanced_low_0", "sequential") else ""
+    return f"bnbdoctor fit {model_id(facts) or 'MODEL'} --quant {bits}bit{extra}"
+
+
+@rule(
+    "BNB450",
+    "log-dispatch-cpu-disk-valueerror",
+    Severity.ERROR,
+    "The log shows no 'Some modules are dispatched on the CPU or the disk' ValueError",
+    needs=("log",),
+    covers=("dispatch_cpu_disk_valueerror", "dispatch_valueerror_device_map_underpacking"),
+    references=(QUANTIZATION_DOCS, "https://github.com/huggingface/transformers/issues/46823",
+                "https://github.com/huggingface/transformers/pull/47203",
+                "https://github.com/huggingface/transformers/pull/47211"),
+)
+def dispatch_valueerror(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "dispatch_cpu_disk_valueerror"):
+        return None
+    version = log.version(facts, "transformers")
+    release = log.release(facts, "transformers")
+    no_gpu = log.seen(facts, "no_gpu_detected", "torch_cuda_none", "no_nvidia_driver", "cuda_driver_insufficient")
+    shortage_fix = ("If the model really does not fit: free GPU memory, use a smaller model or 4-bit instead of 8-bit, "
+                    "or set max_memory; to run the overflow on the CPU (slow, kept in 32-bit) pass "
+                    "BitsAndBytesConfig(..., llm_int8_enable_fp32_cpu_offload=True) together with a device_map dict "
+                    "that puts those modules on 'cpu'.")
+    bug_fix = ("Upgrade transformers to 5.18.0 or newer (#47203 is in 5.14.0, #47211 in 5.18.0); on older releases "
+               "pass device_map='sequential', an explicit device_map, or a larger max_memory for the first GPU so "
+               "the largest module fits there.")
+    commands = ["nvidia-smi"]
+    lines = log.line_evidence(facts, "dispatch_cpu_disk_valueerror", "device_map_argument", "package_version", limit=3)
+    how = ("With device_map='auto' (or 'balanced'/'sequential'), accelerate's planner gave some modules to 'cpu' or "
+           "'disk' because they did not fit the GPU budget; bitsandbytes' 4/8-bit layers cannot run there, so "
+           "transformers' quantizer refuses unless fp32 CPU offload is enabled. ")
+    if no_gpu:
+        title = "The quantized model was dispatched to the CPU because torch sees no usable GPU"
+        why = ("The log also shows that CUDA is not usable, so the GPU budget is zero and modules land on the CPU: "
+               "fix the GPU problem reported above first.")
+        fix = "Make torch.cuda.is_available() return True (see the GPU findings), then load the model again."
+        commands.append('python -c "import torch; print(torch.cuda.is_available())"')
+    elif release and release[:2] >= FIX_BIGGEST_LEAF:
+        title = f"Not enough GPU memory for the quantized model (transformers {version} has the under-packing fixes)"
+        why = ("transformers " + version + " contains both fixes for the device_map='auto' under-packing bug "  # type: ignore[operator]
+               "(#47203, #47211), so this is most likely a real shortage: the quantized layers plus the embeddings "
+               "and lm_head (which 4-bit does not shrink) and the reserved buffers exceed what the GPUs offer. Very "
+               "large mixture-of-experts models can still under-pack with 'auto': device_map='sequential' packs "
+               "GPUs one after the other.")
+        fix = shortage_fix + " For very large MoE models try device_map='sequential' first."
+    elif release and release[:2] >= FIX_NO_SPLIT_BLOCK:
+        title = (f"Too little GPU memory, or the remaining under-packing bug of transformers {version} "
+                 "(fixed in 5.18.0)")
+        why = (f"transformers {version} sizes the per-GPU buffer from the largest no-split block (#47203, 5.14.0) but "
+               "not yet from the biggest single module (#47211, 5.18.0): a bf16 embed_tokens or lm_head larger than "
+               "the per-GPU cap still pushes the model onto the last GPU and then the CPU, with the other GPUs "
+               "nearly empty. If the model's quantized size fits comfortably in the GPUs' total memory, that is the "
+               "cause.")
+        fix = bug_fix + " " + shortage_fix
+        commands.append('pip install -U "transformers>=5.18.0"')
+    elif release:
+        title = f"transformers {version} has the device_map='auto' under-packing bug (#46823), or the GPUs are too small"
+        why = (f"transformers {version} caps every GPU but the last at total/number of GPUs plus a buffer sized from "
+               "the first no-split block, and never returns to a GPU it skipped: with large un-splittable modules "
+               "(MoE layers, bf16 embeddings/lm_head) a model that fits in total collapses onto the last GPU and "
+               "spills to the CPU. If the model's quantized size fits in the GPUs' total memory, this is the bug; "
+               "otherwise it is a real shortage.")
+        fix = bug_fix + " " + shortage_fix
+        commands.append('pip install -U "transformers>=5.18.0"')
+    else:
+        title = "device_map put part of the quantized model on the CPU or disk: too little GPU memory, or an under-packing bug"
+        why = ("Most often the GPU is simply too small for the quantized model plus its unquantized embeddings and "
+               "lm_head. When the model clearly fits, transformers releases before 5.18.0 under-pack device_map='auto' "
+               "(#46823; fixed by #47203 in 5.14.0 and #47211 in 5.18.0); the log does not show the transformers "
+               "version.")
+        fix = shortage_fix + " If the model clearly fits: " + bug_fix
+        commands.append(VERSIONS_CHECK)
+    if log.seen(facts, "dispatch_message_old_option"):
+        why += (" This transformers' message names the option `load_in_8bit_fp32_cpu_offload`; the real "
+                "BitsAndBytesConfig field is `llm_int8_enable_fp32_cpu_offload`.")
+    followed = _later(facts, "fp32_offload_kwarg_typeerror", "dispatch_cpu_disk_valueerror")
+    if followed:
+        why += " The log then shows the TypeError from the misnamed offload option: that is the current failure (BNB451)."
+    return Hit(
+        title=title,
+        explanation=how + why,
+        evidence=lines,
+        remediation=Remediation(fix, commands + [fit_command(facts)]),
+        severity=Severity.WARNING if followed else None,
+    )
+
+
+def _later(facts: Facts, signature: str, than: str) -> bool:
+    """True when the log shows ``signature`` after the first ``than``."""
+    first, later = log.first(facts, than), log.matches(facts, signature)
+    return bool(first and later and later[-1].line > first.line)
+
+
+@rule(
+    "BNB451",
+    "fp32-offload-option-name",
+    Severity.ERROR,
+    "The log shows no use of the old option name load_in_8bit_fp32_cpu_offload",
+    needs=("log",),
+    covers=("fp32_cpu_offload_kwarg_typeerror",),
+    references=("https://github.com/huggingface/transformers/issues/26153", QUANTIZATION_DOCS),
+)
+def offload_option(facts: Facts) -> Hit | None:
+    error = log.seen(facts, "fp32_offload_kwarg_typeerror")
+    if not error and not log.seen(facts, "dispatch_message_old_option"):
+        return None
+    fix = Remediation(
+        "Use BitsAndBytesConfig(load_in_8bit=True, llm_int8_enable_fp32_cpu_offload=True) and pass a device_map dict "
+        "that names the modules to keep on 'cpu' (for example {'transformer.h': 0, 'lm_head': 'cpu'}); offloaded "
+        "modules stay in 32-bit on the CPU and run slowly.")
+    if error:
+        return Hit(
+            title="BitsAndBytesConfig has no load_in_8bit_fp32_cpu_offload: the option is llm_int8_enable_fp32_cpu_offload",
+            explanation="Older transformers told users to set `load_in_8bit_fp32_cpu_offload=True` in their dispatch "
+            "error, but the BitsAndBytesConfig field has always been `llm_int8_enable_fp32_cpu_offload`, so following "
+            "the message raises \"unexpected keyword argument\". It also needs a custom device_map.",
+            evidence=log.line_evidence(facts, "fp32_offload_kwarg_typeerror"),
+            remediation=fix,
+        )
+    return Hit(
+        title="The error message names an option that does not exist (load_in_8bit_fp32_cpu_offload)",
+        explanation="This transformers' dispatch error suggests `load_in_8bit_fp32_cpu_offload=True`; passing it fails "
+        "with an unexpected-keyword TypeError. The BitsAndBytesConfig field is `llm_int8_enable_fp32_cpu_offload`.",
+        evidence=log.line_evidence(facts, "dispatch_message_old_option", limit=1),
+        remediation=fix,
+        severity=Severity.INFO,
+    )
+
+
+@rule(
+    "BNB452",
+    "device-map-imbalance-oom",
+    Severity.ERROR,
+    "The log shows no CUDA out-of-memory error on one GPU of a quantized model spread by device_map",
+    needs=("log",),
+    covers=("accelerate_4bit_device_map_imbalance",),
+    references=("https://github.com/huggingface/accelerate/issues/2586", "https://github.com/huggingface/accelerate/pull/3244",
+                "https://github.com/huggingface/transformers/issues/46823"),
+)
+def imbalance(facts: Facts) -> Hit | None:
+    if not log.seen(facts, "cuda_out_of_memory"):
+        return None
+    quantized = quant_bits(facts) is not None or log.seen(facts, "quantization_config") or bool(
+        facts.python and facts.python.bitsandbytes.installed)
+    dmap = device_map_arg(facts)
+    oom = log.matches(facts, "cuda_out_of_memory")
+    gpu_index = None
+    for match in oom:
+        found = re.search(r"GPU (\d{1,3})", match.text)
+        if found:
+            gpu_index = int(found.group(1))
+    several = (facts.gpu is not None and len(facts.gpu.devices) > 1) or (gpu_index or 0) > 0
+    if not quantized or not (dmap in ("auto", "balanced", "balanced_low_0") or several):
+        return None
+    where = f"GPU {gpu_index}" if gpu_index is not None else "one GPU"
+    return Hit(
+        title=f"CUDA ran out of memory on {where} while device_map spread a quantized model over several GPUs",
+        explanation="Balanced placement budgets every GPU as if all modules shrank with quantization, but large "
+        "unquantized modules (embeddings and lm_head of big-vocabulary models, several GB each in bf16) cannot be "
+        "split and pile onto the first or last GPU; that GPU then runs out of memory at the first training or "
+        "generation step while others sit almost empty. It is the same mechanism as transformers #46823 and "
+        "accelerate #3244.",
+        evidence=log.line_evidence(facts, "cuda_out_of_memory", "device_map_argument", "quantization_config", limit=3),
+        remediation=Remediation(
+            "Pass max_memory per GPU (for example {i: '20GiB' for i in range(n)}) to leave headroom on the crowded "
+            "GPU, or write the device_map by hand; upgrade transformers to 5.18.0 or newer (#47203, #47211); for "
+            "training, prefer one full model copy per GPU (DDP with device_map={'': local_rank}) when it fits.",
+            ["nvidia-smi", 'pip install -U "transformers>=5.18.0"', fit_command(facts)],
+        ),
+        severity=Severity.ERROR,
+    )
