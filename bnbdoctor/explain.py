@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rule", metavar="ID", action="append", default=[],
                         help="run only this rule (repeatable), e.g. --rule BNB306")
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
+    parser.add_argument("--no-redact", action="store_true",
+                        help="keep the home folder and user name the log shows (redacted by default)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
@@ -279,6 +281,16 @@ def _write(text: str, output: str | None) -> None:
 def run(args: argparse.Namespace) -> ExitCode:
     rules = _rules(args.rule)
     report = explain_file(args.file, rules)
+    if getattr(args, "no_redact", False):
+        print("bnbdoctor: redaction is off (--no-redact): the output may contain names from the log", file=sys.stderr)
+    else:
+        import json
+
+        from bnbdoctor.redact import Redactor
+        from bnbdoctor.report_io import redact_report
+        from bnbdoctor.serde import to_jsonable
+
+        report = redact_report(report, Redactor.for_text(json.dumps(to_jsonable(report.facts))))
     fmt = args.format or OutputFormat.TEXT
     color = fmt is OutputFormat.TEXT and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     _write(render(report, fmt, color), args.output)

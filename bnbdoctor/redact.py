@@ -49,6 +49,18 @@ class Redactor:
     def for_machine(cls, info: OsInfo) -> Redactor:
         return cls(home=info.home, user=info.username, host=info.hostname)
 
+    @classmethod
+    def for_text(cls, text: str) -> Redactor:
+        """For a pasted log: the home folder that its paths show most often is the user's."""
+        homes = re.findall(r"(/home/|/Users/|[A-Za-z]:\\Users\\)([A-Za-z0-9._-]{3,})", text)
+        if not homes:
+            return cls()
+        counts: dict[tuple[str, str], int] = {}
+        for prefix, name in homes:
+            counts[(prefix, name)] = counts.get((prefix, name), 0) + 1
+        prefix, name = max(counts, key=lambda key: counts[key])
+        return cls(home=prefix + name, user=name)
+
     def _note(self, rule: str, original: str) -> None:
         self.applied[rule] = self.applied.get(rule, 0) + 1
         self.originals.setdefault(rule, set()).add(original)

@@ -126,9 +126,11 @@ def render_markdown(report: Report) -> str:
                        (f", driver {facts.gpu.driver_version} (CUDA {facts.gpu.driver_cuda_version})"
                         if facts.gpu.driver_version else ""))
     if facts.python:
+        from bnbdoctor.render.text import package_text
+
         t, b = facts.python.torch, facts.python.bitsandbytes
-        context.append(f"Python {facts.python.version}, torch {t.version if t.installed else 'missing'}, "
-                       f"bitsandbytes {b.version if b.installed else 'missing'}")
+        context.append(f"Python {facts.python.version or '?'}, {plain(package_text('torch', t.installed, t.version, t.error))}, "
+                       f"{plain(package_text('bitsandbytes', b.installed, b.version, b.error))}")
     if context:
         lines += [" · ".join(context), ""]
     lines += [f"{summary.line()} "

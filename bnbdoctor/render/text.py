@@ -14,6 +14,13 @@ from bnbdoctor.rules.base import Finding, Severity
 _STYLE = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"), Severity.INFO: ("ℹ", "bold cyan")}
 
 
+def package_text(name: str, installed: bool, version: str | None, error: str | None = None) -> str:
+    """"torch 2.5.1", "torch not installed", or "torch (not shown in the log)" for partial facts."""
+    if not installed:
+        return f"{name} ({error})" if error else f"{name} not installed"
+    return f"{name} {version}" if version else f"{name} (version unknown)"
+
+
 def machine_lines(report: Report) -> list[tuple[str, str]]:
     """(label, value) rows saying what was examined."""
     facts = report.facts
@@ -45,8 +52,10 @@ def machine_lines(report: Report) -> list[tuple[str, str]]:
     if facts.python:
         py = facts.python
         torch, bnb = py.torch, py.bitsandbytes
-        torch_text = f"torch {torch.version} ({torch.build} build)" if torch.installed else "torch not installed"
-        bnb_text = f"bitsandbytes {bnb.version}" if bnb.installed else "bitsandbytes not installed"
+        torch_text = package_text("torch", torch.installed, torch.version, torch.error)
+        if torch.installed and torch.version:
+            torch_text += f" ({torch.build} build)"
+        bnb_text = package_text("bitsandbytes", bnb.installed, bnb.version, bnb.error)
         rows.append(("Python", f"{py.executable} {py.version} (chosen by {py.selected_by})"))
         rows.append(("Packages", f"{torch_text}, {bnb_text}"))
     return rows
