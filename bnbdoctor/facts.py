@@ -301,6 +301,108 @@ class LogFacts:
 
 
 @dataclass
+class FitDevice:
+    """One device in a predicted placement: its budget at each step of from_pretrained, and its use (bytes)."""
+
+    device: str  # "0", "1", ..., "cpu", "disk"
+    given_bytes: int | None = None  # max_memory as given, or the free memory from_pretrained would query
+    balanced_cap_bytes: int | None = None  # after get_balanced_memory's cap (None with "sequential")
+    budget_bytes: int | None = None  # after the bnb quantizer's x0.9: what the packer fills
+    reserved_bytes: int = 0  # kept free on GPU 0 and cpu for the largest layer still to place
+    used_bytes: int = 0  # sizes as transformers counts them
+    quant_state_bytes: int = 0  # absmax / SCB of the quantized weights placed here, not counted by transformers
+    skipped_at: str | None = None  # the first module that did not fit; the packer moved on for good
+    skipped_atom_bytes: int | None = None
+    remaining_bytes: int | None = None  # budget - reservation - use, when it was skipped
+
+
+@dataclass
+class FitTensor:
+    """A tensor transformers keeps in the model dtype (embeddings, lm_head, fused experts, skipped modules)."""
+
+    name: str
+    kind: str  # embedding | lm_head | experts | skipped | norm | other
+    shape: list[int] = field(default_factory=list)
+    dtype: str = ""
+    bytes: int = 0
+    module_class: str = ""
+
+
+@dataclass
+class FitRemedy:
+    """A change to the from_pretrained call, simulated with the same engine."""
+
+    kind: str  # sequential | max_memory | explicit_map | quant_4bit | min_gpu_memory | more_gpus | fp32_offload | upgrade_transformers
+    status: str  # passes | fails | unverified | error
+    title: str
+    verdict: str | None = None  # the simulated verdict (see FitFacts.verdict)
+    detail: str = ""
+    code: str = ""  # Python to paste into the from_pretrained call
+    device_map: dict[str, int | str] = field(default_factory=dict)  # the simulated placement (collapsed)
+    device_map_arg: str | None = None  # the simulated device_map= string; None when device_map is the dict passed
+    max_memory: dict[str, int] | None = None  # the simulated max_memory=
+    free_memory: dict[str, int] | None = None  # the simulated free memory, when max_memory is None
+    quant: str | None = None
+    fp32_offload: bool = False
+    per_gpu_bytes: int | None = None
+    gpus: int | None = None
+    cpu_bytes: int | None = None  # CPU RAM the offloaded modules need, unquantized
+    gpu_use: dict[str, int] = field(default_factory=dict)
+    transformers_version: str | None = None
+    transformers_location: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class FitFacts:
+    """What ``bnbdoctor fit`` predicted for one ``from_pretrained(..., quantization_config=bnb, device_map=...)``."""
+
+    model: str  # as given on the command line
+    config_path: str
+    model_dir: str | None = None
+    model_type: str | None = None
+    architecture: str | None = None  # config.architectures[0]
+    model_class: str | None = None  # the class that was built
+    quant: str = "4bit"  # 4bit | 8bit
+    quant_type: str | None = None  # nf4 | fp4 (4-bit)
+    double_quant: bool = False
+    pre_quantized: bool = False  # the checkpoint's config carries a bnb quantization_config
+    fp32_offload: bool = False  # llm_int8_enable_fp32_cpu_offload as the user set it
+    skip_modules: list[str] = field(default_factory=list)
+    dtype: str | None = None
+    device_map: str = "auto"  # the argument: auto | balanced | balanced_low_0 | sequential
+    max_memory: dict[str, int] | None = None  # the user's max_memory (None: from_pretrained queries the devices)
+    memory_source: str = "max_memory"  # max_memory | --gpus | detected
+    free_memory: dict[str, int] | None = None  # simulated or detected free memory when max_memory is None
+    engine: str = "transformers"  # transformers | transformers+standin | approximate
+    engine_note: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)  # python, torch, transformers, accelerate, bitsandbytes
+    python: str | None = None
+    python_selected_by: str | None = None
+    # fits | raises | all_cpu | fp32_offload; approximate: likely_fits | likely_raises | unknown
+    verdict: str = "unknown"
+    error_text: str | None = None  # the exact ValueError text from_pretrained would raise
+    raise_site: str | None = None  # _get_device_map | get_hf_quantizer
+    placement: dict[str, int | str] = field(default_factory=dict)  # the predicted device map, collapsed
+    devices: list[FitDevice] = field(default_factory=list)
+    model_bytes: int | None = None  # as transformers counts it (quantized Linear at 0.5 / 1 byte)
+    quantized_bytes: int | None = None
+    unquantized_bytes: int | None = None
+    unquantized_by_kind: dict[str, int] = field(default_factory=dict)
+    quant_state_bytes: int | None = None  # absmax / SCB that transformers does not count
+    largest_unquantized: list[FitTensor] = field(default_factory=list)
+    no_split_modules: list[str] = field(default_factory=list)
+    biggest_no_split: str | None = None
+    biggest_no_split_bytes: int | None = None
+    biggest_leaf: str | None = None
+    biggest_leaf_bytes: int | None = None
+    remedies: list[FitRemedy] = field(default_factory=list)  # every remedy tried, with its verdict
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    peak_rss_bytes: int | None = None
+
+
+@dataclass
 class ProbeRun:
     """How one probe went: a failed probe is a fact, not a crash."""
 
@@ -325,6 +427,7 @@ class Facts:
     native: NativeFacts | None = None
     load: LoadCheck | None = None
     log: LogFacts | None = None
+    fit: FitFacts | None = None
     probes: list[ProbeRun] = field(default_factory=list)
 
     def probe_error(self, name: str) -> str | None:

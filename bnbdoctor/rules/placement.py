@@ -1,3 +1,376 @@
-"""Rules about model placement with device_map (BNB4xx): the transformers dispatch ValueError and its remedies."""
+"""Rules about model placement with device_map (BNB4xx): the transformers dispatch ValueError and its remedies.
+
+They read :class:`~bnbdoctor.facts.FitFacts`, which ``bnbdoctor fit`` computes with the user's own
+transformers on a meta-device model (see bnbdoctor/fit/). BNB450-469 (log signatures for the same
+catalog entries) live in ``placement_logs.py``.
+"""
 
 from __future__ import annotations
+
+from bnbdoctor.facts import Facts, FitFacts, FitRemedy
+from bnbdoctor.fit.snippets import human
+from bnbdoctor.rules.base import Evidence, Hit, Remediation, Severity, Skip, rule
+
+_TRANSFORMERS_QUANT_DOCS = ("https://huggingface.co/docs/transformers/main/en/main_classes/quantization"
+                            "#offload-between-cpu-and-gpu")
+_ISSUE_46823 = "https://github.com/huggingface/transformers/issues/46823"
+_PR_47203 = "https://github.com/huggingface/transformers/pull/47203"
+_PR_47211 = "https://github.com/huggingface/transformers/pull/47211"
+_BNB_1849 = "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1849"
+#: Remedies that change only the from_pretrained call, not the hardware or the quantization.
+_SAME_HARDWARE = ("sequential", "max_memory", "upgrade_transformers")
+_VERDICT_TEXT = {
+    "fits": "fits on the GPUs",
+    "raises": "raises ValueError",
+    "all_cpu": "no error, but the whole model is on the CPU",
+    "fp32_offload": "no error, modules offloaded to the CPU (llm_int8_enable_fp32_cpu_offload)",
+    "likely_fits": "probably fits (approximate)",
+    "likely_raises": "probably raises ValueError (approximate)",
+    "unknown": "unknown",
+}
+
+
+def _fit(facts: Facts) -> FitFacts:
+    if facts.fit is None:
+        raise Skip("bnbdoctor fit did not run")
+    return facts.fit
+
+
+def _quant_name(fit: FitFacts) -> str:
+    return "8-bit" if fit.quant == "8bit" else "4-bit"
+
+
+def _call_text(fit: FitFacts) -> str:
+    memory = "max_memory=None" if fit.max_memory is None else "max_memory given"
+    return f'device_map="{fit.device_map}", {memory}'
+
+
+def _passing(fit: FitFacts, kinds: tuple[str, ...] | None = None) -> list[FitRemedy]:
+    return [r for r in fit.remedies if r.status == "passes" and (kinds is None or r.kind in kinds)]
+
+
+def _remedy_text(remedies: list[FitRemedy], limit: int = 4) -> str:
+    if not remedies:
+        return ""
+    items = [f"({i}) {r.title}" for i, r in enumerate(remedies[:limit], 1)]
+    more = f"; {len(remedies) - limit} more in the fit report" if len(remedies) > limit else ""
+    return "Simulated and passing: " + "; ".join(items) + more + ". The code for each is in the fit report."
+
+
+def _gpu_rows(fit: FitFacts) -> list[Evidence]:
+    rows = []
+    for device in fit.devices:
+        label = f"GPU {device.device}" if device.device.isdigit() else device.device
+        parts = []
+        if device.given_bytes is not None:
+            parts.append(f"given {human(device.given_bytes)}")
+        if device.balanced_cap_bytes is not None and device.balanced_cap_bytes != device.given_bytes:
+            parts.append(f"balanced cap {human(device.balanced_cap_bytes)}")
+        if device.budget_bytes is not None:
+            parts.append(f"x0.9 {human(device.budget_bytes)}")
+        if device.reserved_bytes:
+            parts.append(f"reserved {human(device.reserved_bytes)}")
+        parts.append(f"used {human(device.used_bytes)}")
+        if device.quant_state_bytes and device.device.isdigit():
+            parts.append(f"+ quantization state {human(device.quant_state_bytes)}")
+        if device.skipped_at:
+            parts.append(f"left at {device.skipped_at} ({human(device.skipped_atom_bytes)} > "
+                         f"{human(device.remaining_bytes)} remaining)")
+        rows.append(Evidence(label, ", ".join(parts), f"fit.devices[{fit.devices.index(device)}]"))
+    return rows
+
+
+def _offloaded(fit: FitFacts) -> int:
+    return sum(d.used_bytes for d in fit.devices if d.device in ("cpu", "disk"))
+
+
+def _gpu_budget(fit: FitFacts) -> int:
+    return sum(d.budget_bytes or 0 for d in fit.devices if d.device.isdigit())
+
+
+def _first_skip(fit: FitFacts) -> str:
+    for device in fit.devices:
+        if device.device.isdigit() and device.skipped_at:
+            label = f"GPU {device.device}"
+            return (f"The packer left {label} at {device.skipped_at} ({human(device.skipped_atom_bytes)}), "
+                    f"which is larger than the {human(device.remaining_bytes)} that remained there"
+                    + (f" after keeping {human(device.reserved_bytes)} free for the largest layer still to place"
+                       if device.reserved_bytes else "")
+                    + "; it never goes back to a device it has left.")
+    return ""
+
+
+def _underpacked(fit: FitFacts) -> bool:
+    return fit.verdict in ("raises", "all_cpu") and bool(_passing(fit, _SAME_HARDWARE))
+
+
+@rule("BNB401", "quantized-model-exceeds-gpu-budget", Severity.ERROR,
+      "The bnb-quantized model fits in the GPU budgets from_pretrained computes",
+      needs=("fit",), covers=("dispatch_cpu_disk_valueerror", "fp32_cpu_offload_kwarg_typeerror"),
+      references=(_TRANSFORMERS_QUANT_DOCS,))
+def check_exceeds_budget(facts: Facts) -> Hit | None:
+    fit = _fit(facts)
+    approximate = fit.verdict == "likely_raises"
+    if fit.verdict != "raises" and not approximate:
+        return None
+    if _underpacked(fit):
+        return None  # BNB402: the GPUs can hold it, the placement does not use them
+    size = human(fit.model_bytes)
+    budget = _gpu_budget(fit)
+    if approximate:
+        title = (f"from_pretrained will probably raise \"Some modules are dispatched on the CPU or the disk\": the "
+                 f"{_quant_name(fit)} model is about {size}, the GPU budget about {human(budget)} (approximate)")
+    else:
+        title = (f"from_pretrained will raise \"Some modules are dispatched on the CPU or the disk\": the "
+                 f"{_quant_name(fit)} model ({size} as transformers counts it) does not fit the GPU budget "
+                 f"({human(budget)} after x0.9)")
+    explanation = (
+        f"With {_call_text(fit)}, transformers sizes every module on the meta device (nn.Linear weights at "
+        f"{'1 byte' if fit.quant == '8bit' else '0.5 byte'}; embeddings, lm_head, skipped modules and fused experts "
+        "in the model dtype), takes 90% of each device's memory for the bnb quantizer, keeps room on GPU 0 for the "
+        f"largest layer, and packs modules in order. {human(_offloaded(fit))} land on cpu/disk, and bnb layers "
+        "cannot be dispatched there unless llm_int8_enable_fp32_cpu_offload=True is set with a custom device_map. "
+        + _first_skip(fit))
+    if approximate:
+        explanation = ("The placement engine could not run the installed transformers, so this is a total-size "
+                       "estimate from tensor names, not the device map transformers would compute. " + explanation)
+    evidence = [Evidence("verdict", _VERDICT_TEXT.get(fit.verdict, fit.verdict), "fit.verdict")]
+    if fit.error_text:
+        evidence.append(Evidence("error", f"ValueError: {fit.error_text.strip()}", "fit.error_text"))
+    evidence.append(Evidence("model size", f"{size} ({human(fit.quantized_bytes)} quantized + "
+                                           f"{human(fit.unquantized_bytes)} unquantized)", "fit.model_bytes"))
+    evidence.extend(_gpu_rows(fit))
+    passing = _passing(fit)
+    text = _remedy_text(passing) or ("No simulated change fits on these GPUs: use GPUs with more memory, or a "
+                                     "smaller model.")
+    text += (" The flag is llm_int8_enable_fp32_cpu_offload (older error text named load_in_8bit_fp32_cpu_offload, "
+             "which BitsAndBytesConfig rejects with a TypeError).")
+    return Hit(title=title, explanation=explanation, evidence=evidence, remediation=Remediation(text),
+               severity=Severity.WARNING if approximate else None)
+
+
+@rule("BNB402", "device-map-leaves-gpu-memory-unused", Severity.ERROR,
+      "No GPU is left with room while the model spills to the CPU or disk",
+      needs=("fit",), covers=("dispatch_valueerror_device_map_underpacking", "accelerate_4bit_device_map_imbalance",
+                              "dispatch_cpu_disk_valueerror"),
+      references=(_ISSUE_46823, _PR_47203, _PR_47211))
+def check_underpacking(facts: Facts) -> Hit | None:
+    fit = _fit(facts)
+    if not _underpacked(fit):
+        return None
+    passing = _passing(fit, _SAME_HARDWARE)
+    unused = [d for d in fit.devices if d.device.isdigit() and d.budget_bytes and d.used_bytes == 0]
+    outcome = "will raise the dispatch ValueError" if fit.verdict == "raises" else "puts the whole model on the CPU"
+    title = (f"device_map=\"{fit.device_map}\" {outcome} although the GPUs can hold the model: "
+             f"{passing[0].title}")
+    gpu_rows = [d for d in fit.devices if d.device.isdigit()]
+    caps = [d for d in gpu_rows if d.balanced_cap_bytes is not None
+            and d.given_bytes is not None and d.balanced_cap_bytes < d.given_bytes]
+    parts = []
+    if caps and len(gpu_rows) > 1:
+        parts.append(f"get_balanced_memory caps {len(caps)} of the GPUs at {human(caps[0].balanced_cap_bytes)} "
+                     "(model size / number of GPUs + 1.25 x the largest block or leaf), also when max_memory is "
+                     "given; the bnb quantizer then takes 90% of each cap.")
+    if fit.max_memory is None and len(gpu_rows) == 1 and fit.device_map != "sequential":
+        parts.append("With max_memory=None and one GPU, from_pretrained takes 90% of the free memory and the bnb "
+                     "quantizer 90% again: 81% in all.")
+    parts.append(_first_skip(fit))
+    if unused:
+        parts.append(f"{len(unused)} GPU{'s' if len(unused) != 1 else ''} "
+                     f"({', '.join(d.device for d in unused)}) received nothing.")
+    evidence = [Evidence("verdict", _VERDICT_TEXT.get(fit.verdict, fit.verdict), "fit.verdict")]
+    if fit.error_text:
+        evidence.append(Evidence("error", f"ValueError: {fit.error_text.strip()}", "fit.error_text"))
+    evidence.append(Evidence("model size", human(fit.model_bytes), "fit.model_bytes"))
+    if fit.biggest_leaf_bytes:
+        evidence.append(Evidence("largest leaf", f"{fit.biggest_leaf} ({human(fit.biggest_leaf_bytes)})",
+                                 "fit.biggest_leaf"))
+    evidence.extend(_gpu_rows(fit))
+    return Hit(title=title, explanation=" ".join(p for p in parts if p), evidence=evidence,
+               remediation=Remediation(_remedy_text(_passing(fit))))
+
+
+@rule("BNB403", "quantized-model-all-on-cpu", Severity.WARNING,
+      "device_map puts the quantized model on a GPU, not wholly on the CPU",
+      needs=("fit",), covers=("dispatch_cpu_disk_valueerror",))
+def check_all_cpu(facts: Facts) -> Hit | None:
+    fit = _fit(facts)
+    if fit.verdict != "all_cpu":
+        return None
+    gpu = next((d for d in fit.devices if d.device.isdigit()), None)
+    why = (f" Not even the first module fits GPU {gpu.device}: {gpu.skipped_at} needs "
+           f"{human(gpu.skipped_atom_bytes)}, {human(gpu.remaining_bytes)} remained." if gpu and gpu.skipped_at else "")
+    return Hit(
+        title=f"from_pretrained will not raise, but it puts the whole {_quant_name(fit)} model on the CPU",
+        explanation=("transformers raises the dispatch ValueError only when a map mixes GPUs with cpu or disk. A "
+                     "map that is entirely {'': 'cpu'} passes its check and the model runs on bitsandbytes' CPU "
+                     "backend, far slower than on a GPU." + why),
+        evidence=[Evidence("verdict", _VERDICT_TEXT["all_cpu"], "fit.verdict"), *_gpu_rows(fit)],
+        remediation=Remediation(_remedy_text(_passing(fit)) or "Use a GPU with more memory, or a smaller model."),
+    )
+
+
+@rule("BNB404", "fp32-cpu-offload-in-map", Severity.WARNING,
+      "No modules are offloaded to the CPU with llm_int8_enable_fp32_cpu_offload",
+      needs=("fit",), covers=("fp32_cpu_offload_kwarg_typeerror",), references=(_TRANSFORMERS_QUANT_DOCS,))
+def check_fp32_offload(facts: Facts) -> Hit | None:
+    fit = _fit(facts)
+    if fit.verdict != "fp32_offload":
+        return None
+    on_cpu = [k for k, v in fit.placement.items() if v in ("cpu", "disk")]
+    return Hit(
+        title=f"{human(_offloaded(fit))} of the model will run on the CPU (llm_int8_enable_fp32_cpu_offload=True)",
+        explanation=("With llm_int8_enable_fp32_cpu_offload=True, transformers accepts a map with cpu/disk entries. "
+                     f"With a string device_map (\"{fit.device_map}\") the map is computed after the modules were "
+                     "converted, so the offloaded layers are sized and loaded as bnb layers on the CPU; with a "
+                     "dict device_map they stay unquantized. Either way every forward pass crosses to the CPU."),
+        evidence=[Evidence("verdict", _VERDICT_TEXT["fp32_offload"], "fit.verdict"),
+                  Evidence("on cpu/disk", ", ".join(on_cpu[:8]) + (" ..." if len(on_cpu) > 8 else ""),
+                           "fit.placement"), *_gpu_rows(fit)],
+        remediation=Remediation(_remedy_text(_passing(fit)) or "Accept the speed, or use GPUs with more memory."),
+    )
+
+
+@rule("BNB405", "large-unquantized-tensors", Severity.WARNING,
+      "Tensors bitsandbytes leaves unquantized are a small part of the model",
+      needs=("fit",), covers=("accelerate_4bit_device_map_imbalance",), references=(_BNB_1849, _PR_47211))
+def check_unquantized(facts: Facts) -> Hit | None:
+    fit = _fit(facts)
+    if not fit.model_bytes or fit.unquantized_bytes is None:
+        raise Skip("no sizes")
+    share = fit.unquantized_bytes / fit.model_bytes
+    if share < 0.25:
+        return None
+    experts = fit.unquantized_by_kind.get("experts", 0)
+    parts = sorted(fit.unquantized_by_kind.items(), key=lambda kv: -kv[1])
+    floor = fit.unquantized_bytes * 0.01
+    listing = ", ".join(f"{kind} {human(size)}" for kind, size in parts[:4] if size >= floor)
+    explanation = ("bitsandbytes replaces only modules whose type is exactly nn.Linear. transformers keeps "
+                   "embeddings, lm_head (and tied weights), llm_int8_skip_modules and _keep_in_fp32_modules in the "
+                   f"model dtype{', and' if experts else ''}"
+                   + (" the fused 3-D expert tensors of transformers v5 MoE models are not nn.Linear, so they are "
+                      "not quantized at all (bitsandbytes #1849)." if experts else ".")
+                   + " These tensors are single large atoms: a balanced device_map cannot split them, and they "
+                   "decide which GPU is left.")
+    severity = Severity.WARNING if experts and experts / fit.model_bytes >= 0.25 else Severity.INFO
+    evidence = [Evidence("unquantized", f"{human(fit.unquantized_bytes)} of {human(fit.model_bytes)} "
+                                        f"({share:.0%})", "fit.unquantized_bytes")]
+    for tensor in [t for t in fit.largest_unquantized if t.bytes >= floor][:4]:
+        evidence.append(Evidence(tensor.kind, f"{tensor.name} {tuple(tensor.shape)} {tensor.dtype} "
+                                              f"{human(tensor.bytes)}", "fit.largest_unquantized"))
+    fix = ("Budget for these tensors in the model dtype. For MoE models in transformers v5, bitsandbytes does not "
+           "shrink the experts: use a checkpoint pre-quantized in a format that quantizes experts, or GPUs sized for "
+           "the bf16 experts." if experts else
+           "Budget for these tensors in the model dtype; llm_int8_skip_modules only adds to them.")
+    return Hit(title=f"{share:.0%} of the {_quant_name(fit)} model stays unquantized: {listing}",
+               explanation=explanation, evidence=evidence, remediation=Remediation(fix), severity=severity)
+
+
+#: Below this share of a GPU's memory left after the quantization state, BNB406 warns.
+HEADROOM_SHARE = 0.03
+
+
+@rule("BNB406", "no-headroom-for-quantization-state", Severity.WARNING,
+      "Every GPU keeps at least 3% of its memory free after the quantization state transformers does not count",
+      needs=("fit",))
+def check_headroom(facts: Facts) -> Hit | None:
+    fit = _fit(facts)
+    if fit.verdict != "fits":
+        raise Skip("the model does not fit on the GPUs")
+    short = []
+    for device in fit.devices:
+        if not device.device.isdigit() or not device.given_bytes or not device.used_bytes:
+            continue
+        left = device.given_bytes - device.used_bytes - device.quant_state_bytes
+        if left < HEADROOM_SHARE * device.given_bytes:
+            short.append((device, left))
+    if not short:
+        return None
+    device, left = min(short, key=lambda item: item[1])
+    need = device.used_bytes + device.quant_state_bytes
+    given = device.given_bytes or 1
+    if left < 0:
+        title = (f"GPU {device.device} is filled past its memory once the quantization state is added: "
+                 f"{human(device.used_bytes)} + {human(device.quant_state_bytes)} > {human(device.given_bytes)}")
+    else:
+        title = (f"GPU {device.device} keeps only {human(left)} ({left / given:.1%}) free once the "
+                 f"quantization state is added: {human(device.used_bytes)} + {human(device.quant_state_bytes)} "
+                 f"of {human(device.given_bytes)}")
+    what = ("NF4/FP4 absmax: 0.0625 byte per weight, 0.016 with double quant" if fit.quant == "4bit"
+            else "int8 row statistics (SCB)")
+    return Hit(
+        title=title,
+        explanation=(f"transformers' placement counts quantized weights at "
+                     f"{'1 byte' if fit.quant == '8bit' else '0.5 byte'} and keeps 10% of each budget for "
+                     f"everything else. The quantization state ({what}) is not counted, and neither are the "
+                     "CUDA context, activations and the KV cache, which need this margin too: loading or the "
+                     f"first generate() can run out of memory on GPU {device.device} "
+                     f"({human(need)} of {human(device.given_bytes)} before any of those) although no ValueError "
+                     "is raised."),
+        evidence=[Evidence("quantization state", human(fit.quant_state_bytes or 0), "fit.quant_state_bytes"),
+                  *_gpu_rows(fit)],
+        remediation=Remediation("Pass a smaller max_memory for this GPU so that modules move to the next one, enable "
+                                "bnb_4bit_use_double_quant=True (0.016 byte per weight instead of 0.0625), or use a "
+                                "GPU with more memory."),
+    )
+
+
+@rule("BNB407", "transformers-underpacking-fixed-upstream", Severity.WARNING,
+      "The installed transformers sizes the balanced caps by the largest block and leaf (#47203, #47211)",
+      needs=("fit",), covers=("dispatch_valueerror_device_map_underpacking",),
+      references=(_ISSUE_46823, _PR_47203, _PR_47211))
+def check_upgrade(facts: Facts) -> Hit | None:
+    fit = _fit(facts)
+    upgrade = next((r for r in fit.remedies if r.kind == "upgrade_transformers"), None)
+    if upgrade is None or upgrade.status not in ("passes", "unverified"):
+        return None
+    installed = fit.versions.get("transformers", "?")
+    if upgrade.status == "passes":
+        return Hit(
+            title=f"transformers {installed} has the device_map under-packing bug; {upgrade.transformers_version} "
+                  "places this model without the error (verified here)",
+            explanation=upgrade.detail,
+            evidence=[Evidence("installed", f"transformers {installed}", "fit.versions.transformers"),
+                      Evidence("verified with", f"transformers {upgrade.transformers_version} in "
+                                                f"{upgrade.transformers_location}", "fit.remedies")],
+            remediation=Remediation(f"Upgrade transformers to {upgrade.transformers_version} or newer.",
+                                    [upgrade.code] if upgrade.code else []),
+        )
+    return Hit(
+        title=f"transformers {installed} predates the device_map under-packing fixes; whether upgrading helps here "
+              "cannot be verified offline",
+        explanation=upgrade.detail,
+        evidence=[Evidence("installed", f"transformers {installed}", "fit.versions.transformers")],
+        remediation=Remediation("Prefer a remedy verified above. To verify an upgrade without changing this "
+                                "environment: pip install --target DIR transformers, then re-run with "
+                                "--compare-transformers DIR."),
+        severity=Severity.INFO,
+    )
+
+
+@rule("BNB408", "fit-engine-degraded", Severity.INFO,
+      "The placement was computed by the installed transformers with bitsandbytes itself",
+      needs=("fit",))
+def check_engine(facts: Facts) -> Hit | None:
+    fit = _fit(facts)
+    if fit.engine == "transformers":
+        return None
+    if fit.engine == "approximate":
+        return Hit(
+            title=f"Approximate only: {_VERDICT_TEXT.get(fit.verdict, fit.verdict)}",
+            explanation=(f"{fit.engine_note}. So the verdict compares totals, sized from tensor names, with the "
+                         "GPU budgets after from_pretrained's x0.9; it is not the device map from_pretrained would "
+                         "compute, and no remedy was simulated."),
+            evidence=[Evidence("engine", fit.engine_note or "approximate", "fit.engine_note")],
+            remediation=Remediation("Install torch, transformers (5.12 or newer) and accelerate in the interpreter "
+                                    "that loads the model, or point --python at one that has them."),
+        )
+    return Hit(
+        title="bitsandbytes could not be imported; a stand-in selected the modules to quantize",
+        explanation=(f"{fit.engine_note}. The placement is still transformers' own: the stand-in only provides "
+                     "bitsandbytes' Linear4bit/Linear8bitLt classes so that transformers' module selection and sizes "
+                     "run unchanged. The real load needs a working bitsandbytes."),
+        evidence=[Evidence("engine", fit.engine_note or fit.engine, "fit.engine_note")],
+        remediation=Remediation("Run `bnbdoctor` (without `fit`) to find out why bitsandbytes does not import.",
+                                ["bnbdoctor"]),
+    )

@@ -1,0 +1,155 @@
+"""``bnbdoctor fit MODEL``: the command line of the placement check (see docs/fit.md).
+
+Follows bnbdoctor's contract: stdout is data (``--json`` is one JSON document), messages go to
+stderr, bad input is one line and exit 2, exit 1 when from_pretrained would raise (an error
+finding), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from bnbdoctor import __version__
+from bnbdoctor.fit.options import (
+    DEVICE_MAPS,
+    QUANT_TYPES,
+    QUANTS,
+    FitInputError,
+    FitOptions,
+)
+from bnbdoctor.render import OutputFormat
+from bnbdoctor.report import ExitCode, Report
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr, exit 2 (bnbdoctor's contract), not argparse's usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"bnbdoctor: error: {message} (see bnbdoctor fit --help)", file=sys.stderr)
+        raise SystemExit(int(ExitCode.FAILURE))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="bnbdoctor fit",
+        description=("Predict, offline and without a GPU, whether from_pretrained(..., quantization_config="
+                     "BitsAndBytesConfig(...), device_map=...) places the model on the GPUs or raises 'Some modules "
+                     "are dispatched on the CPU or the disk', using your own transformers and accelerate."),
+    )
+    parser.add_argument("model", metavar="MODEL",
+                        help="a local model folder, its config.json, or a Hugging Face cache folder (no network)")
+    parser.add_argument("--quant", choices=QUANTS, help="bitsandbytes quantization (default: 4bit, or the "
+                        "checkpoint's own bnb config)")
+    parser.add_argument("--double-quant", action="store_true", help="bnb_4bit_use_double_quant=True")
+    parser.add_argument("--quant-type", choices=QUANT_TYPES, default="nf4", help="bnb_4bit_quant_type (default nf4)")
+    parser.add_argument("--dtype", help="dtype= for from_pretrained: auto (default), bfloat16, float16, float32")
+    parser.add_argument("--device-map", choices=DEVICE_MAPS, default="auto", help="device_map= (default auto)")
+    parser.add_argument("--max-memory", metavar="SPEC", help='max_memory= as given to from_pretrained, e.g. '
+                        '"0=24GiB,1=24GiB,cpu=64GiB"')
+    parser.add_argument("--gpus", metavar="SIZES", help="simulate GPUs with this much free memory, e.g. 24GiB,24GiB "
+                        "or 8x80GB (max_memory=None; default: the GPUs detected here)")
+    parser.add_argument("--cpu-memory", metavar="SIZE", help="free CPU RAM when max_memory is not given "
+                        "(default: this machine's)")
+    parser.add_argument("--fp32-offload", action="store_true", help="llm_int8_enable_fp32_cpu_offload=True")
+    parser.add_argument("--skip-modules", metavar="NAMES", help="llm_int8_skip_modules, comma-separated")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter whose transformers to run "
+                        "(default: chosen as bnbdoctor chooses it)")
+    parser.add_argument("--trust-remote-code", action="store_true", help="allow a model's own code to run")
+    parser.add_argument("--compare-transformers", metavar="DIR", action="append", default=[],
+                        help="a folder holding another transformers (pip install --target DIR transformers), used "
+                        "to verify whether upgrading changes the verdict (repeatable)")
+    parser.add_argument("--no-remedies", action="store_true", help="only the verdict, no simulated remedies")
+    parser.add_argument("--timeout", type=float, default=180.0, metavar="S", help="time limit for the engine "
+                        "(default 180 s)")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--text", dest="format", action="store_const", const=OutputFormat.TEXT, help="text (default)")
+    fmt.add_argument("--json", dest="format", action="store_const", const=OutputFormat.JSON,
+                     help="one JSON document on stdout")
+    fmt.add_argument("--markdown", dest="format", action="store_const", const=OutputFormat.MARKDOWN,
+                     help="Markdown for a GitHub issue")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
+    parser.add_argument("--standin", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
+    return parser
+
+
+def note(message: str) -> None:
+    print(f"bnbdoctor: {message}", file=sys.stderr)
+
+
+def options_from_args(args: argparse.Namespace) -> FitOptions:
+    return FitOptions(
+        model=args.model, quant=args.quant, double_quant=args.double_quant, quant_type=args.quant_type,
+        dtype=args.dtype, device_map=args.device_map, max_memory=args.max_memory, gpus=args.gpus,
+        cpu_memory=args.cpu_memory, fp32_offload=args.fp32_offload,
+        skip_modules=[s.strip() for s in (args.skip_modules or "").split(",") if s.strip()],
+        python=args.python, trust_remote_code=args.trust_remote_code,
+        compare_transformers=list(args.compare_transformers), remedies=not args.no_remedies,
+        timeout_s=args.timeout, force_standin=args.standin,
+    )
+
+
+def render(report: Report, fmt: OutputFormat, color: bool) -> str:
+    if fmt is OutputFormat.JSON:
+        from bnbdoctor.render.json import render_json
+
+        return render_json(report)
+    if fmt is OutputFormat.MARKDOWN:
+        from bnbdoctor.fit.render import fit_markdown
+
+        try:
+            from bnbdoctor.render.markdown import render_markdown
+        except ImportError:
+            note("--markdown: the Markdown renderer (bnbdoctor.render.markdown) is not in this build; "
+                 "printing the fit section only")
+            return fit_markdown(report)
+        return fit_markdown(report) + "\n" + render_markdown(report)
+    from bnbdoctor.fit.render import render_fit_text
+
+    return render_fit_text(report, color=color)
+
+
+def main(argv: list[str]) -> int:
+    os.environ["HF_HUB_OFFLINE"] = "1"  # inherited by the engine: never the network
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its one-line usage error
+        return int(exc.code or 0) if exc.code in (0, None) else int(ExitCode.FAILURE)
+    fmt = args.format or OutputFormat.TEXT
+    try:
+        from bnbdoctor.fit.core import run_fit
+
+        progress = note if sys.stderr.isatty() else None
+        report = run_fit(options_from_args(args), progress=progress)
+        color = fmt is OutputFormat.TEXT and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        text = render(report, fmt, color)
+        if args.output:
+            try:
+                with open(args.output, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+            except OSError as exc:
+                raise FitInputError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+            note(f"report written to {args.output}")
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        return int(report.exit_code(args.strict))
+    except FitInputError as exc:
+        print(f"bnbdoctor: error: {exc}", file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    except KeyboardInterrupt:
+        print("bnbdoctor: interrupted", file=sys.stderr)
+        return int(ExitCode.FAILURE)
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"bnbdoctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
+              file=sys.stderr)
+        return int(ExitCode.FAILURE)

@@ -1,0 +1,145 @@
+"""Which model ``bnbdoctor fit MODEL`` means: a model folder, a ``config.json``, or a Hugging Face cache folder.
+
+Everything is read through the host, locally: bnbdoctor never contacts the Hub. The checks here are
+the ones that need no transformers (a missing folder, a config without ``architectures``, custom
+code without ``--trust-remote-code``, a checkpoint quantized by another method); the engine decides
+the rest (an unknown ``model_type``) with the user's transformers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from bnbdoctor.fit.options import FitInputError
+from bnbdoctor.hosts.base import Host
+
+#: Weight files from_pretrained would read, in its order of preference.
+_INDEX = "model.safetensors.index.json"
+_SINGLE = "model.safetensors"
+
+
+@dataclass
+class ModelInput:
+    """A resolved model: where its config is, what it says, and its safetensors files."""
+
+    given: str
+    config_path: str
+    model_dir: str
+    config: dict[str, Any]
+    checkpoint_files: list[str] = field(default_factory=list)
+    architecture: str | None = None
+    model_type: str | None = None
+    remote_code: bool = False  # auto_map names custom classes
+    pre_quantized: str | None = None  # "4bit" / "8bit" when the config carries a bnb quantization_config
+    pre_quant_type: str | None = None
+    pre_double_quant: bool = False
+    config_dtype: str | None = None
+    from_cache: str | None = None  # the cache's repo folder when MODEL was a Hugging Face cache entry
+
+
+def _snapshot(host: Host, repo_dir: str) -> str | None:
+    """The snapshot a Hugging Face cache entry (``models--org--name``) points at: refs/main, else the only one."""
+    join = host.pathmod.join
+    snapshots = join(repo_dir, "snapshots")
+    names = host.list_dir(snapshots) or []
+    ref = (host.read_text(join(repo_dir, "refs", "main")) or "").strip()
+    if ref and ref in names:
+        return join(snapshots, ref)
+    with_config = [n for n in names if host.is_file(join(snapshots, n, "config.json"))]
+    if len(with_config) == 1:
+        return join(snapshots, with_config[0])
+    if with_config:
+        raise FitInputError(f"{repo_dir}: {len(with_config)} snapshots and no refs/main; "
+                            f"pass one folder under {snapshots}")
+    return None
+
+
+def _model_folder(host: Host, path: str) -> tuple[str, str | None]:
+    """(folder holding config.json, cache repo folder or None) for a folder given as MODEL."""
+    join = host.pathmod.join
+    if host.is_file(join(path, "config.json")):
+        return path, None
+    if host.is_dir(join(path, "snapshots")):
+        found = _snapshot(host, path)
+        if found:
+            return found, path
+        raise FitInputError(f"{path}: a Hugging Face cache entry without a downloaded config.json "
+                            "(bnbdoctor fit works offline; download the model first)")
+    entries = host.list_dir(path) or []
+    repos = [e for e in entries if e.startswith("models--") and host.is_dir(join(path, e))]
+    if len(repos) == 1:
+        return _model_folder(host, join(path, repos[0]))
+    if repos:
+        shown = ", ".join(repos[:4]) + (", ..." if len(repos) > 4 else "")
+        raise FitInputError(f"{path}: a Hugging Face cache with {len(repos)} models; pass one of {shown}")
+    raise FitInputError(f"{path}: no config.json in this folder")
+
+
+def _checkpoint_files(host: Host, folder: str) -> list[str]:
+    join = host.pathmod.join
+    index = host.read_text(join(folder, _INDEX))
+    if index is not None:
+        try:
+            weight_map = json.loads(index).get("weight_map") or {}
+        except (ValueError, AttributeError):
+            weight_map = {}
+        shards = sorted({str(v) for v in weight_map.values()})
+        files = [join(folder, s) for s in shards if host.is_file(join(folder, s))]
+        if files:
+            return files
+    if host.is_file(join(folder, _SINGLE)):
+        return [join(folder, _SINGLE)]
+    return [join(folder, n) for n in (host.list_dir(folder) or []) if n.endswith(".safetensors")]
+
+
+def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> ModelInput:
+    """Find and read the model's config; raise :class:`FitInputError` (one line) on bad input."""
+    path = given.rstrip("/\\") or given
+    if not host.exists(path):
+        raise FitInputError(f"{given}: no such file or folder")
+    cache_repo = None
+    if host.is_dir(path):
+        folder, cache_repo = _model_folder(host, path)
+        config_path = host.pathmod.join(folder, "config.json")
+    else:
+        config_path = path
+        folder = host.pathmod.dirname(path) or "."
+    text = host.read_text(config_path)
+    if text is None:
+        raise FitInputError(f"{config_path}: cannot be read")
+    try:
+        config = json.loads(text)
+    except ValueError as exc:
+        raise FitInputError(f"{config_path}: not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise FitInputError(f"{config_path}: not a model config (a JSON object is expected)")
+    architectures = config.get("architectures")
+    if not architectures or not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures):
+        raise FitInputError(f"{config_path}: no `architectures` list, so the model class is unknown "
+                            "(add e.g. \"architectures\": [\"LlamaForCausalLM\"])")
+    auto_map = config.get("auto_map")
+    remote_code = isinstance(auto_map, dict) and any(str(k).startswith("AutoModel") for k in auto_map)
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        if remote_code and not trust_remote_code:
+            raise FitInputError(f"{config_path}: custom model code (auto_map) and no model_type; "
+                                "pass --trust-remote-code to let its code run")
+        raise FitInputError(f"{config_path}: no `model_type`, so transformers cannot pick a config class")
+    model = ModelInput(given=given, config_path=config_path, model_dir=folder, config=config,
+                       architecture=architectures[0], model_type=model_type, remote_code=remote_code,
+                       from_cache=cache_repo)
+    model.config_dtype = config.get("dtype") or config.get("torch_dtype")
+    quant = config.get("quantization_config")
+    if isinstance(quant, dict) and quant:
+        method = str(quant.get("quant_method", "")).lower()
+        if method != "bitsandbytes":
+            raise FitInputError(f"{config_path}: the checkpoint is already quantized with "
+                                f"{method or 'an unknown method'}; bnbdoctor fit models bitsandbytes 4/8-bit "
+                                "quantization only")
+        model.pre_quantized = "8bit" if quant.get("load_in_8bit") else "4bit"
+        model.pre_quant_type = quant.get("bnb_4bit_quant_type")
+        model.pre_double_quant = bool(quant.get("bnb_4bit_use_double_quant"))
+    model.checkpoint_files = _checkpoint_files(host, folder)
+    return model
