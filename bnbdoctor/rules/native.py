@@ -709,7 +709,8 @@ def load_failed(facts: Facts) -> Hit | Skip | None:
     if load.ok:
         return None
     if static_problem(facts):
-        return None  # the static findings name the cause and quote this message
+        # it did not load, but the static findings above name the cause and quote this message
+        return Skip("the load failed; the findings above explain why")
     return Hit(
         title=f"Loading {_library_name(native)} fails although every dependency was found",
         explanation="The static analysis found all dependencies and symbol versions, but the real loader refused "
