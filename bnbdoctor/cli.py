@@ -10,19 +10,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Sequence
 
 from bnbdoctor import __version__
+from bnbdoctor.contract import guarded, note, use_color, write_output
 from bnbdoctor.render import OutputFormat
 from bnbdoctor.report import ExitCode, Report
 
-
-
-def note(message: str) -> None:
-    """A message for the person at the terminal: stderr, never stdout (stdout is data)."""
-    print(f"bnbdoctor: {message}", file=sys.stderr)
 
 
 class UsageError(Exception):
@@ -134,16 +129,7 @@ def render(report: Report, fmt: OutputFormat, color: bool) -> str:
 
 
 def _write(text: str, output: str | None) -> None:
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as exc:
-            raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
-        note(f"report written to {output}")
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    write_output(text, output, UsageError)
 
 
 def run(args: argparse.Namespace) -> ExitCode:
@@ -181,7 +167,7 @@ def run(args: argparse.Namespace) -> ExitCode:
 
         redactor = Redactor.for_machine(host.os_info())
     report = _redact(report, redactor, args)
-    color = fmt is OutputFormat.TEXT and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    color = use_color(fmt is OutputFormat.TEXT, args.output)
     _write(render(report, fmt, color), args.output)
     return report.exit_code(args.strict)
 
@@ -241,19 +227,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         return _subcommand(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
-    try:
-        return int(run(args))
-    except UsageError as exc:
-        print(f"bnbdoctor: error: {exc}", file=sys.stderr)
-        return int(ExitCode.FAILURE)
-    except KeyboardInterrupt:
-        print("bnbdoctor: interrupted", file=sys.stderr)
-        return int(ExitCode.FAILURE)
-    except BrokenPipeError:
-        return int(ExitCode.OK)
-    except Exception as exc:  # noqa: BLE001 - the doctor must never crash with a traceback
-        if args.debug:
-            raise
-        print(f"bnbdoctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
-              file=sys.stderr)
-        return int(ExitCode.FAILURE)
+    return guarded(lambda: run(args), (UsageError,), args.debug)

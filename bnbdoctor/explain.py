@@ -30,6 +30,7 @@ from typing import BinaryIO
 
 from bnbdoctor import __version__
 from bnbdoctor.facts import Facts
+from bnbdoctor.contract import guarded, use_color, write_output
 from bnbdoctor.render import OutputFormat
 from bnbdoctor.report import ExitCode, Report, build_report
 
@@ -266,16 +267,7 @@ def render(report: Report, fmt: OutputFormat, color: bool) -> str:
 
 
 def _write(text: str, output: str | None) -> None:
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as exc:
-            raise ExplainError(f"cannot write {output}: {exc.strerror or exc}") from None
-        print(f"bnbdoctor: report written to {output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    write_output(text, output, ExplainError)
 
 
 def run(args: argparse.Namespace) -> ExitCode:
@@ -292,7 +284,7 @@ def run(args: argparse.Namespace) -> ExitCode:
 
         report = redact_report(report, Redactor.for_text(json.dumps(to_jsonable(report.facts))))
     fmt = args.format or OutputFormat.TEXT
-    color = fmt is OutputFormat.TEXT and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    color = use_color(fmt is OutputFormat.TEXT, args.output)
     _write(render(report, fmt, color), args.output)
     return report.exit_code(args.strict)
 
@@ -304,22 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0) if isinstance(exc.code, int) else int(ExitCode.FAILURE)
-    try:
-        return int(run(args))
-    except ExplainError as exc:
-        print(f"bnbdoctor: error: {exc}", file=sys.stderr)
-        return int(ExitCode.FAILURE)
-    except KeyboardInterrupt:
-        print("bnbdoctor: interrupted", file=sys.stderr)
-        return int(ExitCode.FAILURE)
-    except BrokenPipeError:
-        return int(ExitCode.OK)
-    except Exception as exc:
-        if args.debug:
-            raise
-        print(f"bnbdoctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
-              file=sys.stderr)
-        return int(ExitCode.FAILURE)
+    return guarded(lambda: run(args), (ExplainError,), args.debug)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from bnbdoctor.fit.options import (
     FitInputError,
     FitOptions,
 )
+from bnbdoctor.contract import guarded, note, use_color, write_output
 from bnbdoctor.render import OutputFormat
 from bnbdoctor.report import ExitCode, Report
 
@@ -77,10 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def note(message: str) -> None:
-    print(f"bnbdoctor: {message}", file=sys.stderr)
-
-
 def options_from_args(args: argparse.Namespace) -> FitOptions:
     return FitOptions(
         model=args.model, quant=args.quant, double_quant=args.double_quant, quant_type=args.quant_type,
@@ -121,35 +118,14 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return int(exc.code or 0) if exc.code in (0, None) else int(ExitCode.FAILURE)
     fmt = args.format or OutputFormat.TEXT
-    try:
+
+    def body() -> int:
         from bnbdoctor.fit.core import run_fit
 
         progress = note if sys.stderr.isatty() else None
         report = run_fit(options_from_args(args), progress=progress)
-        color = fmt is OutputFormat.TEXT and not args.output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        text = render(report, fmt, color)
-        if args.output:
-            try:
-                with open(args.output, "w", encoding="utf-8") as handle:
-                    handle.write(text)
-            except OSError as exc:
-                raise FitInputError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-            note(f"report written to {args.output}")
-        else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+        text = render(report, fmt, use_color(fmt is OutputFormat.TEXT, args.output))
+        write_output(text, args.output, FitInputError)
         return int(report.exit_code(args.strict))
-    except FitInputError as exc:
-        print(f"bnbdoctor: error: {exc}", file=sys.stderr)
-        return int(ExitCode.FAILURE)
-    except KeyboardInterrupt:
-        print("bnbdoctor: interrupted", file=sys.stderr)
-        return int(ExitCode.FAILURE)
-    except BrokenPipeError:
-        return int(ExitCode.OK)
-    except Exception as exc:
-        if args.debug:
-            raise
-        print(f"bnbdoctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
-              file=sys.stderr)
-        return int(ExitCode.FAILURE)
+
+    return guarded(body, (FitInputError,), args.debug)
