@@ -19,7 +19,6 @@ from bnbdoctor.render import OutputFormat
 from bnbdoctor.report import ExitCode, Report
 
 
-
 class UsageError(Exception):
     """A problem with what the user asked for; printed as one line, exit 2."""
 
@@ -101,16 +100,12 @@ def _host(args: argparse.Namespace):  # -> Host
 def _rules(ids: list[str]):  # -> list[Rule] | None
     if not ids:
         return None
-    from bnbdoctor.rules import get_rule
+    from bnbdoctor.rules import select_rules
 
-    chosen = []
-    for rule_id in ids:
-        for part in rule_id.split(","):
-            found = get_rule(part)
-            if found is None:
-                raise UsageError(f"unknown rule {part!r} (see bnbdoctor --list-rules)")
-            chosen.append(found)
-    return chosen
+    try:
+        return select_rules(ids)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
 
 
 def render(report: Report, fmt: OutputFormat, color: bool) -> str:

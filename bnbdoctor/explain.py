@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from typing import BinaryIO
 
 from bnbdoctor import __version__
-from bnbdoctor.facts import Facts
 from bnbdoctor.contract import guarded, use_color, write_output
+from bnbdoctor.facts import Facts
 from bnbdoctor.render import OutputFormat
 from bnbdoctor.report import ExitCode, Report, build_report
 
@@ -66,18 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _rules(ids: list[str]):  # -> list[Rule]
-    from bnbdoctor.rules import all_rules, get_rule
+    from bnbdoctor.rules import all_rules, select_rules
 
     if not ids:
         return all_rules()
-    chosen = []
-    for rule_id in ids:
-        for part in rule_id.split(","):
-            found = get_rule(part)
-            if found is None:
-                raise ExplainError(f"unknown rule {part!r} (see bnbdoctor --list-rules)")
-            chosen.append(found)
-    return chosen
+    try:
+        return select_rules(ids)
+    except KeyError as exc:
+        raise ExplainError(exc.args[0]) from None
 
 
 def explain_stream(stream: BinaryIO, label: str, rules=None) -> Report:  # rules: list[Rule] | None

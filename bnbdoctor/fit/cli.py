@@ -12,6 +12,7 @@ import os
 import sys
 
 from bnbdoctor import __version__
+from bnbdoctor.contract import guarded, note, use_color, write_output
 from bnbdoctor.fit.options import (
     DEVICE_MAPS,
     QUANT_TYPES,
@@ -19,7 +20,6 @@ from bnbdoctor.fit.options import (
     FitInputError,
     FitOptions,
 )
-from bnbdoctor.contract import guarded, note, use_color, write_output
 from bnbdoctor.render import OutputFormat
 from bnbdoctor.report import ExitCode, Report
 

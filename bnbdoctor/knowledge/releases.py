@@ -7,9 +7,9 @@ real PyPI wheels; each table names its evidence.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from functools import lru_cache
-import os
 from typing import Any
 
 from bnbdoctor.knowledge.versions import release_tuple

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.hosts.base import Host
+
+
+@lru_cache(maxsize=None)
+def own_script(name: str) -> str:
+    """A stdlib-only script shipped beside the probes, sent to the patient interpreter
+    (bnbdoctor's own file, not the machine's: read directly, not through a host)."""
+    with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as handle:
+        return handle.read()
 
 
 class ProbeError(RuntimeError):

@@ -8,26 +8,17 @@ or hang there cannot take bnbdoctor down. ``--no-load`` skips it.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-import os
 
-from bnbdoctor.facts import LoadCheck
-from bnbdoctor.probes.base import ProbeContext
 from bnbdoctor.derive import predict_selection
+from bnbdoctor.facts import LoadCheck
+from bnbdoctor.probes.base import ProbeContext, own_script
 from bnbdoctor.probes.native import preload_plan
 
 LOAD_TIMEOUT_S = 15.0
 
 
-def _read_own(name: str) -> str:
-    """A script shipped beside this module (bnbdoctor's own file, not the machine's)."""
-    with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as handle:
-        return handle.read()
-
-
-@lru_cache(maxsize=1)
 def load_script() -> str:
-    return _read_own("load_script.py")
+    return own_script("load_script.py")
 
 
 def _needed(data: bytes | None) -> list[str]:

@@ -6,10 +6,21 @@ from __future__ import annotations
 import re
 from dataclasses import asdict
 
-from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency, SelectedLibrary
-from bnbdoctor.hosts.base import Host
 from bnbdoctor.derive import predict_selection
-from bnbdoctor.native.ldcache import LdCache, arch_for_elf, normalize_arch, parse_ld_so_cache
+from bnbdoctor.facts import (
+    AbiNeed,
+    Facts,
+    NativeFacts,
+    ResolvedDependency,
+    SelectedLibrary,
+)
+from bnbdoctor.hosts.base import Host
+from bnbdoctor.native.ldcache import (
+    LdCache,
+    arch_for_elf,
+    normalize_arch,
+    parse_ld_so_cache,
+)
 from bnbdoctor.native.resolve import linux_search, resolve, windows_search
 from bnbdoctor.probes.base import ProbeContext, ProbeError
 
@@ -260,7 +271,9 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
                                       other_dirs=_other_dirs(host, facts, False))
         native.abi = _abi(host, facts, native.version_needs, native.dependencies)
     elif native.format == "PE":
-        from bnbdoctor.native.pe import parse_pe  # pefile is slow to import: only for DLLs
+        from bnbdoctor.native.pe import (
+            parse_pe,  # pefile is slow to import: only for DLLs
+        )
 
         pe = parse_pe(data)
         native.error, native.machine = pe.error, pe.machine

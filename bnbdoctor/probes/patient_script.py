@@ -6,14 +6,13 @@ prints one JSON object on stdout and exits. Keep it compatible with Python 3.8.
 """
 
 import ast
+import importlib.util
 import json
 import os
 import re
 import site
 import sys
 import sysconfig
-
-import importlib.util
 
 SCRIPT_VERSION = 1
 OTHER_PACKAGES = (

@@ -7,27 +7,17 @@ the patient interpreter through the host, with a time limit, and answers in JSON
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-import os
 
 from bnbdoctor.facts import PythonFacts
 from bnbdoctor.hosts.base import Host
-from bnbdoctor.probes.base import ProbeContext, ProbeError
+from bnbdoctor.probes.base import ProbeContext, ProbeError, own_script
 from bnbdoctor.serde import DecodeError, from_dict
 
 PATIENT_TIMEOUT_S = 20.0
 
 
-def _read_own(name: str) -> str:
-    """A script shipped beside this module (bnbdoctor's own file, not the machine's)."""
-    with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as handle:
-        return handle.read()
-
-
-@lru_cache(maxsize=1)
 def patient_script() -> str:
-    """The source sent to the patient interpreter (bnbdoctor's own file, not the machine's)."""
-    return _read_own("patient_script.py")
+    return own_script("patient_script.py")
 
 
 def _venv_python(host: Host, prefix: str) -> str | None:

@@ -33,6 +33,20 @@ def all_rules() -> list[Rule]:
     return registered_rules()
 
 
+def select_rules(ids: list[str]) -> list[Rule]:
+    """The rules named by ``--rule`` values (ids or names, comma-separated allowed).
+
+    Raises KeyError naming the first unknown one."""
+    chosen = []
+    for value in ids:
+        for part in value.split(","):
+            found = get_rule(part)
+            if found is None:
+                raise KeyError(f"unknown rule {part!r} (see bnbdoctor --list-rules)")
+            chosen.append(found)
+    return chosen
+
+
 def get_rule(rule_id: str) -> Rule | None:
     """A rule by id (``BNB101``) or by name (``no-usable-nvidia-gpu``)."""
     wanted = rule_id.strip()

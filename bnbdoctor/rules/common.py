@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bnbdoctor.facts import BnbFacts, Facts, GpuDevice, TorchFacts
 from bnbdoctor.derive import predict_selection
+from bnbdoctor.facts import BnbFacts, Facts, GpuDevice, TorchFacts
 from bnbdoctor.knowledge.selection import LibrarySelection
 from bnbdoctor.rules.base import Evidence
 

@@ -9,7 +9,14 @@ from bnbdoctor.facts import Facts, NativeFacts, ResolvedDependency
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 from bnbdoctor.rules.base import Evidence, Hit, Remediation, Severity, Skip, rule
-from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, torch_of, visible_gpus, wheel_upgrade_blocked
+from bnbdoctor.rules.common import (
+    BNB_DOCS_INSTALL,
+    bnb_of,
+    ev,
+    torch_of,
+    visible_gpus,
+    wheel_upgrade_blocked,
+)
 
 _PRELOADED = "loaded by torch before bitsandbytes"
 _NOT_SEARCHED = "PATH (not searched"

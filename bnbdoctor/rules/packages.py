@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch, legacy_cuda_setup
-from bnbdoctor.knowledge.versions import at_least, major_minor, parse_version, release_tuple
+from bnbdoctor.knowledge.releases import (
+    FIRST_RELEASE_FOR_PLATFORM,
+    bnb_spec_for_torch,
+    legacy_cuda_setup,
+)
+from bnbdoctor.knowledge.versions import (
+    at_least,
+    major_minor,
+    parse_version,
+    release_tuple,
+)
 from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     TORCH_GET_STARTED,
-    wheel_upgrade_blocked,
     bnb_of,
     ev,
     torch_index_for,
     torch_of,
     visible_gpus,
+    wheel_upgrade_blocked,
 )
 
 #: Requires-Python / torch requirement by release, for installs whose metadata is missing
