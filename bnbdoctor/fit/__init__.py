@@ -15,7 +15,19 @@ UI-independent entry point (the CLI and a TUI tab use the same call)::
 
 from __future__ import annotations
 
-from bnbdoctor.fit.core import run_fit
-from bnbdoctor.fit.options import FitInputError, FitOptions
+from typing import Any
 
 __all__ = ["FitInputError", "FitOptions", "run_fit"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the placement rules import bnbdoctor.fit.snippets on every diagnosis.
+    if name == "run_fit":
+        from bnbdoctor.fit.core import run_fit
+
+        return run_fit
+    if name in ("FitInputError", "FitOptions"):
+        from bnbdoctor.fit import options
+
+        return getattr(options, name)
+    raise AttributeError(name)

@@ -7,6 +7,16 @@ the same :class:`~bnbdoctor.facts.Facts` the probes produce, so the same rules c
 
 from __future__ import annotations
 
-from bnbdoctor.logs.extract import LogExtractor, extract, extract_text
+from typing import Any
 
 __all__ = ["LogExtractor", "extract", "extract_text"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: rules import bnbdoctor.logs.evidence on every diagnosis; the pattern tables behind
+    # ``extract`` are only compiled when a log is actually read.
+    if name in __all__:
+        from bnbdoctor.logs import extract as module
+
+        return getattr(module, name)
+    raise AttributeError(name)
