@@ -436,7 +436,7 @@ async def test_facts_search_filters_and_highlights() -> None:
         await pilot.press("escape")  # Escape again leaves the search box
         await pilot.pause()
         assert tree.has_focus
-        await pilot.press("v")  # back to the findings
+        await pilot.press("v", "v", "v")  # on through Explain and Fit, back to the findings
         await pilot.pause()
         assert views.active == "findings" and findings_list(app).has_focus
 

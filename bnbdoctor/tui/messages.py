@@ -1,4 +1,5 @@
-"""Messages the diagnosis worker posts to the app (dataclasses, thread-safe to post).
+"""Messages the workers post (dataclasses, thread-safe to post): the diagnosis worker to the app,
+the Explain and Fit workers to their tab.
 
 ``generation`` numbers each run, so that news from a run the app has moved on from is dropped.
 """
@@ -35,3 +36,29 @@ class DiagnosisFailed(Message):
 
     error: str
     generation: int
+
+
+@dataclass
+class ToolProgress(Message):
+    """The Explain or Fit tab's worker says what it is doing (``bnbdoctor.fit.run_fit``'s progress)."""
+
+    text: str
+    generation: int
+
+
+@dataclass
+class ToolReady(Message):
+    """The Explain or Fit tab's worker ended with a report."""
+
+    report: Report
+    generation: int
+
+
+@dataclass
+class ToolFailed(Message):
+    """The Explain or Fit tab's worker ended without a report: ``error`` is one line;
+    ``bad_input`` tells bad input (a missing file, a malformed memory string) from a failure."""
+
+    error: str
+    generation: int
+    bad_input: bool = False

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from bnbdoctor.doctor import diagnose_facts, gather
 from bnbdoctor.facts import Facts
@@ -22,9 +23,39 @@ from bnbdoctor.probes.runner import ProgressCallback
 from bnbdoctor.report import ExitCode, Report
 from bnbdoctor.rules.base import Rule
 
+T = TypeVar("T")
+
 
 class Cancelled(Exception):
     """The caller gave up waiting for the probes (the app is quitting)."""
+
+
+def call_abandonable(fn: Callable[[], T], cancelled: Callable[[], bool] | None = None, poll_s: float = 0.05,
+                     name: str = "bnbdoctor-task") -> T:
+    """``fn()`` in a daemon thread, waited for here; raises :class:`Cancelled` when ``cancelled()``
+    turns true first (the thread is abandoned), else returns its result or re-raises its exception.
+
+    The Explain and Fit tabs run their analyses this way, as :meth:`Session.diagnose` runs the
+    probes: a fit's engine subprocess can take seconds, and quitting must not wait for it."""
+    box: dict[str, object] = {}
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name=name, daemon=True).start()
+    while not done.wait(poll_s):
+        if cancelled is not None and cancelled():
+            raise Cancelled()
+    error = box.get("error")
+    if isinstance(error, BaseException):
+        raise error
+    return box["value"]  # type: ignore[return-value]
 
 
 @dataclass

@@ -1,9 +1,11 @@
-"""DiagnosisScreen: the summary line, probe progress, and the Findings and Facts tabs.
+"""DiagnosisScreen: the summary line, probe progress, and the Findings, Facts, Explain and Fit tabs.
 
 The app owns the runs and the report; this screen shows them (``show_running``,
 ``probe_finished``, ``show_report``) and carries the keys that act on what is shown: copy, export,
-toggle the passed checks, switch view, search the facts. More tabs (Explain, Fit) slot into the
-``TabbedContent`` beside Findings and Facts.
+toggle the passed checks, switch view, search the facts, run the Explain or Fit tab. The Explain
+and Fit tabs (:mod:`~bnbdoctor.tui.widgets.explain`, :mod:`~bnbdoctor.tui.widgets.fit`) run their
+own analyses; the summary line and the machine above the tabs are about the probes, so they are
+hidden there (screen class ``-tool``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
@@ -22,15 +25,19 @@ from bnbdoctor.report import Report
 from bnbdoctor.serde import to_jsonable
 from bnbdoctor.tui.widgets.detail import FindingDetail
 from bnbdoctor.tui.widgets.facts import FactsView
-from bnbdoctor.tui.widgets.findings import FindingsList
+from bnbdoctor.tui.widgets.findings import Entry, FindingsList
 from bnbdoctor.tui.widgets.progress import ProbeProgress
 from bnbdoctor.tui.widgets.summary import SummaryBar
 
 if TYPE_CHECKING:
     from bnbdoctor.tui.app import DoctorApp
+    from bnbdoctor.tui.widgets.explain import ExplainView
+    from bnbdoctor.tui.widgets.fit import FitView
 
 #: The tabs, in order; ``v`` cycles through them.
-VIEWS = ("findings", "facts")
+VIEWS = ("findings", "facts", "explain", "fit")
+#: The tabs that run their own analysis (Ctrl+R); the probes' summary and machine are hidden there.
+TOOL_VIEWS = ("explain", "fit")
 
 
 def machine_table(report: Report) -> Table:
@@ -49,11 +56,14 @@ class DiagnosisScreen(Screen[None]):
     """The main screen."""
 
     BINDINGS = [
-        Binding("c", "copy", "Copy", tooltip="Copy the first command of the selected finding"),
+        Binding("c", "copy", "Copy",
+                tooltip="Copy the first command of the selected finding (Fit: the highlighted remedy's code)"),
         *[Binding(str(n), f"copy({n})", f"Copy command {n}", show=False) for n in range(1, 10)],
         Binding("e", "export", "Export", tooltip="Write the report to a file"),
         Binding("p", "toggle_checks", "Passed", tooltip="Show or hide passed and skipped checks"),
-        Binding("v", "next_view", "View", tooltip="Switch between Findings and Facts"),
+        Binding("v", "next_view", "View", tooltip="Switch between Findings, Facts, Explain and Fit"),
+        Binding("ctrl+r", "run_tool", "Run", key_display="^R",
+                tooltip="Explain the log (Explain tab), run the fit (Fit tab)"),
         Binding("slash", "search", "Search", key_display="/", tooltip="Search the facts"),
         Binding("escape", "leave_search", "Leave search", key_display="Esc"),
     ]
@@ -81,6 +91,10 @@ class DiagnosisScreen(Screen[None]):
                 yield FindingDetail(id="detail")
             with TabPane("Facts", id="facts"):
                 yield FactsView(id="facts-view")
+            # Explain and Fit are mounted the first time they are shown (tool_view): the first
+            # paint does not wait for them.
+            yield TabPane("Explain", id="explain")
+            yield TabPane("Fit", id="fit")
         yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -94,7 +108,8 @@ class DiagnosisScreen(Screen[None]):
         progress = self.query_one("#progress", ProbeProgress)
         progress.start(heading, names, animate=self.doctor.ANIMATE, show_timings=self.doctor.show_timings)
         if self.report is None:
-            self.query_one(FindingDetail).show(None, "Waiting for the probes…" if names else "Running the rules…")
+            self.query_one("#detail", FindingDetail).show(None, "Waiting for the probes…" if names
+                                                          else "Running the rules…")
 
     def probe_finished(self, run: ProbeRun) -> None:
         self.query_one("#progress", ProbeProgress).finish(run)
@@ -119,13 +134,19 @@ class DiagnosisScreen(Screen[None]):
 
     def on_findings_list_entry_highlighted(self, event: FindingsList.EntryHighlighted) -> None:
         empty = "No problems found." + ("" if self.show_checks else " Press p to show the checks that passed.")
-        self.query_one(FindingDetail).show(event.entry, empty)
+        self.query_one("#detail", FindingDetail).show(event.entry, empty)
 
     # -- actions -------------------------------------------------------------------------------
 
-    def action_copy(self, number: int = 1) -> None:
-        views = self.query_one("#views", TabbedContent)
-        if views.active == "facts":
+    @property
+    def active_view(self) -> str:
+        return self.query_one("#views", TabbedContent).active
+
+    def action_copy(self, number: int = 0) -> None:
+        """``c`` (number 0): the first command, the fact's value, or the highlighted remedy's code;
+        ``1``-``9``: the command or remedy with that number."""
+        view = self.active_view
+        if view == "facts":
             selected = self.query_one(FactsView).selected_text()
             if selected is None:
                 self.notify("Move to a fact first.", severity="warning")
@@ -133,7 +154,19 @@ class DiagnosisScreen(Screen[None]):
             path, value = selected
             self.doctor.copy_and_tell(value, f"{path} = {value}" if len(value) < 60 else path)
             return
-        entry = self.query_one(FindingsList).selected
+        if view == "fit":
+            fit = self.fit_view
+            if fit is not None:
+                fit.copy_remedy(number)
+            return
+        if view == "explain":
+            explain = self.explain_view
+            entry = explain.findings.selected if explain is not None else None
+        else:
+            entry = self.query_one(FindingsList).selected
+        self.copy_command(entry, number or 1)
+
+    def copy_command(self, entry: Entry | None, number: int) -> None:
         if entry is None:
             self.notify("Nothing selected.", severity="warning")
             return
@@ -146,6 +179,12 @@ class DiagnosisScreen(Screen[None]):
                         f"not {number}.", severity="warning")
             return
         self.doctor.copy_and_tell(commands[number - 1])
+
+    def action_run_tool(self) -> None:
+        view = self.active_view
+        tool = self.explain_view if view == "explain" else self.fit_view if view == "fit" else None
+        if tool is not None:  # None for a moment after the tab is first shown
+            tool.run()
 
     def action_export(self) -> None:
         self.doctor.action_export()
@@ -164,10 +203,63 @@ class DiagnosisScreen(Screen[None]):
 
     def show_view(self, view: str) -> None:
         self.query_one("#views", TabbedContent).active = view
+        self._focus_view(view)
+
+    def _focus_view(self, view: str) -> None:
         if view == "findings":
             self.query_one(FindingsList).focus()
         elif view == "facts":
             self.query_one(FactsView).facts_tree.focus()
+        elif view in TOOL_VIEWS:
+            tool = self.explain_view if view == "explain" else self.fit_view
+            if tool is not None:  # else the tab is being mounted: on_tabbed_content_tab_activated focuses it
+                tool.focus_default()
+
+    @property
+    def explain_view(self) -> ExplainView | None:
+        """The Explain tab's view, once the tab has been shown."""
+        from bnbdoctor.tui.widgets.explain import ExplainView
+
+        found = self.query(ExplainView)
+        return found.first() if found else None
+
+    @property
+    def fit_view(self) -> FitView | None:
+        """The Fit tab's view, once the tab has been shown."""
+        from bnbdoctor.tui.widgets.fit import FitView
+
+        found = self.query(FitView)
+        return found.first() if found else None
+
+    async def tool_view(self, view: str) -> ExplainView | FitView:
+        """The Explain or Fit view, mounted into its tab the first time."""
+        existing = self.explain_view if view == "explain" else self.fit_view
+        if existing is not None:
+            return existing
+        if view == "explain":
+            from bnbdoctor.tui.widgets.explain import ExplainView
+
+            created: ExplainView | FitView = ExplainView(id="explain-view")
+        else:
+            from bnbdoctor.tui.widgets.fit import FitView
+
+            created = FitView(id="fit-view")
+        await self.query_one(f"#{view}", TabPane).mount(created)
+        return created
+
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Any way of changing tabs (v, a click, the tab bar's keys): focus into the tab, and show
+        only the keys that apply there."""
+        if event.tabbed_content.id != "views" or event.pane.id is None:
+            return
+        view = event.pane.id
+        self.set_class(view in TOOL_VIEWS, "-tool")
+        if view in TOOL_VIEWS:
+            await self.tool_view(view)
+        focused = self.focused
+        if focused is None or not any(node is event.pane for node in focused.ancestors):
+            self._focus_view(view)
+        self.refresh_bindings()
 
     def action_search(self) -> None:
         self.query_one("#views", TabbedContent).active = "facts"
@@ -182,6 +274,13 @@ class DiagnosisScreen(Screen[None]):
                 facts.facts_tree.focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "leave_search":
-            return self.query_one(FactsView).search_input.has_focus
+        try:
+            if action == "leave_search":
+                return self.query_one(FactsView).search_input.has_focus
+            if action == "run_tool":
+                return self.active_view in TOOL_VIEWS
+            if action in ("toggle_checks", "export"):  # about the probes' report, not the tab's
+                return self.active_view not in TOOL_VIEWS
+        except NoMatches:  # not composed yet
+            return True
         return True

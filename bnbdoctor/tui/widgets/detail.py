@@ -2,8 +2,10 @@
 
 For a finding: why it breaks bitsandbytes, the evidence (facts with values and their dotted
 paths), the fix with numbered commands (``c`` copies the first, ``1``-``9`` the one with that
-number), references and the rule's doc page. For a check: what it verified, or why it could not
-run. :func:`detail_blocks` builds the content without Textual widgets, so tests can read it.
+number), references and the rule's doc page. A finding from a log (the Explain tab) also says how
+sure it is, which log lines it rests on, and what to run on the machine to confirm it. For a
+check: what it verified, or why it could not run. :func:`detail_blocks` builds the content without
+Textual widgets, so tests can read it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,35 @@ def _text(kind: str, text: str, style: str = "") -> Block:
     return Block(kind, Content.styled(text, style) if style else Content(text), text)
 
 
+#: How sure an explain finding is (``Finding.confidence``), as ``bnbdoctor explain`` words it.
+CONFIDENCE = {
+    "high": ("the log shows the message this finding explains", "$text-success bold"),
+    "medium": ("inferred from facts or generic messages in the log", "$text-warning bold"),
+    "low": ("the log shows little about it", "$text-muted bold"),
+}
+
+
+def log_lines_text(lines: list[int]) -> str:
+    """``log line 8`` / ``log lines 8, 13``; empty without lines."""
+    if not lines:
+        return ""
+    return f"log line{'s' if len(lines) != 1 else ''} {', '.join(map(str, lines))}"
+
+
+def _confidence(entry: Entry) -> Block:
+    assert entry.finding is not None
+    level = entry.finding.confidence or ""
+    why, style = CONFIDENCE.get(level, ("", "bold"))
+    where = log_lines_text(entry.finding.log_lines)
+    parts: list[str | tuple[str, str]] = [("Confidence ", "bold"), (level, style)]
+    if why:
+        parts.append(f": {why}")
+    if where:
+        parts += ["  ", (f"({where})", "$text-accent")]
+    return Block("sure", Content.assemble(*parts),
+                 f"Confidence {level}" + (f": {why}" if why else "") + (f" ({where})" if where else ""))
+
+
 def _evidence(entry: Entry) -> Block:
     """Label, value, and the fact's dotted path under the value (a Rich grid: values wrap under
     themselves, not under the labels)."""
@@ -64,6 +95,10 @@ def detail_blocks(entry: Entry) -> list[Block]:
         Block("head", Content.assemble((head, style), "  ", (finding.rule_id, "bold"), (f"  {finding.rule_name}", "dim")),
               f"{head}  {finding.rule_id}  {finding.rule_name}"),
         _text("title", finding.title),
+    ]
+    if finding.confidence:
+        blocks.append(_confidence(entry))
+    blocks += [
         _text("section", "Why it breaks bitsandbytes"),
         _text("body", finding.explanation),
     ]
@@ -81,6 +116,10 @@ def detail_blocks(entry: Entry) -> list[Block]:
             count = len(remediation.commands)
             blocks.append(_text("hint", "c copies the command" if count == 1 else
                                 f"c copies command 1; 1-{min(count, 9)} copy the one with that number"))
+    if finding.confirm:
+        blocks.append(_text("section", "Check on the machine"))
+        blocks.extend(Block("confirm", Content.assemble(("$ ", "dim"), command), f"$ {command}")
+                      for command in finding.confirm)
     if finding.references:
         blocks.append(_text("section", "References"))
         blocks.extend(_text("body", f"• {ref}") for ref in finding.references)

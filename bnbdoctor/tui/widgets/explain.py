@@ -1,0 +1,281 @@
+"""The Explain tab: paste a console log (or load a file) and see what it shows, root cause first.
+
+The same pipeline as ``bnbdoctor explain`` (:func:`bnbdoctor.explain.explain_text` for pasted
+text, :func:`~bnbdoctor.explain.explain_file` for a file) runs in a thread worker. The ranked
+findings are listed with how sure each is and the log lines it rests on; the detail pane is the
+Findings tab's, which adds the confidence and what to run on the machine for a finding from a log.
+Highlighting a finding selects its first log line in the log.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Button, Input, Label, OptionList, TextArea
+from textual.widgets.option_list import Option
+from textual.widgets.text_area import Selection
+
+from bnbdoctor.explain import ExplainError, explain_file, explain_text
+from bnbdoctor.report import Report
+from bnbdoctor.rules.base import Severity
+from bnbdoctor.tui.widgets.detail import CONFIDENCE, FindingDetail, log_lines_text
+from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE, Entry
+from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
+
+NO_FAILURE = "No known bitsandbytes failure found in this log."
+#: Logs larger than this are explained whole but shown only in part.
+SHOW_AT_MOST = 2 * 1024 * 1024
+IDLE = "Paste a log (or type the path of a log file) and press Ctrl+R."
+HOW = ("Paste the console log of a bitsandbytes failure (a paste anywhere in this tab goes into the log "
+       "box), or type the path of a log file and press Enter. Ctrl+R explains the log box. Tab moves between "
+       "the fields and the results; Esc leaves a field.")
+
+
+def failures(report: Report) -> list[Entry]:
+    """The findings of an explain report as entries, in rank order (the report's order)."""
+    seen: dict[str, int] = {}
+    out = []
+    for finding in sorted(report.findings, key=lambda f: f.rank if f.rank is not None else 1 << 30):
+        out.append(Entry("finding", seen.get(finding.rule_id, 0), finding=finding))
+        seen[finding.rule_id] = seen.get(finding.rule_id, 0) + 1
+    return out
+
+
+def known_failure(report: Report) -> bool:
+    """True when the log shows a failure (an error or warning finding), as ``bnbdoctor explain`` decides."""
+    return any(f.severity is not Severity.INFO for f in report.findings)
+
+
+def explain_prompt(entry: Entry) -> Content:
+    """``1. ✖ BNB306  title`` and, under it, how sure and which log lines."""
+    finding = entry.finding
+    assert finding is not None
+    icon, style, _ = SEVERITY_STYLE[finding.severity]
+    rank = f"{finding.rank}." if finding.rank is not None else "•"
+    _, sure_style = CONFIDENCE.get(finding.confidence or "", ("", "bold"))
+    under: list[str | tuple[str, str]] = ["\n     "]
+    if finding.confidence:
+        under += [(finding.confidence, sure_style), (" confidence", "$text-muted")]
+    where = log_lines_text(finding.log_lines)
+    under.append((f"{' · ' if finding.confidence else ''}{where or 'no log line'}", "$text-muted"))
+    return Content.assemble((f"{rank:>3} ", "bold"), (f"{icon} ", style), (finding.rule_id, "bold"), "  ",
+                            finding.title, *under)
+
+
+class ExplainList(OptionList):
+    """The ranked findings of one explain report."""
+
+    @dataclass
+    class EntryHighlighted(Message):
+        """The highlight moved to ``entry`` (None: nothing to show)."""
+
+        entry: Entry | None
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._entries: dict[str, Entry] = {}
+
+    @property
+    def selected(self) -> Entry | None:
+        option = self.highlighted_option
+        return self._entries.get(option.id or "") if option is not None else None
+
+    @property
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
+
+    def show(self, report: Report | None) -> None:
+        self._entries = {}
+        options: list[Option | None] = []
+        if report is not None:
+            if not known_failure(report):
+                options.append(Option(Content.styled(f"✔ {NO_FAILURE}", "$text-success bold"), id="head-none",
+                                      disabled=True))
+            for entry in failures(report):
+                self._entries[entry.key] = entry
+                options.append(Option(explain_prompt(entry), id=entry.key))
+        self.set_options(options)
+        first = next(iter(self._entries), None)
+        if first is None:
+            self.post_message(self.EntryHighlighted(None))
+        else:
+            self.highlighted = self.get_option_index(first)
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        self.post_message(self.EntryHighlighted(self._entries.get(event.option.id or "")))
+
+
+class ExplainView(ToolView):
+    """The Explain tab."""
+
+    TOOL = "Explain"
+    BAD_INPUT = (ExplainError, OSError)
+    BINDINGS = [Binding("escape", "leave_field", "Leave the log", show=False)]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.explained_text: str | None = None  # the text the last report is about (None: a file too large)
+        self._loaded: dict[int, tuple[str, str]] = {}  # generation -> (label, text) of a file loaded
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="explain-bar", classes="tool-row"):
+            yield Label("Log file", classes="tool-label")
+            yield Input(placeholder="path of a log file (Enter loads and explains it)", id="explain-path",
+                        compact=True)
+            yield Button("Load", id="explain-load", compact=True)
+            yield Button("Explain", id="explain-run", variant="primary", compact=True)
+        yield TextArea(id="explain-log", show_line_numbers=True, soft_wrap=False,
+                       placeholder="Paste the console log of a bitsandbytes failure here: a traceback, the output "
+                       "of python -m bitsandbytes, a notebook cell...")
+        yield ToolStatus(IDLE, id="explain-status")
+        with Container(id="explain-body"):
+            yield ExplainList(id="explain-list")
+            yield FindingDetail(id="explain-detail")
+
+    def on_mount(self) -> None:
+        self.path_input.cursor_blink = self.doctor.CURSOR_BLINK
+        self.log_area.cursor_blink = self.doctor.CURSOR_BLINK
+        self.detail.show(None, HOW)
+
+    @property
+    def log_area(self) -> TextArea:
+        return self.query_one("#explain-log", TextArea)
+
+    @property
+    def path_input(self) -> Input:
+        return self.query_one("#explain-path", Input)
+
+    @property
+    def findings(self) -> ExplainList:
+        return self.query_one(ExplainList)
+
+    @property
+    def detail(self) -> FindingDetail:
+        return self.query_one("#explain-detail", FindingDetail)
+
+    def focus_default(self) -> None:
+        """The findings (not a text field, so that v keeps switching tabs)."""
+        self.findings.focus()
+
+    # -- runs --------------------------------------------------------------------------------------
+
+    def run(self) -> bool:
+        return self.explain()
+
+    def explain(self) -> bool:
+        """Explain the text in the log area."""
+        text = self.log_area.text
+        self.explained_text = text
+        return self.start("Explaining the pasted log", lambda progress: explain_text(text, "pasted log"))
+
+    def load(self, path: str | None = None) -> bool:
+        """Load a log file into the log area and explain it (the file, byte for byte)."""
+        given = (path if path is not None else self.path_input.value).strip()
+        if not given:
+            self.notify("Type the path of a log file first.", severity="warning")
+            return False
+        target = os.path.expanduser(given)
+        loaded = self._loaded
+        generation = self.generation + 1
+
+        def task(progress: object) -> Report:
+            report = explain_file(target)  # ExplainError: no such file, a folder, unreadable
+            with open(target, "rb") as handle:
+                data = handle.read(SHOW_AT_MOST + 1)
+            loaded[generation] = (os.path.basename(target) or target, data.decode("utf-8", "replace"))
+            return report
+
+        return self.start(f"Explaining {given}", task)
+
+    def show_report(self, report: Report, elapsed: float) -> None:
+        loaded = self._loaded.pop(self.generation, None)
+        if loaded is not None:
+            _, text = loaded
+            if len(text) > SHOW_AT_MOST:
+                self.explained_text = None
+                self.log_area.load_text(text[:SHOW_AT_MOST])
+                self.notify("The log is large: it is explained whole, but shown only in part.", timeout=4)
+            else:
+                self.explained_text = text
+                self.log_area.load_text(text)
+        self.status.stop(self.summary(report, elapsed))
+        self.findings.show(report)
+        if self.has_focus_within:  # not when the user has moved to another tab meanwhile
+            self.findings.focus()
+
+    def summary(self, report: Report, elapsed: float) -> Content:
+        log = report.facts.log
+        lines = log.lines if log else 0
+        matched = len({m.line for m in log.matches}) if log else 0
+        label = report.source.get("label", "log")
+        parts: list[str | tuple[str, str]] = []
+        if known_failure(report):
+            s = report.summary
+            counts = ", ".join(f"{n} {word}{'s' if n != 1 and word != 'info' else ''}"
+                               for n, word in ((s.errors, "error"), (s.warnings, "warning"), (s.info, "info")) if n)
+            parts.append((f"✖ {counts}" if s.errors else f"▲ {counts}",
+                          "$text-error bold" if s.errors else "$text-warning bold"))
+            parts.append(", root cause first")
+        else:
+            parts.append((f"✔ {NO_FAILURE}", "$text-success bold"))
+        parts.append((f"  {label}: {lines} line{'s' if lines != 1 else ''}, {matched} recognised", "$text-muted"))
+        if self.doctor.show_timings:
+            parts.append((f" ({elapsed:.2f} s)", "$text-muted"))
+        return Content.assemble(*parts)
+
+    # -- events ------------------------------------------------------------------------------------
+
+    @on(ExplainList.EntryHighlighted)
+    def _highlighted(self, event: ExplainList.EntryHighlighted) -> None:
+        event.stop()
+        if self.report is None:
+            self.detail.show(None, HOW)
+            return
+        self.detail.show(event.entry, NO_FAILURE + " Facts from a log are partial: run bnbdoctor on the machine "
+                         "itself to check it.")
+        finding = event.entry.finding if event.entry is not None else None
+        if finding is not None and finding.log_lines and self.explained_text == self.log_area.text:
+            row = finding.log_lines[0] - 1
+            document = self.log_area.document
+            if 0 <= row < document.line_count:  # the whole line selected, the cursor at its start
+                self.log_area.selection = Selection((row, len(document.get_line(row))), (row, 0))
+                self.log_area.scroll_cursor_visible(center=True, animate=False)
+
+    @on(Button.Pressed, "#explain-run")
+    def _run_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.explain()
+
+    @on(Button.Pressed, "#explain-load")
+    def _load_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.load()
+
+    @on(Input.Submitted, "#explain-path")
+    def _path_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.load()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste outside the log box (on the findings, a button) replaces the log with it."""
+        if self.app.focused is self.log_area or isinstance(self.app.focused, Input):
+            return  # the log box (or the path field) took it
+        event.stop()
+        self.log_area.load_text(event.text)
+        self.log_area.focus()
+
+    def action_leave_field(self) -> None:
+        self.findings.focus()
+
+    def selected_commands(self) -> tuple[str, list[str]] | None:
+        """(rule id, commands) of the highlighted finding."""
+        entry = self.findings.selected
+        return (entry.rule_id, entry.commands) if entry is not None else None
