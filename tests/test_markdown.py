@@ -69,7 +69,7 @@ def test_markdown_parses_into_the_expected_table(name: str) -> None:
 
 def test_escaping_survives_pipes_backticks_and_html() -> None:
     assert code("a|b") == "`a\\|b`"
-    assert code("use `pip`") == "``use `pip```" or code("use `pip`").startswith("``")
+    assert code("use `pip`") == "`` use `pip` ``"  # a longer fence, padded because the text ends in a backtick
     assert plain("C:\\Users\\x | <script>") == "C:\\\\Users\\\\x \\| \\<script\\>"
     cell = f"| {code('x`y|z')} | {plain('a|b')} |"
     tokens = MarkdownIt("gfm-like").parse("| h1 | h2 |\n|---|---|\n" + cell + "\n")
