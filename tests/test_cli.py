@@ -101,16 +101,14 @@ def _fixture_with(kind: str) -> str | None:
 
 def test_exit_codes_errors_and_strict() -> None:
     errored = _fixture_with("error")
-    if errored is None:
-        pytest.skip("no recorded machine with errors yet")
+    assert errored is not None, "a recorded machine with errors is needed for this test"
     assert bnbdoctor("--fixture", errored, "--text").returncode == 1
-    warned = _fixture_with("warning")
-    if warned:
-        result = bnbdoctor("--fixture", warned, "--json")
-        report = json.loads(result.stdout)
-        if report["summary"]["warnings"] and not report["summary"]["errors"]:
-            assert result.returncode == 0
-            assert bnbdoctor("--fixture", warned, "--json", "--strict").returncode == 1
+    # pascal-gtx1080: only the LLM.int8() slow-path warning
+    result = bnbdoctor("--fixture", "pascal-gtx1080", "--json")
+    report = json.loads(result.stdout)
+    assert report["summary"]["warnings"] >= 1 and report["summary"]["errors"] == 0
+    assert result.returncode == 0
+    assert bnbdoctor("--fixture", "pascal-gtx1080", "--json", "--strict").returncode == 1
 
 
 def test_output_file(tmp_path: Path) -> None:
