@@ -611,6 +611,7 @@ def windows_dlls(facts: Facts) -> Hit | Skip | None:
                      "os.add_dll_directory() before importing bitsandbytes, or use a torch CUDA build that ships them.")
     if vc:
         parts.append("Install the Microsoft Visual C++ Redistributable (x64) for " + ", ".join(vc) + ".")
+        commands.append("winget install --id Microsoft.VCRedist.2015+.x64")
     if cuda and not on_path:
         parts.append("Install a CUDA build of torch (it ships " + ", ".join(cuda) + " in torch\\lib) or the matching "
                      "CUDA toolkit.")
