@@ -93,3 +93,16 @@ def test_no_page_for_an_unregistered_rule() -> None:
     registered = {rule.id for rule in RULES}
     pages = {path.stem for path in DOCS.glob("BNB*.md")}
     assert pages <= registered, f"pages for rules that are not registered: {sorted(pages - registered)}"
+
+
+def test_examples_quoting_recorded_machines_are_current() -> None:
+    """An Example that names `bnbdoctor --fixture X --rule Y` shows what that command prints today
+    (refresh with `python tools/refresh_doc_examples.py`)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("refresh", ROOT / "tools" / "refresh_doc_examples.py")
+    assert spec is not None and spec.loader is not None
+    refresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refresh)
+    stale = [(page.name, fixture, rule) for page, fixture, rule, _, _ in refresh.stale_pages()]
+    assert stale == []
