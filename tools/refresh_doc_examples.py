@@ -23,8 +23,8 @@ from bnbdoctor.render.text import render_text  # noqa: E402
 from bnbdoctor.report_io import redact_report  # noqa: E402
 from bnbdoctor.rules import get_rule  # noqa: E402
 
-EXAMPLE = re.compile(r"`bnbdoctor --fixture (?P<fixture>[a-z0-9-]+) --rule (?P<rule>BNB\d{3})`(?P<between>[^`]*?)"
-                     r"```text\n(?P<block>.*?)```", re.DOTALL)
+EXAMPLE = re.compile(r"`bnbdoctor --fixture (?P<fixture>[a-z0-9-]+) --rule (?P<rule>BNB\d{3})`"
+                     r"(?P<between>(?:(?!```|\n## ).)*?)```text\n(?P<block>.*?)```", re.DOTALL)
 
 
 def example_output(fixture: str, rule_id: str) -> str:
