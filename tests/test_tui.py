@@ -59,35 +59,7 @@ def asynctest(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
     return run
 
 
-@pytest.fixture(autouse=True)
-def _quiet_app(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No blinking cursor, spinner or animation: pilot runs and snapshots stay deterministic."""
-    monkeypatch.setattr(DoctorApp, "CURSOR_BLINK", False)
-    monkeypatch.setattr(DoctorApp, "ANIMATE", False)
-
-
-def make_app(fixture: str, tmp_path: Path | None = None, **session: Any) -> DoctorApp:
-    return DoctorApp(Session(host=FixtureHost.named(fixture), **session), show_timings=False,
-                     export_dir=tmp_path)
-
-
-class Notes:
-    """Records the app's notifications (the toasts themselves are off under run_test)."""
-
-    def __init__(self, app: DoctorApp, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls: list[dict[str, Any]] = []
-        original = app.notify
-
-        def notify(message: str, **kwargs: Any) -> None:
-            self.calls.append({"message": message, **kwargs})
-            original(message, **kwargs)
-
-        monkeypatch.setattr(app, "notify", notify)
-
-    @property
-    def last(self) -> dict[str, Any]:
-        assert self.calls, "no notification"
-        return self.calls[-1]
+from tui_support import Notes, _quiet_app, make_app  # noqa: E402,F401 - _quiet_app is an autouse fixture
 
 
 async def ready(app: DoctorApp, pilot: Any) -> Report:

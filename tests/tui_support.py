@@ -1,0 +1,44 @@
+"""Shared helpers for the TUI tests: a quiet app (no blink or animation), an app on a recorded
+machine, and a recorder of notifications."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bnbdoctor.hosts.fixture import FixtureHost
+from bnbdoctor.tui.app import DoctorApp
+from bnbdoctor.tui.session import Session
+
+
+@pytest.fixture(autouse=True)
+def _quiet_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No blinking cursor, spinner or animation: pilot runs and snapshots stay deterministic."""
+    monkeypatch.setattr(DoctorApp, "CURSOR_BLINK", False)
+    monkeypatch.setattr(DoctorApp, "ANIMATE", False)
+
+
+def make_app(fixture: str = "a100-healthy", tmp_path: Path | None = None, **session: Any) -> DoctorApp:
+    return DoctorApp(Session(host=FixtureHost.named(fixture), **session), show_timings=False,
+                     export_dir=tmp_path)
+
+
+class Notes:
+    """Records the app's notifications (the toasts themselves are off under run_test)."""
+
+    def __init__(self, app: DoctorApp, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[dict[str, Any]] = []
+        original = app.notify
+
+        def notify(message: str, **kwargs: Any) -> None:
+            self.calls.append({"message": message, **kwargs})
+            original(message, **kwargs)
+
+        monkeypatch.setattr(app, "notify", notify)
+
+    @property
+    def last(self) -> dict[str, Any]:
+        assert self.calls, "no notification"
+        return self.calls[-1]
