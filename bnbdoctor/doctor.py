@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.hosts.base import Host
@@ -14,6 +14,8 @@ from bnbdoctor.probes.runner import ProgressCallback
 from bnbdoctor.report import Report, build_report
 from bnbdoctor.rules import all_rules, run_rules
 from bnbdoctor.rules.base import Rule
+
+T = TypeVar("T")
 
 
 def gather(host: Host, options: ProbeOptions | None = None, progress: ProgressCallback | None = None) -> Facts:
@@ -26,18 +28,50 @@ def diagnose_facts(facts: Facts, rules: Iterable[Rule] | None = None, started: f
     return build_report(facts, run_rules(facts, list(rules) if rules is not None else all_rules()), started)
 
 
+class Cancelled(Exception):
+    """The caller gave up waiting (the app is quitting); the work was abandoned, not stopped."""
+
+
+def in_background(fn: Callable[[], T], name: str = "bnbdoctor-task") -> Callable[..., T]:
+    """Start ``fn()`` in a daemon thread now; the returned ``wait(cancelled=None, poll_s=0.05)``
+    returns its result or re-raises its exception, or raises :class:`Cancelled` as soon as
+    ``cancelled()`` turns true (a hung NVML call or dlopen never holds up the caller)."""
+    box: dict[str, object] = {}
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name=name, daemon=True).start()
+
+    def wait(cancelled: Callable[[], bool] | None = None, poll_s: float = 0.05) -> T:
+        while not done.wait(poll_s if cancelled is not None else None):
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+        error = box.get("error")
+        if isinstance(error, BaseException):
+            raise error
+        return box["value"]  # type: ignore[return-value]
+
+    return wait
+
+
 def diagnose(
     host: Host,
     options: ProbeOptions | None = None,
     rules: Iterable[Rule] | None = None,
     progress: ProgressCallback | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> Report:
-    """Probe and diagnose. The rule modules load while the probes wait on subprocesses."""
+    """Probe and diagnose. The rule modules load while the probes wait on subprocesses;
+    ``cancelled`` lets a caller (the app) abandon a run whose probes hang."""
     started = time.perf_counter()
-    box: dict[str, Facts] = {}
-    worker = threading.Thread(target=lambda: box.update(facts=gather(host, options, progress)), daemon=True)
-    worker.start()
+    wait = in_background(lambda: gather(host, options, progress), name="bnbdoctor-probes")
     chosen = list(rules) if rules is not None else all_rules()
     warm_up()
-    worker.join()
-    return diagnose_facts(box["facts"], chosen, started)
+    return diagnose_facts(wait(cancelled), chosen, started)

@@ -8,14 +8,11 @@ fixture), workers are awaited explicitly (``DoctorApp.wait_for_report``), and du
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,23 +40,9 @@ from bnbdoctor.tui.widgets.detail import FindingDetail
 from bnbdoctor.tui.widgets.facts import FactsView
 from bnbdoctor.tui.widgets.findings import Entry, FindingsList
 from bnbdoctor.tui.widgets.progress import ProbeProgress
+from tui_support import SIZE, SMALL, Notes, _quiet_app, asynctest, make_app  # noqa: F401 - _quiet_app: autouse fixture
 
 ROOT = Path(__file__).resolve().parents[1]
-SIZE = (100, 34)
-SMALL = (80, 24)
-
-
-def asynctest(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an async test in its own event loop (no pytest async plugin needed)."""
-
-    @functools.wraps(test)
-    def run(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(test(*args, **kwargs))  # type: ignore[arg-type]
-
-    return run
-
-
-from tui_support import Notes, _quiet_app, make_app  # noqa: E402,F401 - _quiet_app is an autouse fixture
 
 
 async def ready(app: DoctorApp, pilot: Any) -> Report:
@@ -478,7 +461,7 @@ async def test_quitting_while_probes_hang_is_immediate() -> None:
 
 
 class BrokenSession(Session):
-    def diagnose(self, progress: Any = None, cancelled: Any = None, poll_s: float = 0.05) -> Report:
+    def diagnose(self, progress: Any = None, cancelled: Any = None) -> Report:
         raise RuntimeError("boom")
 
 

@@ -11,9 +11,7 @@ change of the UI or of the installed transformers (the ValueError text is transf
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,27 +37,13 @@ from bnbdoctor.tui.screens.main import VIEWS, DiagnosisScreen
 from bnbdoctor.tui.widgets import fit as fit_widget
 from bnbdoctor.tui.widgets.explain import NO_FAILURE, ExplainView
 from bnbdoctor.tui.widgets.fit import FitView
+from tui_support import SIZE, SMALL, Notes, _quiet_app, asynctest, make_app  # noqa: F401 - _quiet_app: autouse fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "data" / "real_logs"
 #: The tiny Llama of the fit tests (tests/test_fit.py): with 4 GiB of CPU RAM, one GPU with 45 MiB
 #: free fits it; 40 MiB raises the dispatch ValueError.
 TINY = ROOT / "tests" / "data" / "fit" / "tiny-llama.json"
-SIZE = (100, 34)
-SMALL = (80, 24)
-
-
-def asynctest(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an async test in its own event loop (no pytest async plugin needed)."""
-
-    @functools.wraps(test)
-    def run(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(test(*args, **kwargs))  # type: ignore[arg-type]
-
-    return run
-
-
-from tui_support import Notes, _quiet_app, make_app  # noqa: E402,F401 - _quiet_app is an autouse fixture
 
 
 async def ready(app: DoctorApp, pilot: Any) -> None:

@@ -3,6 +3,9 @@ machine, and a recorder of notifications."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +14,19 @@ import pytest
 from bnbdoctor.hosts.fixture import FixtureHost
 from bnbdoctor.tui.app import DoctorApp
 from bnbdoctor.tui.session import Session
+
+SIZE = (100, 34)
+SMALL = (80, 24)
+
+
+def asynctest(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+    """Run an async test in its own event loop (no pytest async plugin needed)."""
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(test(*args, **kwargs))  # type: ignore[arg-type]
+
+    return run
 
 
 @pytest.fixture(autouse=True)

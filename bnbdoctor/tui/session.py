@@ -9,13 +9,12 @@ the caller can abandon (``cancelled``), so a hung NVML call or dlopen never hold
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from bnbdoctor.doctor import diagnose_facts, gather
+from bnbdoctor.doctor import Cancelled, diagnose, diagnose_facts, in_background  # noqa: F401 - Cancelled re-exported for the app
 from bnbdoctor.facts import Facts
 from bnbdoctor.hosts.base import Host
 from bnbdoctor.probes import PROBES, ProbeOptions
@@ -26,36 +25,12 @@ from bnbdoctor.rules.base import Rule
 T = TypeVar("T")
 
 
-class Cancelled(Exception):
-    """The caller gave up waiting for the probes (the app is quitting)."""
-
-
 def call_abandonable(fn: Callable[[], T], cancelled: Callable[[], bool] | None = None, poll_s: float = 0.05,
                      name: str = "bnbdoctor-task") -> T:
-    """``fn()`` in a daemon thread, waited for here; raises :class:`Cancelled` when ``cancelled()``
-    turns true first (the thread is abandoned), else returns its result or re-raises its exception.
-
-    The Explain and Fit tabs run their analyses this way, as :meth:`Session.diagnose` runs the
-    probes: a fit's engine subprocess can take seconds, and quitting must not wait for it."""
-    box: dict[str, object] = {}
-    done = threading.Event()
-
-    def call() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=call, name=name, daemon=True).start()
-    while not done.wait(poll_s):
-        if cancelled is not None and cancelled():
-            raise Cancelled()
-    error = box.get("error")
-    if isinstance(error, BaseException):
-        raise error
-    return box["value"]  # type: ignore[return-value]
+    """``fn()`` in a daemon thread, abandoned when ``cancelled()`` turns true. The Explain and Fit
+    tabs run their analyses this way, as :meth:`Session.diagnose` runs the probes: a fit's engine
+    subprocess can take seconds, and quitting must not wait for it."""
+    return in_background(fn, name)(cancelled, poll_s)
 
 
 @dataclass
@@ -114,43 +89,13 @@ class Session:
         self,
         progress: ProgressCallback | None = None,
         cancelled: Callable[[], bool] | None = None,
-        poll_s: float = 0.05,
     ) -> Report:
         """Probe (with a host) and run the rules; raises :class:`Cancelled` when ``cancelled()``
         turns true while the probes run. Does not change the session: the caller keeps the report."""
-        from bnbdoctor.rules import all_rules
-
-        started = time.perf_counter()
         if self.host is None:
             assert self.facts is not None
-            rules = self.rules if self.rules is not None else all_rules()
-            return diagnose_facts(self.facts, rules, started)
-        box: dict[str, object] = {}
-        done = threading.Event()
-        host, options = self.host, self.options
-
-        def probe() -> None:
-            try:
-                box["facts"] = gather(host, options, progress)
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-                box["error"] = exc
-            finally:
-                done.set()
-
-        threading.Thread(target=probe, name="bnbdoctor-probes", daemon=True).start()
-        rules = self.rules if self.rules is not None else all_rules()  # loads while probes wait
-        from bnbdoctor.probes.native import warm_up
-
-        warm_up()
-        while not done.wait(poll_s):
-            if cancelled is not None and cancelled():
-                raise Cancelled()
-        error = box.get("error")
-        if isinstance(error, BaseException):
-            raise error
-        facts = box["facts"]
-        assert isinstance(facts, Facts)
-        return diagnose_facts(facts, rules, started)
+            return diagnose_facts(self.facts, self.rules, time.perf_counter())
+        return diagnose(self.host, self.options, self.rules, progress, cancelled)
 
     def exit_code(self, report: Report | None) -> ExitCode:
         """The CLI's exit code for the last report shown (OK when there is none)."""

@@ -10,15 +10,13 @@ Highlighting a finding selects its first log line in the log.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal
 from textual.content import Content
-from textual.message import Message
-from textual.widgets import Button, Input, Label, OptionList, TextArea
+from textual.widgets import Button, Input, Label, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Selection
 
@@ -26,7 +24,7 @@ from bnbdoctor.explain import ExplainError, explain_file, explain_text
 from bnbdoctor.report import Report
 from bnbdoctor.rules.base import Severity
 from bnbdoctor.tui.widgets.detail import CONFIDENCE, FindingDetail, log_lines_text
-from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE, Entry
+from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE, Entry, EntryList
 from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
 
 NO_FAILURE = "No known bitsandbytes failure found in this log."
@@ -69,48 +67,23 @@ def explain_prompt(entry: Entry) -> Content:
                             finding.title, *under)
 
 
-class ExplainList(OptionList):
+class ExplainList(EntryList):
     """The ranked findings of one explain report."""
 
-    @dataclass
-    class EntryHighlighted(Message):
+    class EntryHighlighted(EntryList.EntryHighlighted):
         """The highlight moved to ``entry`` (None: nothing to show)."""
 
-        entry: Entry | None
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self._entries: dict[str, Entry] = {}
-
-    @property
-    def selected(self) -> Entry | None:
-        option = self.highlighted_option
-        return self._entries.get(option.id or "") if option is not None else None
-
-    @property
-    def entries(self) -> list[Entry]:
-        return list(self._entries.values())
-
     def show(self, report: Report | None) -> None:
-        self._entries = {}
+        found: dict[str, Entry] = {}
         options: list[Option | None] = []
         if report is not None:
             if not known_failure(report):
                 options.append(Option(Content.styled(f"✔ {NO_FAILURE}", "$text-success bold"), id="head-none",
                                       disabled=True))
             for entry in failures(report):
-                self._entries[entry.key] = entry
+                found[entry.key] = entry
                 options.append(Option(explain_prompt(entry), id=entry.key))
-        self.set_options(options)
-        first = next(iter(self._entries), None)
-        if first is None:
-            self.post_message(self.EntryHighlighted(None))
-        else:
-            self.highlighted = self.get_option_index(first)
-
-    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        event.stop()
-        self.post_message(self.EntryHighlighted(self._entries.get(event.option.id or "")))
+        self._fill(options, found)
 
 
 class ExplainView(ToolView):

@@ -92,8 +92,9 @@ def entry_prompt(entry: Entry) -> Content:
     return Content.assemble((f"{SKIPPED_STYLE[0]} {entry.rule_id}  {entry.check.summary}", "$text-muted"))
 
 
-class FindingsList(OptionList):
-    """The findings and checks of one report, grouped under headings."""
+class EntryList(OptionList):
+    """An option list of :class:`Entry` rows that announces the highlighted entry. Subclasses
+    fill it (``show``) and define their own ``EntryHighlighted`` so handlers stay per list."""
 
     @dataclass
     class EntryHighlighted(Message):
@@ -116,9 +117,34 @@ class FindingsList(OptionList):
         """The keys of every entry, in display order."""
         return list(self._entries)
 
+    @property
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
+
+    def _fill(self, options: list[Option | None], entries: dict[str, Entry], keep: str | None = None) -> None:
+        """Show ``options``; highlight ``keep`` when still there, else the first entry."""
+        self._entries = entries
+        self.set_options(options)
+        target = keep if keep in entries else next(iter(entries), None)
+        if target is None:
+            self.post_message(self.EntryHighlighted(None))
+        else:
+            self.highlighted = self.get_option_index(target)
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        self.post_message(self.EntryHighlighted(self._entries.get(event.option.id or "")))
+
+
+class FindingsList(EntryList):
+    """The findings and checks of one report, grouped under headings."""
+
+    class EntryHighlighted(EntryList.EntryHighlighted):
+        """The highlight moved to ``entry`` (None: the list is empty)."""
+
     def show(self, report: Report | None, include_checks: bool = True, keep: str | None = None) -> None:
         """Replace the list with ``report``'s entries; highlight ``keep`` when still there, else the first."""
-        self._entries = {}
+        found: dict[str, Entry] = {}
         options: list[Option | None] = []
         if report is not None:
             if not report.findings:
@@ -130,14 +156,9 @@ class FindingsList(OptionList):
                 options.append(Option(Content.styled(f"{heading} ({len(group)})", style), id=f"head-{heading}",
                                       disabled=True))
                 for entry in group:
-                    self._entries[entry.key] = entry
+                    found[entry.key] = entry
                     options.append(Option(entry_prompt(entry), id=entry.key))
-        self.set_options(options)
-        target = keep if keep in self._entries else next(iter(self._entries), None)
-        if target is None:
-            self.post_message(self.EntryHighlighted(None))
-        else:
-            self.highlighted = self.get_option_index(target)
+        self._fill(options, found, keep)
 
     def select_key(self, key: str) -> bool:
         """Highlight the entry with ``key``; False when it is not shown."""
@@ -145,7 +166,3 @@ class FindingsList(OptionList):
             return False
         self.highlighted = self.get_option_index(key)
         return True
-
-    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        event.stop()
-        self.post_message(self.EntryHighlighted(self._entries.get(event.option.id or "")))
