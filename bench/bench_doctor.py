@@ -23,7 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 #: Every command runs from an empty folder, as a user runs them from a project: from the repository
 #: root, `python -m` would import the uncompiled source tree ahead of any installed copy.
 NEUTRAL_CWD = tempfile.mkdtemp(prefix="bnbdoctor-bench-cwd-")

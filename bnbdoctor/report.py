@@ -13,7 +13,7 @@ from enum import IntEnum
 
 from bnbdoctor import __version__
 from bnbdoctor.facts import SCHEMA_VERSION, Facts
-from bnbdoctor.rules.base import CheckResult, Finding, Severity
+from bnbdoctor.findings import CheckResult, Finding, Severity
 from bnbdoctor.rules.engine import Diagnosis
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import ROOT, fixture_names
 
 SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())

@@ -26,9 +26,9 @@ from bnbdoctor.explain import (
     main,
     render_explain_text,
 )
+from bnbdoctor.findings import Severity
 from bnbdoctor.report import Report
 from bnbdoctor.rules import all_rules
-from bnbdoctor.rules.base import Severity
 
 DATA = ROOT / "tests" / "data"
 REAL = sorted((DATA / "real_logs").glob("*.txt"))

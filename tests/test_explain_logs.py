@@ -10,11 +10,11 @@ import io
 import pytest
 
 from bnbdoctor.explain import explain_text
+from bnbdoctor.knowledge.signatures import SIGNATURES
 from bnbdoctor.logs.clean import ReadStats, read_lines, read_text
 from bnbdoctor.logs.extract import extract_text
 from bnbdoctor.logs.gpus import compute_capability, find_gpus
 from bnbdoctor.logs.patterns import ANCHORS, PATTERNS
-from bnbdoctor.logs.signatures import SIGNATURES
 
 
 def ids(text: str) -> list[str]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import fixture_names
 
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.hosts.fixture import FixtureHost
-from conftest import fixture_names
 
 
 @pytest.mark.parametrize("name", fixture_names())

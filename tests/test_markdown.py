@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from markdown_it import MarkdownIt
 
 from bnbdoctor.doctor import diagnose
@@ -14,7 +15,6 @@ from bnbdoctor.redact import Redactor
 from bnbdoctor.render.markdown import code, plain, render_markdown
 from bnbdoctor.report import Report
 from bnbdoctor.report_io import redact_report
-from conftest import ROOT
 
 GOLDEN = ROOT / "tests" / "golden"
 UPDATE = os.environ.get("BNBDOCTOR_UPDATE_GOLDEN") == "1"
@@ -39,7 +39,7 @@ def test_markdown_golden(name: str) -> None:
     golden = GOLDEN / f"{name}.md"
     if UPDATE or not golden.exists():
         golden.write_text(text)
-    assert text == golden.read_text(), f"regenerate with BNBDOCTOR_UPDATE_GOLDEN=1 if the change is intended"
+    assert text == golden.read_text(), "regenerate with BNBDOCTOR_UPDATE_GOLDEN=1 if the change is intended"
 
 
 @pytest.mark.parametrize("name", ["kepler-k80", "windows-bnb041", "a100-healthy"])

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.facts import BnbFacts, Facts, GpuDevice, GpuFacts, PythonFacts, TorchFacts
@@ -18,7 +19,6 @@ from bnbdoctor.probes.load import gather_load
 from bnbdoctor.probes.native import gather_native
 from bnbdoctor.probes.platform import gather_platform
 from bnbdoctor.rules import all_rules, run_rules
-from conftest import ROOT
 
 ELF = ROOT / "tests" / "data" / "elf"
 

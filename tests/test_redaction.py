@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 
 from bnbdoctor.hosts.base import OsInfo
 from bnbdoctor.redact import Redactor
-from conftest import ROOT
 
 PLANTED = {
     "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123456789",

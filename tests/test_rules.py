@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import BnbFacts, Facts, GpuDevice, GpuFacts, PlatformFacts, PythonFacts, TorchFacts
+from bnbdoctor.findings import Severity
 from bnbdoctor.rules import all_rules, get_rule, run_rules
-from bnbdoctor.rules.base import Severity
 
 BNB_050 = ["libbitsandbytes_cpu.so"] + [f"libbitsandbytes_cuda{v}.so" for v in (118, 121, 124, 126, 128, 130, 132)]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import ROOT, fixture_names
 
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.hosts.fixture import FixtureHost
 from bnbdoctor.report import Report
 from bnbdoctor.schema import report_schema
 from bnbdoctor.serde import DecodeError, from_dict, to_jsonable
-from conftest import ROOT, fixture_names
 
 
 def test_committed_schema_is_current() -> None:

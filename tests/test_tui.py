@@ -23,6 +23,7 @@ pytest.importorskip("textual")
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Input, Label, RadioButton, TabbedContent
+from tui_support import SIZE, SMALL, Notes, _quiet_app, asynctest, make_app  # noqa: F401 - _quiet_app: autouse fixture
 
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.hosts.base import NvmlAnswer
@@ -40,7 +41,6 @@ from bnbdoctor.tui.widgets.detail import FindingDetail
 from bnbdoctor.tui.widgets.facts import FactsView
 from bnbdoctor.tui.widgets.findings import Entry, FindingsList
 from bnbdoctor.tui.widgets.progress import ProbeProgress
-from tui_support import SIZE, SMALL, Notes, _quiet_app, asynctest, make_app  # noqa: F401 - _quiet_app: autouse fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 

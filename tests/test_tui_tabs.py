@@ -29,6 +29,7 @@ from textual.widgets import (
     TextArea,
     Tree,
 )
+from tui_support import SIZE, SMALL, Notes, _quiet_app, asynctest, make_app  # noqa: F401 - _quiet_app: autouse fixture
 
 from bnbdoctor.fit.snippets import device_map_lines
 from bnbdoctor.tui.app import DoctorApp
@@ -37,7 +38,6 @@ from bnbdoctor.tui.screens.main import VIEWS, DiagnosisScreen
 from bnbdoctor.tui.widgets import fit as fit_widget
 from bnbdoctor.tui.widgets.explain import NO_FAILURE, ExplainView
 from bnbdoctor.tui.widgets.fit import FitView
-from tui_support import SIZE, SMALL, Notes, _quiet_app, asynctest, make_app  # noqa: F401 - _quiet_app: autouse fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "data" / "real_logs"

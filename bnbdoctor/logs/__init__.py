@@ -13,7 +13,7 @@ __all__ = ["LogExtractor", "extract", "extract_text"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: rules import bnbdoctor.logs.evidence on every diagnosis; the pattern tables behind
+    # Lazy: rules import bnbdoctor.rules.log_evidence on every diagnosis; the pattern tables behind
     # ``extract`` are only compiled when a log is actually read.
     if name in __all__:
         from bnbdoctor.logs import extract as module

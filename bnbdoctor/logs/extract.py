@@ -42,10 +42,10 @@ from bnbdoctor.facts import (
     SelectedLibrary,
     TorchFacts,
 )
+from bnbdoctor.knowledge.signatures import SIGNATURES
 from bnbdoctor.logs.clean import ReadStats, decode_line, read_blocks
 from bnbdoctor.logs.gpus import compute_capability, find_gpus
 from bnbdoctor.logs.patterns import ANCHORS, EXCEPTION, PATTERNS
-from bnbdoctor.logs.signatures import SIGNATURES
 
 #: Lines kept per signature in facts.log.matches (the count of all of them is in the report source).
 MAX_MATCHES_PER_SIGNATURE = 20

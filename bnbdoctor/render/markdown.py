@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bnbdoctor.findings import Finding, Severity
 from bnbdoctor.report import Report
-from bnbdoctor.rules.base import Finding, Severity
 from bnbdoctor.serde import to_jsonable
 
 #: Where the rule pages are published. Change here when the repository moves.

@@ -8,8 +8,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from bnbdoctor.findings import Finding, Severity
 from bnbdoctor.report import Report
-from bnbdoctor.rules.base import Finding, Severity
 
 _STYLE = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"), Severity.INFO: ("ℹ", "bold cyan")}
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-from bnbdoctor.rules.base import Finding, Rule, Severity, registered_rules
+from bnbdoctor.findings import Finding, Severity
+from bnbdoctor.rules.base import Rule, registered_rules
 from bnbdoctor.rules.engine import Diagnosis, run_rules
 
 RULE_MODULES = (

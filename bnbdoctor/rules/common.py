@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from bnbdoctor.derive import predict_selection
 from bnbdoctor.facts import BnbFacts, Facts, GpuDevice, TorchFacts
+from bnbdoctor.findings import Evidence
 from bnbdoctor.knowledge.selection import LibrarySelection
-from bnbdoctor.rules.base import Evidence
 
 BNB_DOCS_INSTALL = "https://huggingface.co/docs/bitsandbytes/main/en/installation"
 BNB_ISSUES = "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/"

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.versions import major_minor
-from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, ev, torch_index_for, torch_of
 
 _DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.rules.base import CheckResult, Finding, Hit, Rule, Skip
+from bnbdoctor.findings import CheckResult, Finding, Hit, Skip
+from bnbdoctor.rules.base import Rule
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts, GpuDevice
+from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.releases import (
     MIN_CC_INT8_MATMUL,
     MIN_CC_QUANTIZATION,
@@ -12,7 +13,7 @@ from bnbdoctor.knowledge.releases import (
     recorded_wheels,
 )
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
-from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     bnb_of,

@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts, NativeFacts, ResolvedDependency
+from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
-from bnbdoctor.rules.base import Evidence, Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     bnb_of,

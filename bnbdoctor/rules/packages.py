@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.releases import (
     FIRST_RELEASE_FOR_PLATFORM,
     bnb_spec_for_torch,
@@ -14,7 +15,7 @@ from bnbdoctor.knowledge.versions import (
     parse_version,
     release_tuple,
 )
-from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     TORCH_GET_STARTED,

@@ -8,8 +8,9 @@ catalog entries) live in ``placement_logs.py``.
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts, FitFacts, FitRemedy
+from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
 from bnbdoctor.fit.snippets import human
-from bnbdoctor.rules.base import Evidence, Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules.base import rule
 
 _TRANSFORMERS_QUANT_DOCS = ("https://huggingface.co/docs/transformers/main/en/main_classes/quantization"
                             "#offload-between-cpu-and-gpu")

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.logs import evidence as log
-from bnbdoctor.rules.base import Hit, Remediation, Severity, rule
+from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.rules import log_evidence as log
+from bnbdoctor.rules.base import rule
 
 QUANTIZATION_DOCS = "https://huggingface.co/docs/transformers/main/en/main_classes/quantization#offload-between-cpu-and-gpu"
 #: First transformers releases with each under-packing fix.

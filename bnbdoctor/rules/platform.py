@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
 
 WSL_LIB = "/usr/lib/wsl/lib"

@@ -18,9 +18,10 @@ are skipped on a live machine. Two kinds live here:
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.versions import major_minor
-from bnbdoctor.logs import evidence as log
-from bnbdoctor.rules.base import Hit, Remediation, Severity, Skip, rule
+from bnbdoctor.rules import log_evidence as log
+from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     TORCH_GET_STARTED,

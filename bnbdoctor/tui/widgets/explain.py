@@ -21,8 +21,8 @@ from textual.widgets.option_list import Option
 from textual.widgets.text_area import Selection
 
 from bnbdoctor.explain import ExplainError, explain_file, explain_text
+from bnbdoctor.findings import Severity
 from bnbdoctor.report import Report
-from bnbdoctor.rules.base import Severity
 from bnbdoctor.tui.widgets.detail import CONFIDENCE, FindingDetail, log_lines_text
 from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE, Entry, EntryList
 from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView

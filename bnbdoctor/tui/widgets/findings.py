@@ -13,8 +13,8 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from bnbdoctor.findings import CheckResult, Finding, Severity
 from bnbdoctor.report import Report
-from bnbdoctor.rules.base import CheckResult, Finding, Severity
 
 #: Icon, style and group heading per severity (the text report uses the same icons). Styles use
 #: the theme's text colours, so they read well on light and dark themes alike.

@@ -7,9 +7,9 @@ signature-driven rules (``rules/workflow.py``, ``rules/placement_logs.py``) shor
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts, LogMatch
+from bnbdoctor.findings import Evidence
+from bnbdoctor.knowledge.signatures import CONSEQUENCE, ROOT, SIGNATURES
 from bnbdoctor.knowledge.versions import release_tuple
-from bnbdoctor.logs.signatures import CONSEQUENCE, ROOT, SIGNATURES
-from bnbdoctor.rules.base import Evidence
 
 #: Families of the native-library load chain and of the GPU/driver chain whose presence explains
 #: a consequence such as "compiled without GPU support".

@@ -27,8 +27,8 @@ import re
 from collections.abc import Callable
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.logs.signatures import CONSEQUENCE, HINT, NOISE, ROOT, SIGNATURES
-from bnbdoctor.rules.base import CheckResult, Evidence, Finding, Severity
+from bnbdoctor.findings import CheckResult, Evidence, Finding, Severity
+from bnbdoctor.knowledge.signatures import CONSEQUENCE, HINT, NOISE, ROOT, SIGNATURES
 from bnbdoctor.rules.engine import Diagnosis
 
 Gate = Callable[[Facts, set[str]], bool]

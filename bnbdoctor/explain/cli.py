@@ -1,0 +1,121 @@
+"""``bnbdoctor explain FILE``: the doctor's diagnosis, from a console log instead of the machine.
+
+Users usually have a log, not the broken machine. This command reads one (a traceback, the output
+of ``python -m bitsandbytes`` of any release, a notebook cell, a transformers or PEFT error),
+extracts the facts it reveals into the same records the probes fill (``bnbdoctor.logs``), runs
+the same rules, and ranks the findings root cause first (``bnbdoctor.explain.ranking``).
+
+Contract (docs/explain.md):
+
+- ``FILE`` is a path or ``-`` for stdin. Any bytes are accepted: binary data, an empty file, a
+  huge log, ANSI colours, CRLF, Markdown fences. What is not a known failure is reported as
+  "no known bitsandbytes failure found".
+- Exit codes are the doctor's (:class:`bnbdoctor.report.ExitCode`): 0 when the log was read and
+  shows no error finding (including "no known failure"), 1 when it shows an error finding (or a
+  warning, with ``--strict``), 2 when the file cannot be read or the arguments are wrong (one line
+  on stderr, never a traceback unless ``--debug``).
+- stdout is data: ``--json`` prints one JSON document (the doctor's report layout; the matched
+  log lines with their numbers are in ``facts.log.matches``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bnbdoctor import __version__
+from bnbdoctor.contract import guarded, use_color, write_output
+from bnbdoctor.explain.pipeline import ExplainError, explain_file
+from bnbdoctor.explain.text import render_explain_text
+from bnbdoctor.render import OutputFormat
+from bnbdoctor.report import ExitCode, Report
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bnbdoctor explain",
+        description="Explain a console log of a bitsandbytes failure: the facts it shows, the findings the doctor "
+        "would report on that machine, root cause first, and what to run there to confirm.",
+        epilog="Exit status: 0 the log shows no error (or no known failure), 1 it shows an error finding "
+        "(a warning too with --strict), 2 the file cannot be read or the arguments are wrong.",
+    )
+    parser.add_argument("file", metavar="FILE", help="the log to explain, or - to read standard input")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--text", dest="format", action="store_const", const=OutputFormat.TEXT, help="plain text (default)")
+    fmt.add_argument("--json", dest="format", action="store_const", const=OutputFormat.JSON,
+                     help="one JSON document: the doctor's report layout, with the matched log lines")
+    fmt.add_argument("--markdown", dest="format", action="store_const", const=OutputFormat.MARKDOWN,
+                     help="Markdown to paste into an issue")
+    parser.add_argument("--rule", metavar="ID", action="append", default=[],
+                        help="run only this rule (repeatable), e.g. --rule BNB306")
+    parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
+    parser.add_argument("--no-redact", action="store_true",
+                        help="keep the home folder and user name the log shows (redacted by default)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
+    return parser
+
+
+def _rules(ids: list[str]):  # -> list[Rule]
+    from bnbdoctor.rules import all_rules, select_rules
+
+    if not ids:
+        return all_rules()
+    try:
+        return select_rules(ids)
+    except KeyError as exc:
+        raise ExplainError(exc.args[0]) from None
+
+
+def render(report: Report, fmt: OutputFormat, color: bool) -> str:
+    if fmt is OutputFormat.JSON:
+        from bnbdoctor.render.json import render_json
+
+        return render_json(report)
+    if fmt is OutputFormat.MARKDOWN:
+        try:
+            from bnbdoctor.render.markdown import render_markdown
+        except ImportError:
+            print("bnbdoctor: Markdown output is not available in this build; writing text instead", file=sys.stderr)
+        else:
+            return render_markdown(report)
+    return render_explain_text(report, color=color)
+
+
+def _write(text: str, output: str | None) -> None:
+    write_output(text, output, ExplainError)
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    rules = _rules(args.rule)
+    report = explain_file(args.file, rules)
+    if getattr(args, "no_redact", False):
+        print("bnbdoctor: redaction is off (--no-redact): the output may contain names from the log", file=sys.stderr)
+    else:
+        import json
+
+        from bnbdoctor.redact import Redactor
+        from bnbdoctor.report_io import redact_report
+        from bnbdoctor.serde import to_jsonable
+
+        report = redact_report(report, Redactor.for_text(json.dumps(to_jsonable(report.facts))))
+    fmt = args.format or OutputFormat.TEXT
+    color = use_color(fmt is OutputFormat.TEXT, args.output)
+    _write(render(report, fmt, color), args.output)
+    return report.exit_code(args.strict)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``bnbdoctor explain`` (see :data:`bnbdoctor.cli.SUBCOMMANDS`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0) if isinstance(exc.code, int) else int(ExitCode.FAILURE)
+    return guarded(lambda: run(args), (ExplainError,), args.debug)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The explain report as text: what the log shows, then the findings, root cause first."""
+
+from __future__ import annotations
+
+import io
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.report import Report
+
+
+def seen_lines(facts: Facts) -> list[tuple[str, str]]:
+    """(label, value) rows: what the log revealed about the machine."""
+    rows: list[tuple[str, str]] = []
+    platform, gpu, python = facts.platform, facts.gpu, facts.python
+    machine = []
+    if platform:
+        name = {"windows": "Windows", "macos": "macOS", "linux": "Linux"}.get(platform.os, platform.os)
+        if platform.wsl:
+            name += " (WSL2)"
+        if platform.jetson_release:
+            name += " (Jetson)"
+        if platform.arch != "unknown":
+            name += f" {platform.arch}"
+        if platform.libc_version:
+            name += f", glibc {platform.libc_version}"
+        machine.append(name)
+    if gpu and gpu.devices:
+        machine.append(", ".join(f"{d.name} (cc {d.cc_text})" if d.name != "name not in the log" else
+                                 f"a GPU with compute capability {d.cc_text}" for d in gpu.devices)
+                       + (f"; driver {gpu.driver_version}" if gpu.driver_version else "")
+                       + (f" (CUDA {gpu.driver_cuda_version})" if gpu.driver_cuda_version else ""))
+    elif gpu and not gpu.nvml_available:
+        machine.append("no NVIDIA driver")
+    if machine:
+        rows.append(("Machine", "; ".join(machine)))
+    if python:
+        parts = []
+        if python.version:
+            parts.append(f"Python {python.version}")
+        torch, bnb = python.torch, python.bitsandbytes
+        if torch.installed:
+            build = f"CUDA {torch.cuda}" if torch.cuda else f"ROCm {torch.hip}" if torch.hip else "CPU"
+            parts.append(f"torch {torch.version or '(version not shown)'} ({build} build)")
+        elif torch.error and "No module" in torch.error:
+            parts.append("torch not installed")
+        if bnb.installed:
+            era = " (legacy CUDA setup, 0.43.0 or older)" if bnb.legacy_cuda_setup and not bnb.version else ""
+            parts.append(f"bitsandbytes {bnb.version or '(version not shown)'}{era}"
+                         + (f" at {bnb.location}" if bnb.location else ""))
+        elif bnb.error and "No module" in bnb.error:
+            parts.append("bitsandbytes not installed")
+        for name, version in python.packages.items():
+            parts.append(f"{name} {version}")
+        if parts:
+            rows.append(("Python", ", ".join(parts)))
+    if facts.native and facts.native.selection:
+        sel = facts.native.selection
+        rows.append(("Library", sel.expected_file + ("" if sel.exists else " (missing)")
+                     + (f", BNB_CUDA_VERSION={sel.override}" if sel.override else "")))
+    if facts.log and facts.log.exception:
+        rows.append(("Raised", facts.log.exception))
+    return rows
+
+
+def render_explain_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
+    """The explain report as text: what the log shows, then the findings, root cause first."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from bnbdoctor.findings import Severity
+
+    style = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"), Severity.INFO: ("ℹ", "bold cyan")}
+
+    def grid() -> Table:
+        table = Table.grid(padding=(0, 1))
+        table.add_column(style="dim", no_wrap=True, min_width=6)
+        table.add_column(overflow="fold")
+        return table
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width or (None if color else 100),
+                      highlight=False, emoji=False)
+    facts = report.facts
+    lines = facts.log.lines if facts.log else 0
+    label = report.source.get("label", "log")
+    console.print(Text(f"bnbdoctor {report.tool_version} explain — {label} ({lines} line{'s' if lines != 1 else ''})",
+                       style="bold"))
+    header = grid()
+    for name, value in seen_lines(facts):
+        header.add_row(name, Text(value))
+    console.print(header)
+    console.print()
+    failures = [f for f in report.findings if f.severity is not Severity.INFO]
+    if not failures:
+        console.print(Text("✔ No known bitsandbytes failure found in this log.", style="bold green"))
+        console.print()
+    for finding in report.findings:
+        icon, tone = style[finding.severity]
+        head = Text()
+        head.append(f"{finding.rank or ''}. ", style="bold")
+        head.append(f"{icon} {finding.severity.value:<7} ", style=tone)
+        head.append(f"{finding.rule_id}  ", style="bold")
+        head.append(finding.title, style="bold")
+        console.print(head)
+        body = grid()
+        where = f" (log line{'s' if len(finding.log_lines) != 1 else ''} {', '.join(map(str, finding.log_lines))})" \
+            if finding.log_lines else ""
+        sure = {"high": "high: the log shows the message this finding explains",
+                "medium": "medium: inferred from facts or generic messages in the log",
+                "low": "low: the log shows little about it"}.get(finding.confidence or "", "")
+        if sure:
+            body.add_row("  sure", Text(sure + where))
+        body.add_row("  why", Text(finding.explanation))
+        for i, item in enumerate(finding.evidence):
+            body.add_row("  seen" if i == 0 else "", Text(f"{item.label}: ", style="dim") + Text(item.value))
+        if finding.remediation.text:
+            body.add_row("  fix", Text(finding.remediation.text, style="green"))
+        console.print(body)
+        for command in finding.remediation.commands:
+            console.print(Text("       $ ", style="dim") + Text(command, style="bold green"), soft_wrap=True)
+        if finding.confirm:
+            console.print(Text("  check on the machine:", style="dim"))
+            for command in finding.confirm[:4]:
+                console.print(Text("       $ ", style="dim") + Text(command), soft_wrap=True)
+        docs = grid()
+        docs.add_row("  docs", Text(finding.doc, style="dim"))
+        console.print(docs)
+        console.print()
+    matched = len(facts.log.matches) if facts.log else 0
+    errors, warnings, info = report.summary.errors, report.summary.warnings, report.summary.info
+    console.print(Text(
+        f"Summary: {errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}, "
+        f"{info} info; {matched} log line{'s' if matched != 1 else ''} recognised; {len(report.passed)} rules found "
+        f"nothing, {report.summary.skipped} had too little in the log to judge.", style="bold"))
+    if report.findings:
+        console.print(Text("Facts from a log are partial: run the commands under 'check on the machine' there.",
+                           style="dim"))
+    text = buffer.getvalue()
+    if not color:
+        text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return text
+
+
