@@ -54,6 +54,10 @@ class Hit:
     remediation: Remediation = field(default_factory=lambda: Remediation(""))
     severity: Severity | None = None  # None: the rule's default
     references: list[str] = field(default_factory=list)  # in addition to the rule's
+    # The catalog ids this hit diagnoses; None means the rule's declared ``covers``. A branch of a
+    # rule that diagnoses only some of its families names them, so that a finding never claims a
+    # failure its text does not explain.
+    covers: list[str] | None = None
 
 
 @dataclass

@@ -23,47 +23,17 @@ The rule engine is the doctor's; the facts are partial. :func:`judge` adapts its
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import CheckResult, Evidence, Finding, Severity
 from bnbdoctor.knowledge.signatures import CONSEQUENCE, HINT, NOISE, ROOT, SIGNATURES
+from bnbdoctor.rules.base import Rule, registered
 from bnbdoctor.rules.engine import Diagnosis
 
-Gate = Callable[[Facts, set[str]], bool]
-
-
-def _torch_cpu(facts: Facts, seen: set[str]) -> bool:
-    torch = facts.python.torch if facts.python else None
-    return "torch_cuda_none" in seen or bool(torch and torch.version and torch.version.endswith("+cpu"))
-
-
-#: Machine rules whose conclusion rests on an absence: rule id -> (the log must show it, why).
-GATES: dict[str, tuple[Gate, str]] = {
-    "BNB201": (lambda f, s: "torch_not_installed" in s,
-               "a log shows torch missing only with \"No module named 'torch'\""),
-    "BNB203": (lambda f, s: "bnb_not_installed" in s,
-               "a log shows bitsandbytes missing only with \"No module named 'bitsandbytes'\""),
-    "BNB208": (lambda f, s: "scipy_missing" in s, "a log shows scipy missing only with \"No module named 'scipy'\""),
-    "BNB202": (_torch_cpu, "the log does not show that torch is a CPU-only build"),
-    "BNB308": (lambda f, s: False, "a log does not list the files bitsandbytes ships"),
-    "BNB309": (lambda f, s: bool({"bnb_cpu_library_not_found", "bnb_not_compiled"} & s),
-               "the log does not show bitsandbytes' libraries missing"),
-    "BNB107": (lambda f, s: bool({"libcuda_not_found", "no_gpu_detected"} & s),
-               "the log does not show libcuda.so failing to load"),
-    "BNB313": (lambda f, s: bool(f.native and f.native.format), "a log does not show the library's file format"),
-}
-
 _ROLE_TIER = {ROOT: 0, CONSEQUENCE: 1, HINT: 2, NOISE: 3}
-_UNKNOWN_VERSION = re.compile(r"\b(bitsandbytes|torch|glibc|triton) None\b")
 
 
-def _twins() -> tuple[dict[str, tuple[str, ...]], dict[str, list[str]]]:
-    from bnbdoctor.rules import placement_logs, workflow
-
-    confirm = {**workflow.CONFIRM, **placement_logs.CONFIRM}
-    return dict(workflow.LOG_TWINS), confirm
+def _rule_of(finding: Finding) -> Rule | None:
+    return registered(finding.rule_id)
 
 
 def _tied(finding: Finding, matched: dict[str, list[int]]) -> list[str]:
@@ -91,25 +61,12 @@ def _confidence(finding: Finding, tied: list[str]) -> str:
     if ROOT in specific or NOISE in specific:
         return "high"
     # A consequence message is the very thing a log rule explains; for a machine rule it is only a hint.
-    if CONSEQUENCE in specific and finding.rule_id >= "BNB450":
+    rule = _rule_of(finding)
+    if CONSEQUENCE in specific and rule is not None and rule.reads_log:
         return "high"
     if not tied and not finding.evidence:
         return "low"
     return "medium"
-
-
-def _clean_text(finding: Finding) -> None:
-    """Machine rules print unknown versions as "None"; a log often does not show them."""
-    def fix(text: str) -> str:
-        text = _UNKNOWN_VERSION.sub(r"\1 (version not in the log)", text)
-        text = text.replace("glibc is None", "glibc is older than that")
-        return text.replace("glibc (None)", "glibc (version not in the log)").replace(" (None)", "")
-
-    finding.title = fix(finding.title)
-    finding.explanation = fix(finding.explanation)
-    finding.remediation.text = fix(finding.remediation.text)
-    for item in finding.evidence:
-        item.value = fix(item.value)
 
 
 def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
@@ -119,21 +76,22 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
     for match in log.matches if log else []:
         matched.setdefault(match.signature, []).append(match.line)
     seen = set(matched)
-    twins, confirm = _twins()
 
     kept: list[Finding] = []
     for finding in diagnosis.findings:
-        gate = GATES.get(finding.rule_id)
-        if gate is not None and not gate[0](facts, seen):
+        rule = _rule_of(finding)
+        gate = rule.log_gate if rule is not None else None
+        if gate is not None and not gate.admits(facts, seen):
             diagnosis.skipped.append(CheckResult(finding.rule_id, finding.rule_name, finding.title,
-                                                 f"log: {gate[1]}; run `bnbdoctor --rule {finding.rule_id}` on the machine"))
+                                                 f"log: {gate.why}; run `bnbdoctor --rule {finding.rule_id}` on the machine"))
             continue
         kept.append(finding)
 
     ties = {id(f): _tied(f, matched) for f in kept}
     folded: list[Finding] = []
     for finding in kept:
-        partners = twins.get(finding.rule_id)
+        rule = _rule_of(finding)
+        partners = rule.stands_in_for if rule is not None else ()
         if partners:
             wanted = {c for s in ties[id(finding)] for c in SIGNATURES[s].catalog} & set(finding.covers)
             host = next((f for f in kept if f.rule_id in partners and f.severity.rank <= finding.severity.rank
@@ -156,20 +114,19 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
         finding.confidence = _confidence(finding, tied)
         finding.log_lines = sorted({n for s in tied for n in matched[s]})[:12]
         commands = []
-        partners = twins.get(finding.rule_id)
-        if finding.rule_id < "BNB450":
+        rule = _rule_of(finding)
+        if rule is not None and rule.machine_checkable:
             commands.append(f"bnbdoctor --rule {finding.rule_id}")
-        elif partners:
-            commands.append("bnbdoctor " + " ".join(f"--rule {p}" for p in partners))
-        commands.extend(confirm.get(finding.rule_id, []))
+        elif rule is not None and rule.stands_in_for:
+            commands.append("bnbdoctor " + " ".join(f"--rule {p}" for p in rule.stands_in_for))
+        commands.extend(rule.confirm if rule is not None else ())
         commands.append("bnbdoctor")
         finding.confirm = list(dict.fromkeys(commands))
         cited = {e.value for e in finding.evidence}
-        if log is not None and finding.rule_id < "BNB450":
+        if log is not None and rule is not None and not rule.reads_log:
             extra = [Evidence(f"log line {m.line}", m.text, f"log.matches[{i}]") for i, m in enumerate(log.matches)
                      if m.signature in tied and m.text not in cited]
             finding.evidence.extend(extra[:3])
-        _clean_text(finding)
     diagnosis.findings = folded
     return diagnosis
 

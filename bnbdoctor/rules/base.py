@@ -1,9 +1,21 @@
-"""Rules and findings: the vocabulary of a diagnosis.
+"""Rules: one declaration per rule, holding everything about it.
 
 A rule has a stable public id (``BNB101``), a readable name, a default severity and the ids of the
 failure-catalog entries it diagnoses (``covers``). Its check reads facts only and returns
-:class:`Hit` objects (or nothing); the engine stamps each hit with the rule's identity to make a
-:class:`Finding`. Checks never print.
+:class:`~bnbdoctor.findings.Hit` objects (or nothing); the engine stamps each hit with the rule's
+identity to make a :class:`~bnbdoctor.findings.Finding`. Checks never print.
+
+Everything else bnbdoctor knows about a rule is declared here too, with the check, so that adding
+a rule touches its module and its case folder (``tests/rule_cases/<ID>/``) and nothing else:
+
+- ``confirm``: what to run on the machine to confirm a finding drawn from a log;
+- ``stands_in_for``: for a rule that reads a log, the machine rules that judge the same failure
+  from a machine's facts (``bnbdoctor explain`` keeps the machine rule's finding when both fire);
+- ``log_gate``: for a machine rule that concludes from an *absence* (torch missing, no compiled
+  library), what a log must show before the conclusion may stand on a log's partial facts;
+- the documentation prose: ``bnbdoctor/rules/pages/<ID>.md`` beside the modules (shipped with the
+  package); ``python -m bnbdoctor.rules --docs`` builds ``docs/rules/`` from declarations, prose and
+  the rule's cases.
 """
 
 from __future__ import annotations
@@ -11,7 +23,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Check, Severity
+
+
+@dataclass(frozen=True)
+class LogGate:
+    """When a machine rule's finding may stand on facts read from a log.
+
+    It stands when the log shows one of ``signatures`` (message families, see
+    :mod:`bnbdoctor.knowledge.signatures`) or when ``shows(facts)`` holds; otherwise ``bnbdoctor
+    explain`` lists the rule as "not checked" with ``why``.
+    """
+
+    why: str
+    signatures: tuple[str, ...] = ()
+    shows: Callable[[Facts], bool] | None = None
+
+    def admits(self, facts: Facts, seen: set[str]) -> bool:
+        return bool(set(self.signatures) & seen) or bool(self.shows and self.shows(facts))
 
 
 @dataclass(frozen=True)
@@ -24,12 +54,25 @@ class Rule:
     summary: str
     check: Check
     needs: tuple[str, ...] = ()  # Facts sections that must be present
-    covers: tuple[str, ...] = ()
+    covers: tuple[str, ...] = ()  # every catalog id some finding of this rule may name
     references: tuple[str, ...] = ()
+    confirm: tuple[str, ...] = ()
+    stands_in_for: tuple[str, ...] = ()
+    log_gate: LogGate | None = None
 
     @property
     def doc(self) -> str:
         return f"docs/rules/{self.id}.md"
+
+    @property
+    def reads_log(self) -> bool:
+        """A log-side rule: it reads ``facts.log`` and only runs under ``bnbdoctor explain``."""
+        return "log" in self.needs
+
+    @property
+    def machine_checkable(self) -> bool:
+        """``bnbdoctor --rule ID`` on the machine can confirm this rule's findings."""
+        return not self.reads_log and "fit" not in self.needs
 
 
 _REGISTRY: dict[str, Rule] = {}
@@ -44,13 +87,21 @@ def rule(
     needs: tuple[str, ...] = (),
     covers: tuple[str, ...] = (),
     references: tuple[str, ...] = (),
+    confirm: tuple[str, ...] = (),
+    stands_in_for: tuple[str, ...] = (),
+    log_gate: LogGate | None = None,
 ) -> Callable[[Check], Check]:
     """Register a check function as a rule. Ids are public API: never reuse or renumber."""
 
     def register(check: Check) -> Check:
         if id in _REGISTRY:
             raise ValueError(f"rule id {id} registered twice")
-        _REGISTRY[id] = Rule(id, name, severity, summary, check, needs, covers, references)
+        if stands_in_for and "log" not in needs:
+            raise ValueError(f"{id}: only a rule that reads a log can stand in for machine rules")
+        if log_gate is not None and "log" in needs:
+            raise ValueError(f"{id}: a log gate is for machine rules read from a log's facts")
+        _REGISTRY[id] = Rule(id, name, severity, summary, check, needs, covers, references, confirm,
+                             stands_in_for, log_gate)
         return check
 
     return register
@@ -59,3 +110,8 @@ def rule(
 def registered_rules() -> list[Rule]:
     """Every rule, ordered by id."""
     return [_REGISTRY[key] for key in sorted(_REGISTRY)]
+
+
+def registered(rule_id: str) -> Rule | None:
+    """The rule with this id, if its module is loaded."""
+    return _REGISTRY.get(rule_id)

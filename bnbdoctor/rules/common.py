@@ -14,6 +14,16 @@ TORCH_GET_STARTED = "https://pytorch.org/get-started/locally/"
 TORCH_CUDA_INDEXES = ((11, 8), (12, 1), (12, 4), (12, 6), (12, 8), (12, 9), (13, 0))
 
 
+def unknown_version(facts: Facts) -> str:
+    """How a finding says that a version is not among the facts (a log often does not show it)."""
+    return "version not in the log" if facts.log is not None else "version unknown"
+
+
+def versioned(facts: Facts, name: str, version: str | None) -> str:
+    """``name version`` in a finding's text, one wording for every rule when the version is unknown."""
+    return f"{name} {version}" if version else f"{name} ({unknown_version(facts)})"
+
+
 def ev(label: str, value: object, fact: str | None = None) -> Evidence:
     return Evidence(label, "unknown" if value is None else str(value), fact)
 

@@ -38,7 +38,7 @@ def _finding(rule: Rule, hit: Hit) -> Finding:
         evidence=list(hit.evidence),
         remediation=hit.remediation,
         references=list(dict.fromkeys([*hit.references, *rule.references])),
-        covers=list(rule.covers),
+        covers=list(rule.covers if hit.covers is None else hit.covers),
         doc=rule.doc,
     )
 

@@ -21,6 +21,7 @@ from bnbdoctor.rules.common import (
     gpu_label,
     predicted_selection,
     torch_of,
+    versioned,
     visible_gpus,
 )
 
@@ -96,7 +97,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
             hits.append(Hit(
                 title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below 6.0: supported by this "
                 "release, not by newer ones",
-                explanation=f"The installed bitsandbytes {bnb.version if bnb else ''} still ships {family} kernels "  # type: ignore[union-attr]
+                explanation=f"The installed {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} still ships {family} kernels "  # type: ignore[union-attr]
                 f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in 0.48.0 and "
                 "current releases support Pascal (6.0) and newer only. Upgrading bitsandbytes will break this GPU.",
                 evidence=evidence + [ev("library", library.file, "python.bitsandbytes.native_libraries")],
@@ -159,7 +160,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
                     ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")]
         if release is not None and release < (0, 37, 0):
             hits.append(Hit(
-                title=f"{_group_label(group)}: bitsandbytes {bnb.version} cannot run LLM.int8() here",  # type: ignore[union-attr]
+                title=f"{_group_label(group)}: {versioned(facts, 'bitsandbytes', bnb.version)} cannot run LLM.int8() here",  # type: ignore[union-attr]
                 explanation=f"LLM.int8() needs int8 tensor cores; {why}. Releases before 0.37 have no fallback and "
                 "fail with 'ERROR: Your GPU does not support Int8 Matmul!'.",
                 evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
@@ -170,7 +171,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
             continue
         if release is not None and release[:2] == (0, 37) and release < (0, 37, 1):
             hits.append(Hit(
-                title=f"bitsandbytes {bnb.version} crashes at import on compute capability {device.cc_text}",  # type: ignore[union-attr]
+                title=f"{versioned(facts, 'bitsandbytes', bnb.version)} crashes at import on compute capability {device.cc_text}",  # type: ignore[union-attr]
                 explanation="0.37.0 raises \"NameError: name 'cuda_setup' is not defined\" while setting up the "
                 "slow int8 path for GPUs below 7.5.",
                 evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
@@ -224,7 +225,7 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
         same_major = [lib for lib in alternatives if (major_minor(lib.cuda_toolkit) or (0, 0))[0] == torch_major]
         hits.append(Hit(
             title=f"{selection.loaded_file} has no kernels for {gpu_label(device)}",
-            explanation=f"bitsandbytes {bnb.version if bnb else ''} loads {selection.loaded_file} for torch's CUDA "  # type: ignore[union-attr]
+            explanation=f"{versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} loads {selection.loaded_file} for torch's CUDA "  # type: ignore[union-attr]
             f"{torch_of(facts).cuda}, which contains code for {archs} only (recorded from the real "  # type: ignore[union-attr]
             f"{wheel.version} wheel). Every kernel launch on sm_{cc[0]}{cc[1]} fails with 'no kernel image is "  # type: ignore[union-attr]
             "available for execution on the device'.",
@@ -277,7 +278,7 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     keep = ",".join(str(d.index) for d in gpus if tier(d) == tier(best))
     names = ", ".join(sorted({d.name for d in weak}))
     return Hit(
-        title=f"Mixed GPU generations: bitsandbytes {bnb.version if bnb else ''} chooses its library for cc "
+        title=f"Mixed GPU generations: {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} chooses its library for cc "
         f"{best.cc_text}; {names} {'lags' if len(weak) == 1 else 'lag'} behind",
         explanation="Releases before 0.45 pick one native library for the whole process from the highest compute "
         f"capability among visible GPUs ({best.cc_text}, {best.name}): the cuBLASLt build instead of the "

@@ -9,12 +9,14 @@ from bnbdoctor.facts import Facts, NativeFacts, ResolvedDependency
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
-from bnbdoctor.rules.base import rule
+from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     bnb_of,
     ev,
     torch_of,
+    unknown_version,
+    versioned,
     visible_gpus,
     wheel_upgrade_blocked,
 )
@@ -158,7 +160,7 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
             fix = (f"This bitsandbytes has no {backend} {major}.x build at all (shipped: {', '.join(shipped) or 'none'}). "
                    f"Install a torch build for a {backend} version it ships, or a bitsandbytes release built for yours.")
     return Hit(
-        title=f"bitsandbytes {bnb.version} has no library for torch's {backend} {runtime_text}: "
+        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} has no library for torch's {backend} {runtime_text}: "
         f"{sel.expected_file} is missing",
         explanation=f"bitsandbytes chooses its native library from torch's {backend} version, not from the driver "
         f"or a local toolkit. {effect}",
@@ -215,7 +217,7 @@ def override(facts: Facts) -> Hit | Skip | None:
     evidence.append(ev("selected", sel.expected_file, "native.selection.expected_file"))
     if sel.outcome == "override_error":
         return Hit(
-            title=f"{variable}={value!r} is rejected by bitsandbytes {bnb.version}",  # type: ignore[union-attr]
+            title=f"{variable}={value!r} is rejected by {versioned(facts, 'bitsandbytes', bnb.version)}",  # type: ignore[union-attr]
             explanation=f"bitsandbytes raises '{sel.message}'"
             + (": on ROCm builds 0.47–0.49 refuse any non-empty BNB_CUDA_VERSION." if rocm else ".")
             + (" 0.50 checks that the variable is set, not that it is non-empty; the old advice "
@@ -477,13 +479,13 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
                "Upgrade bitsandbytes, or use a torch build for CUDA 12.4 or older with this release.")
         commands = [f'pip install -U "bitsandbytes{bnb_spec_for_torch(torch.version if torch else None, "0.46.0")}"']
     else:
-        fix = (f"This glibc ({platform.libc_version}) is older than the build needs. Use a bitsandbytes build made "
+        fix = (f"This glibc ({platform.libc_version or unknown_version(facts)}) is older than the build needs. Use a bitsandbytes build made "
                "for older systems, build from source on this machine, or move to a newer OS.")
         commands = []
     return [Hit(
-        title=f"glibc {platform.libc_version} lacks {', '.join(missing_all)} (needed by {lib})",
+        title=f"{versioned(facts, 'glibc', platform.libc_version)} lacks {', '.join(missing_all)} (needed by {lib})",
         explanation=f"{lib} needs {', '.join(missing_all)} from libc.so.6, but this system's glibc is "
-        f"{platform.libc_version}: dlopen fails with \"version `{missing_all[0]}' not found\".",
+        f"{platform.libc_version or 'older than that'}: dlopen fails with \"version `{missing_all[0]}' not found\".",
         evidence=[ev("glibc", platform.libc_version, "platform.libc_version"),
                   ev("needs", ", ".join(missing_all), "native.version_needs")] + _loader_evidence(facts),
         remediation=Remediation(fix, commands),
@@ -498,6 +500,7 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
     needs=("python", "gpu"),
     covers=("compiled_without_gpu_support", "cpu_lib_undefined_symbol_cget_col_row_stats"),
     references=(BNB_DOCS_INSTALL,),
+    log_gate=LogGate("a log does not list the files bitsandbytes ships"),
 )
 def cpu_only_build(facts: Facts) -> Hit | None:
     bnb, torch = bnb_of(facts), torch_of(facts)
@@ -513,7 +516,7 @@ def cpu_only_build(facts: Facts) -> Hit | None:
                if release < (0, 46) else
                "the first quantized operation raises a 'binary not found' error")
     return Hit(
-        title=f"bitsandbytes {bnb.version} is a CPU-only build on a machine with a CUDA GPU",
+        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} is a CPU-only build on a machine with a CUDA GPU",
         explanation="The package holds only " + ", ".join(bnb.native_libraries) + ": it was built or packaged "
         f"without GPU support (a source build without the CUDA backend, or a CPU-only conda package). {symptom}.",
         evidence=[ev("native libraries", ", ".join(bnb.native_libraries), "python.bitsandbytes.native_libraries"),
@@ -532,6 +535,8 @@ def cpu_only_build(facts: Facts) -> Hit | None:
     needs=("python",),
     covers=("source_build_native_lib_missing", "native_lib_none_attribute_errors"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180", BNB_DOCS_INSTALL),
+    log_gate=LogGate("the log does not show bitsandbytes' libraries missing",
+                     signatures=("bnb_cpu_library_not_found", "bnb_not_compiled")),
 )
 def no_library(facts: Facts) -> Hit | None:
     bnb = bnb_of(facts)
@@ -648,7 +653,7 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
         return None
     spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, "0.43.0")
     return Hit(
-        title=f"bitsandbytes {bnb.version} on Windows holds only Linux libraries ({len(so)} .so files)",
+        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} on Windows holds only Linux libraries ({len(so)} .so files)",
         explanation="Releases up to 0.42 were a py3-none-any wheel containing Linux ELF files. On Windows, loading "
         "one fails with '[WinError 193] %1 is not a valid Win32 application', and the legacy setup trips over "
         "Windows paths (\"argument of type 'WindowsPath' is not iterable\").",
@@ -667,6 +672,7 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     needs=("native", "platform"),
     covers=("macos_apple_silicon_no_native_lib",),
     references=(BNB_DOCS_INSTALL,),
+    log_gate=LogGate("a log does not show the library's file format", shows=lambda facts: bool(facts.native and facts.native.format)),
 )
 def unreadable(facts: Facts) -> Hit | None:
     native, platform, bnb, torch = _native(facts), facts.platform, bnb_of(facts), torch_of(facts)

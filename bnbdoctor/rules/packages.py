@@ -15,7 +15,7 @@ from bnbdoctor.knowledge.versions import (
     parse_version,
     release_tuple,
 )
-from bnbdoctor.rules.base import rule
+from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     TORCH_GET_STARTED,
@@ -23,6 +23,7 @@ from bnbdoctor.rules.common import (
     ev,
     torch_index_for,
     torch_of,
+    versioned,
     visible_gpus,
     wheel_upgrade_blocked,
 )
@@ -33,6 +34,12 @@ _KNOWN_REQUIREMENTS = (
     ((0, 49, 0), ">=3.10", ">=2.3,<3"),
     ((0, 50, 0), ">=3.10", ">=2.4,<3"),
 )
+
+
+def _log_shows_cpu_torch(facts: Facts) -> bool:
+    """A log shows a CPU-only torch when it prints a ``+cpu`` torch version."""
+    torch = torch_of(facts)
+    return bool(torch and torch.version and torch.version.endswith("+cpu"))
 
 
 def _python_line(facts: Facts) -> str:
@@ -49,6 +56,7 @@ def _python_line(facts: Facts) -> str:
     needs=("python",),
     covers=(),
     references=(TORCH_GET_STARTED,),
+    log_gate=LogGate("a log shows torch missing only with \"No module named 'torch'\"", signatures=("torch_not_installed",)),
 )
 def torch_missing(facts: Facts) -> Hit | None:
     torch = torch_of(facts)
@@ -75,6 +83,8 @@ def torch_missing(facts: Facts) -> Hit | None:
     covers=("torch_version_cuda_none", "compiled_without_gpu_support", "transformers_importerror_requires_accelerate_bnb",
             "native_lib_none_attribute_errors"),
     references=(TORCH_GET_STARTED, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1202"),
+    log_gate=LogGate("the log does not show that torch is a CPU-only build", signatures=("torch_cuda_none",),
+                     shows=_log_shows_cpu_torch),
 )
 def torch_cpu_build(facts: Facts) -> Hit | None:
     torch = torch_of(facts)
@@ -108,6 +118,8 @@ def torch_cpu_build(facts: Facts) -> Hit | None:
     "bitsandbytes is installed in the examined interpreter",
     needs=("python",),
     references=(BNB_DOCS_INSTALL,),
+    log_gate=LogGate("a log shows bitsandbytes missing only with \"No module named 'bitsandbytes'\"",
+                     signatures=("bnb_not_installed",)),
 )
 def bnb_missing(facts: Facts) -> Hit | None:
     bnb = bnb_of(facts)
@@ -159,7 +171,7 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
         fix += (f" Your torch {torch.version} limits that to bitsandbytes{spec} (newer releases need a newer "  # type: ignore[union-attr]
                 "torch, and pip would replace your torch to get one).")
     return Hit(
-        title=f"bitsandbytes {bnb.version} has no {label} {platform.arch} support (first release: {first})",
+        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} has no {label} {platform.arch} support (first release: {first})",
         explanation=f"Releases before {first} ship no native library for {label} {platform.arch}"
         + (f"; this install holds only Linux .so files ({len(linux_only)} of them), which cannot load here"
            if linux_only and platform.os != "linux" else "")
@@ -197,7 +209,7 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
                           "tweaks." + (f" Your torch limits that to bitsandbytes{spec}." if "<" in spec else ""),
                           [f'pip install -U "bitsandbytes{spec}"'])
     return Hit(
-        title=f"bitsandbytes {bnb.version} uses the legacy CUDA setup",
+        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} uses the legacy CUDA setup",
         explanation="Releases up to 0.43.0 take the CUDA version from torch but also scan every path-like "
         "environment variable for libcudart: the scan prints misleading warnings (non-existent directories, "
         "'duplicate' runtimes, 'libcudart.so not found'), its advice points at the wrong CUDA, and any load "
@@ -244,7 +256,7 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
         if version is None or spec.contains(version, prereleases=True):
             continue
         hits.append(Hit(
-            title=f"bitsandbytes {bnb.version} requires {label} {spec_text}, found {installed}",
+            title=f"{versioned(facts, 'bitsandbytes', bnb.version)} requires {label} {spec_text}, found {installed}",
             explanation=f"bitsandbytes' files can be installed while {label} does not meet its requirement "
             "(pip --ignore-requires-python or --no-deps, conda, or a later downgrade of torch); the release then "
             "fails at import or at the first operation in ways that do not name the version.",
@@ -276,7 +288,7 @@ def triton_ops(facts: Facts) -> Hit | None:
     if not at_least(triton, "3.2"):
         return None
     return Hit(
-        title=f"bitsandbytes {bnb.version} imports triton.ops, which triton {triton} removed",  # type: ignore[union-attr]
+        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} imports triton.ops, which triton {triton} removed",  # type: ignore[union-attr]
         explanation="bitsandbytes 0.39 to 0.45.0 import triton.ops.matmul_perf_model at import time; triton 3.2 "
         "(shipped with torch 2.6) removed triton.ops, so `import bitsandbytes` fails with "
         "\"ModuleNotFoundError: No module named 'triton.ops'\".",
@@ -296,6 +308,7 @@ def triton_ops(facts: Facts) -> Hit | None:
     needs=("python",),
     covers=("scipy_missing",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/426",),
+    log_gate=LogGate("a log shows scipy missing only with \"No module named 'scipy'\"", signatures=("scipy_missing",)),
 )
 def scipy_missing(facts: Facts) -> Hit | None:
     bnb, python = bnb_of(facts), facts.python
@@ -304,7 +317,7 @@ def scipy_missing(facts: Facts) -> Hit | None:
     if release is None or not ((0, 39, 0) <= release < (0, 42, 0)) or python.packages.get("scipy"):
         return None
     return Hit(
-        title=f"bitsandbytes {bnb.version} needs scipy, which is not installed",  # type: ignore[union-attr]
+        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} needs scipy, which is not installed",  # type: ignore[union-attr]
         explanation="0.39.0-0.41.x import scipy (for the NF4 data type) without declaring it as a dependency, "
         "so `import bitsandbytes` fails with \"No module named 'scipy'\".",
         evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),  # type: ignore[union-attr]

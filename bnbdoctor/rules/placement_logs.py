@@ -23,12 +23,6 @@ FIX_NO_SPLIT_BLOCK = (5, 14)  # PR #47203: buffer from the largest no-split bloc
 FIX_BIGGEST_LEAF = (5, 18)  # PR #47211: buffer also covers the biggest leaf (embed_tokens, lm_head)
 VERSIONS_CHECK = 'python -c "import transformers, accelerate; print(transformers.__version__, accelerate.__version__)"'
 
-CONFIRM: dict[str, list[str]] = {
-    "BNB450": ["nvidia-smi", VERSIONS_CHECK],
-    "BNB451": [VERSIONS_CHECK],
-    "BNB452": ["nvidia-smi", VERSIONS_CHECK],
-}
-
 
 def model_id(facts: Facts) -> str | None:
     """The model id passed to from_pretrained, when the log shows it literally."""
@@ -73,6 +67,7 @@ def fit_command(facts: Facts) -> str:
     references=(QUANTIZATION_DOCS, "https://github.com/huggingface/transformers/issues/46823",
                 "https://github.com/huggingface/transformers/pull/47203",
                 "https://github.com/huggingface/transformers/pull/47211"),
+    confirm=("nvidia-smi", VERSIONS_CHECK),
 )
 def dispatch_valueerror(facts: Facts) -> Hit | None:
     if not log.seen(facts, "dispatch_cpu_disk_valueerror"):
@@ -162,6 +157,7 @@ def _later(facts: Facts, signature: str, than: str) -> bool:
     needs=("log",),
     covers=("fp32_cpu_offload_kwarg_typeerror",),
     references=("https://github.com/huggingface/transformers/issues/26153", QUANTIZATION_DOCS),
+    confirm=(VERSIONS_CHECK,),
 )
 def offload_option(facts: Facts) -> Hit | None:
     error = log.seen(facts, "fp32_offload_kwarg_typeerror")
@@ -199,6 +195,7 @@ def offload_option(facts: Facts) -> Hit | None:
     covers=("accelerate_4bit_device_map_imbalance",),
     references=("https://github.com/huggingface/accelerate/issues/2586", "https://github.com/huggingface/accelerate/pull/3244",
                 "https://github.com/huggingface/transformers/issues/46823"),
+    confirm=("nvidia-smi", VERSIONS_CHECK),
 )
 def imbalance(facts: Facts) -> Hit | None:
     if not log.seen(facts, "cuda_out_of_memory"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
-from bnbdoctor.rules.base import rule
+from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
 
 WSL_LIB = "/usr/lib/wsl/lib"
@@ -19,6 +19,7 @@ WSL_LIB = "/usr/lib/wsl/lib"
     covers=("wsl2_libcuda_not_found", "no_gpu_detected_cpu_fallback"),
     references=("https://docs.nvidia.com/cuda/wsl-user-guide/index.html",
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/337"),
+    log_gate=LogGate("the log does not show libcuda.so failing to load", signatures=("libcuda_not_found", "no_gpu_detected")),
 )
 def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
     platform = facts.platform

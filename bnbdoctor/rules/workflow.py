@@ -7,12 +7,12 @@ are skipped on a live machine. Two kinds live here:
   layers, tensors on different devices, bitsandbytes' device guard, modules left stale by an
   upgrade in a running notebook, transformers' misleading ImportError;
 - log twins (BNB501-BNB520) of machine rules, for failures whose message is known but whose facts
-  a log does not show (a kernel error names no GPU). :data:`LOG_TWINS` names the machine rules
-  each twin stands in for; when one of those fires on the log's facts with at least the same
+  a log does not show (a kernel error names no GPU). Each twin's ``stands_in_for`` names the
+  machine rules it stands in for; when one of those fires on the log's facts with at least the same
   severity and covers what the twin matched, ``bnbdoctor explain`` keeps the machine rule's finding
   and folds the twin's log lines into it.
 
-:data:`CONFIRM` lists, per rule, what to run on the machine to confirm a finding.
+Each rule's ``confirm`` says what to run on the machine to confirm a finding.
 """
 
 from __future__ import annotations
@@ -33,59 +33,8 @@ from bnbdoctor.rules.common import (
 BNB_ERRORS = "https://huggingface.co/docs/bitsandbytes/main/en/errors"
 PYTHON_M_BNB = "python -m bitsandbytes"
 TORCH_CHECK = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
-
-#: Log twin -> the machine rules that judge the same failure from a machine's facts.
-LOG_TWINS: dict[str, tuple[str, ...]] = {
-    "BNB501": ("BNB101", "BNB102"),
-    "BNB502": ("BNB102",),
-    "BNB503": ("BNB101", "BNB107", "BNB204"),
-    "BNB504": ("BNB103", "BNB105"),
-    "BNB505": ("BNB105",),
-    "BNB506": ("BNB108", "BNB106"),
-    "BNB507": ("BNB104",),
-    "BNB508": ("BNB106",),
-    "BNB509": ("BNB204", "BNB312"),
-    "BNB510": ("BNB204", "BNB313"),
-    "BNB511": ("BNB202",),
-    "BNB512": ("BNB207", "BNB208"),
-    "BNB513": ("BNB205", "BNB303"),
-    "BNB514": ("BNB305",),
-    "BNB516": ("BNB301",),
-    "BNB517": ("BNB311",),
-    "BNB518": ("BNB304",),
-    "BNB519": ("BNB301", "BNB308", "BNB202"),
-    "BNB520": ("BNB309", "BNB301"),
-}
-
-#: What to run on the machine to confirm a finding (besides ``bnbdoctor --rule`` for the twins).
-CONFIRM: dict[str, list[str]] = {
-    "BNB501": ["nvidia-smi", TORCH_CHECK],
-    "BNB502": ["nvidia-smi", "cat /proc/driver/nvidia/version", "ldconfig -p | grep libcuda"],
-    "BNB503": ["nvidia-smi", TORCH_CHECK, "ldconfig -p | grep libcuda"],
-    "BNB504": ["nvidia-smi --query-gpu=name,compute_cap --format=csv", PYTHON_M_BNB],
-    "BNB505": ["nvidia-smi --query-gpu=name,compute_cap --format=csv", PYTHON_M_BNB],
-    "BNB506": [PYTHON_M_BNB, "nvidia-smi"],
-    "BNB507": ["nvidia-smi --query-gpu=name,compute_cap --format=csv", "pip show bitsandbytes"],
-    "BNB508": ["nvidia-smi --query-gpu=index,name,compute_cap --format=csv", "pip show bitsandbytes"],
-    "BNB509": ["pip show bitsandbytes", PYTHON_M_BNB],
-    "BNB510": ["pip show bitsandbytes", "uname -m"],
-    "BNB511": [TORCH_CHECK],
-    "BNB512": ["pip show bitsandbytes triton scipy"],
-    "BNB513": ["pip show bitsandbytes", PYTHON_M_BNB],
-    "BNB514": ["pip show bitsandbytes", "echo $LD_LIBRARY_PATH"],
-    "BNB515": [PYTHON_M_BNB],
-    "BNB516": ["pip show bitsandbytes", TORCH_CHECK, PYTHON_M_BNB],
-    "BNB517": ["pip show bitsandbytes", PYTHON_M_BNB],
-    "BNB518": ["echo $LD_LIBRARY_PATH", "ldd $(python -c \"import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'lib', 'libtorch_cuda.so'))\") | grep -i -E 'nvjitlink|cusparse|cudart'"],
-    "BNB519": [PYTHON_M_BNB, TORCH_CHECK],
-    "BNB520": [PYTHON_M_BNB],
-    "BNB521": [TORCH_CHECK, "pip show transformers accelerate bitsandbytes", PYTHON_M_BNB],
-    "BNB522": ["pip show bitsandbytes peft transformers accelerate", PYTHON_M_BNB],
-    "BNB530": ['python -c "import peft; print(peft.__version__)"'],
-    "BNB531": ['python -c "import peft; print(peft.__version__)"'],
-    "BNB532": ["nvidia-smi", 'python -c "import peft, transformers; print(peft.__version__, transformers.__version__)"'],
-    "BNB533": ["nvidia-smi", "pip show bitsandbytes"],
-}
+TORCH_CUDA_LIBS_CHECK = ("ldd $(python -c \"import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "
+                         "'lib', 'libtorch_cuda.so'))\") | grep -i -E 'nvjitlink|cusparse|cudart'")
 
 
 def _severity_as_consequence(facts: Facts, *explained_by: str) -> tuple[Severity, str]:
@@ -113,6 +62,8 @@ def _torch_index(facts: Facts) -> str | None:
     needs=("log",),
     covers=("cuda_driver_insufficient_for_runtime", "nvidia_driver_too_old_for_torch_cuda"),
     references=("https://docs.nvidia.com/deploy/cuda-compatibility/", "https://github.com/Akegarasu/lora-scripts/issues/101"),
+    stands_in_for=("BNB101", "BNB102"),
+    confirm=("nvidia-smi", TORCH_CHECK),
 )
 def driver_insufficient(facts: Facts) -> Hit | None:
     old = log.first(facts, "driver_too_old")
@@ -163,6 +114,8 @@ def driver_insufficient(facts: Facts) -> Hit | None:
     covers=("driver_cuda_combination_unsupported_803",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/568",
                 "https://docs.nvidia.com/deploy/cuda-compatibility/"),
+    stands_in_for=("BNB102",),
+    confirm=("nvidia-smi", "cat /proc/driver/nvidia/version", "ldconfig -p | grep libcuda"),
 )
 def error_803(facts: Facts) -> Hit | None:
     if not log.seen(facts, "cuda_error_803"):
@@ -193,6 +146,8 @@ def error_803(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("no_gpu_detected_cpu_fallback", "wsl2_libcuda_not_found"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/337", BNB_DOCS_INSTALL),
+    stands_in_for=("BNB101", "BNB107", "BNB204"),
+    confirm=("nvidia-smi", TORCH_CHECK, "ldconfig -p | grep libcuda"),
 )
 def no_gpu_detected(facts: Facts) -> Hit | None:
     if not log.seen(facts, "no_gpu_detected", "libcuda_not_found"):
@@ -253,6 +208,8 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("no_kernel_image_available", "maxwell_gpu_dropped"),
     references=(BNB_ERRORS, "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1755"),
+    stands_in_for=("BNB103", "BNB105"),
+    confirm=("nvidia-smi --query-gpu=name,compute_cap --format=csv", PYTHON_M_BNB),
 )
 def no_kernel_image(facts: Facts) -> Hit | None:
     if not log.seen(facts, "no_kernel_image"):
@@ -287,6 +244,8 @@ def no_kernel_image(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("invalid_device_function",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1468", BNB_ERRORS),
+    stands_in_for=("BNB105",),
+    confirm=("nvidia-smi --query-gpu=name,compute_cap --format=csv", PYTHON_M_BNB),
 )
 def invalid_device_function(facts: Facts) -> Hit | None:
     if not log.seen(facts, "invalid_device_function", "hip_no_binary_for_gpu"):
@@ -319,6 +278,8 @@ def invalid_device_function(facts: Facts) -> Hit | None:
     covers=("named_symbol_not_found", "jetson_l4t_aarch64_wheel_mismatch"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/382",
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1941"),
+    stands_in_for=("BNB108", "BNB106"),
+    confirm=(PYTHON_M_BNB, "nvidia-smi"),
 )
 def named_symbol(facts: Facts) -> Hit | Skip | None:
     if not log.seen(facts, "named_symbol_not_found"):
@@ -362,6 +323,8 @@ def named_symbol(facts: Facts) -> Hit | Skip | None:
     covers=("int8_matmul_unsupported_cc_lt_75", "slow_int8_matmul_warning_cc_lt_75", "cuda_setup_nameerror_bnb_0_37"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/529",
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/118"),
+    stands_in_for=("BNB104",),
+    confirm=("nvidia-smi --query-gpu=name,compute_cap --format=csv", "pip show bitsandbytes"),
 )
 def int8_matmul(facts: Facts) -> list[Hit]:
     hits = []
@@ -406,6 +369,8 @@ def int8_matmul(facts: Facts) -> list[Hit]:
     covers=("cublaslt_ran_into_error", "mixed_gpu_wrong_compute_capability"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/448",
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/371"),
+    stands_in_for=("BNB106",),
+    confirm=("nvidia-smi --query-gpu=index,name,compute_cap --format=csv", "pip show bitsandbytes"),
 )
 def cublaslt(facts: Facts) -> Hit | None:
     if not log.seen(facts, "cublaslt_error", "mixed_gpu_generations"):
@@ -445,6 +410,8 @@ def cublaslt(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("windows_path_not_iterable", "windows_linux_so_loaded"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723", BNB_DOCS_INSTALL),
+    stands_in_for=("BNB204", "BNB312"),
+    confirm=("pip show bitsandbytes", PYTHON_M_BNB),
 )
 def windows_legacy(facts: Facts) -> Hit | None:
     if not log.seen(facts, "windows_path_not_iterable", "windows_linux_library"):
@@ -473,6 +440,8 @@ def windows_legacy(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("macos_apple_silicon_no_native_lib",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1378", BNB_DOCS_INSTALL),
+    stands_in_for=("BNB204", "BNB313"),
+    confirm=("pip show bitsandbytes", "uname -m"),
 )
 def macos(facts: Facts) -> Hit | None:
     if not log.seen(facts, "macos_not_macho"):
@@ -501,6 +470,8 @@ def macos(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("torch_version_cuda_none",),
     references=(TORCH_GET_STARTED, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1202"),
+    stands_in_for=("BNB202",),
+    confirm=(TORCH_CHECK,),
 )
 def torch_cuda_none(facts: Facts) -> Hit | None:
     if not log.seen(facts, "torch_cuda_none"):
@@ -531,6 +502,8 @@ def torch_cuda_none(facts: Facts) -> Hit | None:
     covers=("triton_ops_module_missing", "scipy_missing"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/426"),
+    stands_in_for=("BNB207", "BNB208"),
+    confirm=("pip show bitsandbytes triton scipy",),
 )
 def module_missing(facts: Facts) -> list[Hit]:
     hits = []
@@ -566,6 +539,8 @@ def module_missing(facts: Facts) -> list[Hit]:
     covers=("libcudart_not_found_legacy_cuda_setup",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/778",
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1041"),
+    stands_in_for=("BNB205", "BNB303"),
+    confirm=("pip show bitsandbytes", PYTHON_M_BNB),
 )
 def legacy_libcudart(facts: Facts) -> Hit | None:
     if not log.seen(facts, "legacy_libcudart_not_found"):
@@ -597,6 +572,8 @@ def legacy_libcudart(facts: Facts) -> Hit | None:
     covers=("duplicate_cuda_runtimes_found",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/393",
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/205"),
+    stands_in_for=("BNB305",),
+    confirm=("pip show bitsandbytes", "echo $LD_LIBRARY_PATH"),
 )
 def duplicates(facts: Facts) -> Hit | None:
     if not log.seen(facts, "duplicate_cuda_runtimes"):
@@ -624,6 +601,7 @@ def duplicates(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("nonexistent_path_warnings_noise",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1002",),
+    confirm=(PYTHON_M_BNB,),
 )
 def path_noise(facts: Facts) -> Hit | None:
     if not log.seen(facts, "nonexistent_paths"):
@@ -647,6 +625,8 @@ def path_noise(facts: Facts) -> Hit | None:
     covers=("cuda_binary_missing_for_torch_cuda_version", "cuda_lt_11_unsupported"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/138"),
+    stands_in_for=("BNB301",),
+    confirm=("pip show bitsandbytes", TORCH_CHECK, PYTHON_M_BNB),
 )
 def library_missing(facts: Facts) -> Hit | Skip | None:
     if not log.seen(facts, "bnb_library_not_found", "cuda_older_than_11"):
@@ -694,6 +674,8 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     covers=("windows_dll_could_not_find_module",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/639",
                 "https://docs.python.org/3/library/os.html#os.add_dll_directory"),
+    stands_in_for=("BNB311",),
+    confirm=("pip show bitsandbytes", PYTHON_M_BNB),
 )
 def windows_dll(facts: Facts) -> Hit | None:
     if not log.seen(facts, "windows_dll_not_loaded"):
@@ -725,6 +707,8 @@ def windows_dll(facts: Facts) -> Hit | None:
     covers=("nvjitlink_cusparse_symbol_mismatch", "fatbinwrap_undefined_symbol", "conda_env_vs_system_cuda_mixup"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1115",
                 "https://github.com/facebookresearch/bitsandbytes/issues/21"),
+    stands_in_for=("BNB304",),
+    confirm=("echo $LD_LIBRARY_PATH", TORCH_CUDA_LIBS_CHECK),
 )
 def cuda_mixed(facts: Facts) -> list[Hit]:
     hits = []
@@ -778,6 +762,8 @@ def cuda_mixed(facts: Facts) -> list[Hit]:
     needs=("log",),
     covers=("compiled_without_gpu_support", "cpu_lib_undefined_symbol_cget_col_row_stats"),
     references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/459"),
+    stands_in_for=("BNB301", "BNB308", "BNB202"),
+    confirm=(PYTHON_M_BNB, TORCH_CHECK),
 )
 def cpu_fallback(facts: Facts) -> Hit | None:
     if not log.seen(facts, "cpu_library_selected", "compiled_without_gpu_support", "cpu_library_missing_symbol"):
@@ -823,6 +809,8 @@ def cpu_fallback(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("native_lib_none_attribute_errors", "cuda_setup_failed_despite_gpu_available"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1615", BNB_ERRORS),
+    stands_in_for=("BNB309", "BNB301"),
+    confirm=(PYTHON_M_BNB,),
 )
 def native_unavailable(facts: Facts) -> Hit | None:
     if not log.seen(facts, "native_library_unavailable", "cuda_setup_failed"):
@@ -857,6 +845,7 @@ def native_unavailable(facts: Facts) -> Hit | None:
     covers=("transformers_importerror_requires_accelerate_bnb",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1306",
                 "https://github.com/huggingface/transformers/pull/30533"),
+    confirm=(TORCH_CHECK, "pip show transformers accelerate bitsandbytes", PYTHON_M_BNB),
 )
 def transformers_importerror(facts: Facts) -> Hit | None:
     if not log.seen(facts, "transformers_bnb_importerror"):
@@ -889,6 +878,7 @@ def transformers_importerror(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("colab_stale_modules_sync_gpu",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1792",),
+    confirm=("pip show bitsandbytes peft transformers accelerate", PYTHON_M_BNB),
 )
 def stale_modules(facts: Facts) -> Hit | None:
     if not log.seen(facts, "stale_bnb_modules"):
@@ -915,6 +905,7 @@ def stale_modules(facts: Facts) -> Hit | None:
     covers=("peft_merge_lora_into_4bit_rounding_warning",),
     references=("https://github.com/huggingface/peft/issues/2321", "https://github.com/huggingface/peft/issues/2105",
                 "https://github.com/artidoro/qlora/issues/29"),
+    confirm=('python -c "import peft; print(peft.__version__)"',),
 )
 def peft_merge(facts: Facts) -> Hit | None:
     if not log.seen(facts, "peft_merge_quantized_warning"):
@@ -941,6 +932,7 @@ def peft_merge(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("peft_merge_in_8bit_mode_valueerror_legacy",),
     references=("https://github.com/huggingface/peft/pull/851", "https://github.com/artidoro/qlora/issues/28"),
+    confirm=('python -c "import peft; print(peft.__version__)"',),
 )
 def peft_legacy_merge(facts: Facts) -> Hit | None:
     if not log.seen(facts, "peft_legacy_merge_error"):
@@ -968,6 +960,7 @@ def peft_legacy_merge(facts: Facts) -> Hit | None:
     covers=("tensors_same_device_after_device_map_auto",),
     references=("https://github.com/huggingface/peft/issues/1831", "https://github.com/huggingface/trl/issues/2760",
                 "https://github.com/huggingface/peft/issues/3169"),
+    confirm=("nvidia-smi", 'python -c "import peft, transformers; print(peft.__version__, transformers.__version__)"'),
 )
 def different_devices(facts: Facts) -> Hit | None:
     if not log.seen(facts, "tensors_different_devices"):
@@ -999,6 +992,7 @@ def different_devices(facts: Facts) -> Hit | None:
     needs=("log",),
     covers=("bnb_tensors_not_on_same_gpu",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1571",),
+    confirm=("nvidia-smi", "pip show bitsandbytes"),
 )
 def device_guard(facts: Facts) -> Hit | None:
     if not log.seen(facts, "bnb_device_guard"):
