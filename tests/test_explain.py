@@ -27,20 +27,21 @@ from bnbdoctor.explain import (
     render_explain_text,
 )
 from bnbdoctor.findings import Severity
+from bnbdoctor.catalog import catalog
 from bnbdoctor.report import Report
 from bnbdoctor.rules import all_rules
 
 DATA = ROOT / "tests" / "data"
 REAL = sorted((DATA / "real_logs").glob("*.txt"))
 SYNTHETIC = sorted((DATA / "synthetic_logs").glob("*.txt"))
-CATALOG = Path(__file__).resolve().parents[2] / "shared" / "reference" / "failure_catalog.json"
+#: Catalog entries added in the catalog's second edition (their ``added`` field) that no rule
+#: detects yet: the issue that adds their rules removes this allowance.
+PENDING = frozenset(entry["id"] for entry in catalog() if entry.get("added"))
 SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
 
 
 def catalog_ids() -> list[str]:
-    if not CATALOG.is_file():
-        pytest.skip(f"failure catalog not available at {CATALOG}")
-    return [entry["id"] for entry in json.loads(CATALOG.read_text(encoding="utf-8"))]
+    return [entry["id"] for entry in catalog()]
 
 
 def top(report: Report):
@@ -55,13 +56,14 @@ def bnbdoctor(*args: str, stdin: bytes | None = None, timeout: float = 120) -> s
 # ------------------------------------------------------------------------------------------ coverage
 def test_every_catalog_id_is_covered_by_a_rule() -> None:
     covered = {c for rule in all_rules() for c in rule.covers}
-    missing = [entry for entry in catalog_ids() if entry not in covered]
+    missing = [entry for entry in catalog_ids() if entry not in covered and entry not in PENDING]
     assert not missing, f"catalog entries no rule covers: {missing}"
+    assert not PENDING & covered, "a pending entry is covered now: drop it from PENDING"
 
 
 def test_every_catalog_id_has_a_test_log() -> None:
     have = {p.stem for p in REAL + SYNTHETIC}
-    missing = [entry for entry in catalog_ids() if entry not in have]
+    missing = [entry for entry in catalog_ids() if entry not in have and entry not in PENDING]
     assert not missing, f"catalog entries without a real or synthetic log: {missing}"
     assert not {p.stem for p in REAL} & {p.stem for p in SYNTHETIC}, "a catalog id has both a real and a synthetic log"
 

@@ -1,21 +1,21 @@
-"""Every registered rule has its one documentation page in docs/rules/, in the shared layout,
-and the failure-catalog ids a rule claims to cover exist in the catalog."""
+"""Every registered rule has its one documentation page in docs/rules/, in the shared layout, generated
+from the rule (``python -m bnbdoctor.ruledocs``) and current; the failure-catalog ids a rule claims to
+cover exist in the packaged catalog."""
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
+from bnbdoctor.catalog import catalog_ids
 from bnbdoctor.rules import all_rules
 from bnbdoctor.rules.base import Rule
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "rules"
-CATALOG = Path(__file__).resolve().parents[2] / "shared" / "reference" / "failure_catalog.json"
 
 #: The sections every rule page has, in this order (ruff/pylint style rule pages).
 SECTIONS = ["What it detects", "Why it matters", "Example", "How to fix", "References"]
@@ -43,8 +43,7 @@ def _headings(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _catalog_ids() -> frozenset[str]:
-    entries = json.loads(CATALOG.read_text(encoding="utf-8"))
-    return frozenset(entry["id"] for entry in entries)
+    return frozenset(catalog_ids())
 
 
 def test_rules_are_registered() -> None:
@@ -77,8 +76,6 @@ def test_page_mentions_every_covered_catalog_id(rule: Rule) -> None:
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
 def test_covered_ids_exist_in_failure_catalog(rule: Rule) -> None:
-    if not CATALOG.is_file():
-        pytest.skip(f"failure catalog not available at {CATALOG}")
     unknown = sorted(set(rule.covers) - _catalog_ids())
     assert not unknown, f"{rule.id} covers ids that are not in the failure catalog: {unknown}"
 
@@ -95,14 +92,16 @@ def test_no_page_for_an_unregistered_rule() -> None:
     assert pages <= registered, f"pages for rules that are not registered: {sorted(pages - registered)}"
 
 
-def test_examples_quoting_recorded_machines_are_current() -> None:
-    """An Example that names `bnbdoctor --fixture X --rule Y` shows what that command prints today
-    (refresh with `python tools/refresh_doc_examples.py`)."""
-    import importlib.util
+def test_pages_are_generated_and_current() -> None:
+    """docs/rules/ is what ``python -m bnbdoctor.ruledocs`` writes today: header, prose, the example
+    produced by running the rule on its example case, references."""
+    from bnbdoctor.ruledocs.pages import stale_pages
 
-    spec = importlib.util.spec_from_file_location("refresh", ROOT / "tools" / "refresh_doc_examples.py")
-    assert spec is not None and spec.loader is not None
-    refresh = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(refresh)
-    stale = [(page.name, fixture, rule) for page, fixture, rule, _, _ in refresh.stale_pages()]
-    assert stale == []
+    assert [str(p.relative_to(ROOT)) for p in stale_pages()] == []
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_every_rule_has_an_example_case(rule: Rule) -> None:
+    from bnbdoctor.ruledocs.pages import example_case
+
+    assert example_case(rule) is not None, f"tests/rule_cases/{rule.id}/ has no case marked \"example\": true"

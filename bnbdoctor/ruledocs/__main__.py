@@ -1,0 +1,23 @@
+"""``python -m bnbdoctor.ruledocs [--check]``: write docs/rules/ from the rules, or check it is current."""
+
+from __future__ import annotations
+
+import sys
+
+from bnbdoctor.ruledocs.cases import ROOT
+from bnbdoctor.ruledocs.pages import stale_pages, write_pages
+
+
+def main(argv: list[str]) -> int:
+    if "--check" in argv:
+        stale = stale_pages()
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run python -m bnbdoctor.ruledocs")
+        return 1 if stale else 0
+    for path in write_pages():
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,253 @@
+"""``docs/rules/``: one page per rule and the index, generated from what the rules declare.
+
+A page is assembled from three sources, so that nothing about a rule is written twice:
+
+- the declaration (``@rule`` in ``bnbdoctor/rules/``): title, default severity, covers, whether it
+  reads a log, references;
+- the prose beside the rule modules (``bnbdoctor/rules/pages/<ID>.md``): "What it detects",
+  "Why it matters", "How to fix", optional "Example notes" and "Further reading";
+- the rule's example case (``tests/rule_cases/<ID>/``, ``"example": true``), *run*: the Example
+  section is what bnbdoctor prints for it today.
+
+References end with the sources the failure catalog gives for each covered id.
+``python -m bnbdoctor.ruledocs`` writes the pages; ``--check`` lists stale ones and exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from bnbdoctor.catalog import catalog, catalog_entry
+from bnbdoctor.rules import all_rules
+from bnbdoctor.rules.base import Rule
+from bnbdoctor.ruledocs.cases import ROOT, RuleCase, case_facts, cases_of
+
+DOCS = ROOT / "docs" / "rules"
+PROSE = ROOT / "bnbdoctor" / "rules" / "pages"
+#: Prose sections, in page order; the first three are required.
+REQUIRED = ("What it detects", "Why it matters", "How to fix")
+OPTIONAL = ("Example notes", "Further reading", "Severity note")
+
+
+class PageError(ValueError):
+    """Prose that is missing or malformed."""
+
+
+@dataclass
+class Prose:
+    sections: dict[str, str]
+
+    def get(self, name: str) -> str:
+        return self.sections.get(name, "").strip("\n")
+
+
+def split_sections(text: str) -> dict[str, str]:
+    """Level-2 sections of Markdown, ignoring ``##`` lines inside fenced code."""
+    out: dict[str, str] = {}
+    name: str | None = None
+    lines: list[str] = []
+    fence = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if not fence and line.startswith("## "):
+            if name is not None:
+                out[name] = "\n".join(lines)
+            name, lines = line[3:].strip(), []
+        elif name is not None:
+            lines.append(line)
+    if name is not None:
+        out[name] = "\n".join(lines)
+    return out
+
+
+def prose_of(rule: Rule) -> Prose:
+    path = PROSE / f"{rule.id}.md"
+    if not path.is_file():
+        raise PageError(f"{rule.id}: no prose at {path.relative_to(ROOT)}")
+    sections = split_sections(path.read_text(encoding="utf-8"))
+    unknown = sorted(set(sections) - set(REQUIRED) - set(OPTIONAL))
+    missing = [name for name in REQUIRED if not sections.get(name, "").strip()]
+    if unknown or missing:
+        raise PageError(f"{rule.id}: prose sections missing {missing}, unknown {unknown}")
+    return Prose(sections)
+
+
+def example_case(rule: Rule) -> RuleCase | None:
+    return next((case for case in cases_of(rule.id) if case.example), None)
+
+
+def _cut_after_findings(text: str) -> str:
+    for marker in ("\nVerified (", "\nNot checked (", "\nSummary:"):
+        cut = text.find(marker)
+        if cut != -1:
+            text = text[:cut]
+    return text.rstrip() + "\n"
+
+
+def example_output(case: RuleCase) -> tuple[str, str]:
+    """(the sentence introducing it, what bnbdoctor prints) for an example case."""
+    from bnbdoctor.doctor import diagnose_facts
+    from bnbdoctor.redact import Redactor
+    from bnbdoctor.report_io import redact_report
+
+    rule = case.rule
+    kind, value = next(iter(case.base.items()))
+    described = f" ({case.description})" if case.description else ""
+    if rule.reads_log:
+        from bnbdoctor.explain import render_explain_text
+        from bnbdoctor.explain.pipeline import explain_file
+        from bnbdoctor.explain.ranking import judge
+        from bnbdoctor.report import build_report
+        from bnbdoctor.rules.engine import run_rules
+
+        if kind == "log" and not case.edits:
+            report = explain_file(str(ROOT / str(value)), [rule])
+            report.source["label"] = Path(str(value)).name
+            intro = f"`bnbdoctor explain {value} --rule {rule.id}` (a log kept with the tests{described and ': ' + case.description}) prints:"
+        else:
+            facts = case_facts(case)
+            report = build_report(facts, judge(facts, run_rules(facts, [rule])))
+            intro = f"bnbdoctor explain, given the facts of the rule case `tests/rule_cases/{case.label}.json`{described}, prints:"
+        redactor = Redactor.for_text(json.dumps(report.source))
+        text = render_explain_text(redact_report(report, redactor))
+        return intro, text.rstrip() + "\n"
+    facts = case_facts(case)
+    report = redact_report(diagnose_facts(facts, [rule]), Redactor())
+    if "fit" in rule.needs:
+        from bnbdoctor.fit.render import render_fit_text
+
+        intro = f"`bnbdoctor fit` for the rule case `tests/rule_cases/{case.label}.json`{described} prints:"
+        return intro, _cut_after_findings(render_fit_text(report))
+    from bnbdoctor.render.text import render_text
+
+    if kind == "fixture" and not case.edits:
+        from bnbdoctor.doctor import diagnose
+        from bnbdoctor.hosts.fixture import FixtureHost
+
+        host = FixtureHost.named(str(value))
+        report = redact_report(diagnose(host, rules=[rule]), Redactor.for_machine(host.os_info()))
+        intro = f"`bnbdoctor --fixture {value} --rule {rule.id}` (a recorded machine{described and ': ' + case.description}) prints:"
+    else:
+        intro = (f"bnbdoctor's text renderer, given the facts of the rule case "
+                 f"`tests/rule_cases/{case.label}.json`{described}, prints:")
+    return intro, _cut_after_findings(render_text(report))
+
+
+def _covers_text(rule: Rule) -> str:
+    return ", ".join(f"`{c}`" for c in rule.covers) if rule.covers else "none (no failure-catalog entry)"
+
+
+def header_line(rule: Rule, prose: Prose) -> str:
+    note = prose.get("Severity note")
+    line = f"Default severity: **{rule.severity.value}**{f' ({note})' if note else ''} · covers: {_covers_text(rule)}"
+    if rule.reads_log:
+        line += " · reads: a log (`bnbdoctor explain`)"
+    elif "fit" in rule.needs:
+        line += " · reads: a placement (`bnbdoctor fit`)"
+    return line
+
+
+def references(rule: Rule, prose: Prose) -> list[str]:
+    further = [line for line in prose.get("Further reading").split("\n") if line.strip()]
+    annotated = {line[2:].split(" ")[0]: line for line in further if line.startswith("- ")}
+    lines = [annotated.pop(url, f"- {url}") for url in rule.references]
+    lines += [line for line in further if not (line.startswith("- ") and line[2:].split(" ")[0] in rule.references)]
+    for entry_id in rule.covers:
+        entry = catalog_entry(entry_id)
+        urls = entry.get("urls") if entry else None
+        if urls:
+            lines.append(f"- Catalog `{entry_id}`: {', '.join(str(u) for u in urls)}")
+    return lines
+
+
+def render_page(rule: Rule) -> str:
+    prose = prose_of(rule)
+    parts = [f"# {rule.id} — {rule.name}", "", header_line(rule, prose), "",
+             "## What it detects", "", prose.get("What it detects"), "",
+             "## Why it matters", "", prose.get("Why it matters"), "", "## Example", ""]
+    case = example_case(rule)
+    if case is None:
+        parts += ["_No example case yet: add one to `tests/rule_cases/" + rule.id + "/` with `\"example\": true`._", ""]
+    else:
+        intro, output = example_output(case)
+        parts += [intro, "", "```text", output.rstrip("\n"), "```", ""]
+    notes = prose.get("Example notes")
+    if notes:
+        parts += [notes, ""]
+    parts += ["## How to fix", "", prose.get("How to fix"), "", "## References", "", *references(rule, prose), ""]
+    return "\n".join(parts)
+
+
+def _table(rules: list[Rule]) -> list[str]:
+    rows = ["| id | name | severity | summary | covers |", "|---|---|---|---|---|"]
+    for rule in rules:
+        covers = ", ".join(f"`{c}`" for c in rule.covers) or "—"
+        rows.append(f"| [{rule.id}]({rule.id}.md) | `{rule.name}` | {rule.severity.value} | {rule.summary} | {covers} |")
+    return rows
+
+
+def render_index(rules: list[Rule]) -> str:
+    template = (PROSE / "README.md").read_text(encoding="utf-8")
+    machine = [r for r in rules if r.machine_checkable]
+    fit = [r for r in rules if "fit" in r.needs]
+    logs = [r for r in rules if r.reads_log]
+    return (template.replace("{machine_rules}", "\n".join(_table(machine)))
+            .replace("{fit_rules}", "\n".join(_table(fit)))
+            .replace("{log_rules}", "\n".join(_table(logs))))
+
+
+def render_catalog(rules: list[Rule]) -> str:
+    """docs/catalog.md: every catalog entry under a heading whose anchor is its id, with the rules
+    that diagnose it (the links in reports point here)."""
+    lines = ["# The failure catalog", "",
+             "Real bitsandbytes failures, each with a stable id (public API: every finding names the entries it "
+             "diagnoses in `covers`). Generated from `bnbdoctor/data/failure_catalog.json` by "
+             "`python -m bnbdoctor.ruledocs`.", ""]
+    for entry in catalog():
+        entry_id = entry["id"]
+        rule_links = ", ".join(f"[{r.id}](rules/{r.id}.md)" for r in rules if entry_id in r.covers) or "none yet"
+        lines += [f"## {entry_id}", "", f"**{entry.get('title', '')}**", ""]
+        for label, key in (("Root cause", "root_cause"), ("What to do", "remediation"), ("Platforms", "platform"),
+                           ("Versions", "versions")):
+            if entry.get(key):
+                lines += [f"- {label}: {entry[key]}"]
+        lines += [f"- Diagnosed by: {rule_links}"]
+        urls = entry.get("urls") or []
+        if urls:
+            lines += [f"- Sources: {', '.join(str(u) for u in urls)}"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def expected_pages() -> dict[Path, str]:
+    rules = all_rules()
+    pages = {DOCS / f"{rule.id}.md": render_page(rule) for rule in rules}
+    pages[DOCS / "README.md"] = render_index(rules)
+    pages[DOCS.parent / "catalog.md"] = render_catalog(rules)
+    return pages
+
+
+def stale_pages() -> list[Path]:
+    """Pages whose file differs from what would be generated, and pages of rules that do not exist."""
+    expected = expected_pages()
+    stale = [path for path, text in expected.items()
+             if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    stale += [path for path in DOCS.glob("BNB*.md") if path not in expected]
+    return sorted(stale)
+
+
+def write_pages() -> list[Path]:
+    written = []
+    expected = expected_pages()
+    for path, text in expected.items():
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    for path in DOCS.glob("BNB*.md"):
+        if path not in expected:
+            path.unlink()
+            written.append(path)
+    return written
