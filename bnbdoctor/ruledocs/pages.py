@@ -87,15 +87,26 @@ def _cut_after_findings(text: str) -> str:
     return text.rstrip() + "\n"
 
 
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if not text or text.endswith((".", "!", "?", ")")) else text + "."
+
+
+def _continuing(text: str) -> str:
+    """A description continuing a sentence: "A laptop ..." -> "a laptop ..." (not "GPU ..." or "PEFT's")."""
+    return text[0].lower() + text[1:] if len(text) > 1 and text[0].isupper() and text[1].islower() else text
+
+
 def example_output(case: RuleCase) -> tuple[str, str]:
-    """(the sentence introducing it, what bnbdoctor prints) for an example case."""
+    """(what the example is and the command that shows it, what bnbdoctor prints) for an example case."""
     from bnbdoctor.doctor import diagnose_facts
     from bnbdoctor.redact import Redactor
     from bnbdoctor.report_io import redact_report
 
     rule = case.rule
     kind, value = next(iter(case.base.items()))
-    described = f" ({case.description})" if case.description else ""
+    about = _sentence(case.description)
+    source = f"the rule case `tests/rule_cases/{case.label}.json`"
     if rule.reads_log:
         from bnbdoctor.explain import render_explain_text
         from bnbdoctor.explain.pipeline import explain_file
@@ -105,21 +116,19 @@ def example_output(case: RuleCase) -> tuple[str, str]:
 
         if kind == "log" and not case.edits:
             report = explain_file(str(ROOT / str(value)), [rule])
-            report.source["label"] = Path(str(value)).name
-            intro = f"`bnbdoctor explain {value} --rule {rule.id}` (a log kept with the tests{described and ': ' + case.description}) prints:"
+            intro = f"A log kept with the tests: {_continuing(about)}\n\n`bnbdoctor explain {value} --rule {rule.id}` prints:"
         else:
             facts = case_facts(case)
             report = build_report(facts, judge(facts, run_rules(facts, [rule])))
-            intro = f"bnbdoctor explain, given the facts of the rule case `tests/rule_cases/{case.label}.json`{described}, prints:"
+            intro = f"{about}\n\n`bnbdoctor explain`, given the facts of {source}, prints:"
         redactor = Redactor.for_text(json.dumps(report.source))
-        text = render_explain_text(redact_report(report, redactor))
-        return intro, text.rstrip() + "\n"
+        return intro, render_explain_text(redact_report(report, redactor)).rstrip() + "\n"
     facts = case_facts(case)
     report = redact_report(diagnose_facts(facts, [rule]), Redactor())
     if "fit" in rule.needs:
         from bnbdoctor.fit.render import render_fit_text
 
-        intro = f"`bnbdoctor fit` for the rule case `tests/rule_cases/{case.label}.json`{described} prints:"
+        intro = f"{about}\n\n`bnbdoctor fit` on the model and GPUs of {source} prints:"
         return intro, _cut_after_findings(render_fit_text(report))
     from bnbdoctor.render.text import render_text
 
@@ -129,10 +138,9 @@ def example_output(case: RuleCase) -> tuple[str, str]:
 
         host = FixtureHost.named(str(value))
         report = redact_report(diagnose(host, rules=[rule]), Redactor.for_machine(host.os_info()))
-        intro = f"`bnbdoctor --fixture {value} --rule {rule.id}` (a recorded machine{described and ': ' + case.description}) prints:"
+        intro = f"A recorded machine: {_continuing(about)}\n\n`bnbdoctor --fixture {value} --rule {rule.id}` prints:"
     else:
-        intro = (f"bnbdoctor's text renderer, given the facts of the rule case "
-                 f"`tests/rule_cases/{case.label}.json`{described}, prints:")
+        intro = f"{about}\n\nbnbdoctor's text renderer, given the facts of {source}, prints:"
     return intro, _cut_after_findings(render_text(report))
 
 
