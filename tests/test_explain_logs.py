@@ -14,7 +14,7 @@ from bnbdoctor.knowledge.signatures import SIGNATURES
 from bnbdoctor.logs.clean import ReadStats, read_lines, read_text
 from bnbdoctor.logs.extract import extract_text
 from bnbdoctor.logs.gpus import compute_capability, find_gpus
-from bnbdoctor.logs.patterns import ANCHORS, PATTERNS
+from bnbdoctor.logs.collectors import ANCHORS, PATTERNS
 
 
 def ids(text: str) -> list[str]:
