@@ -5,16 +5,22 @@ here too."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import io
+import pkgutil
+from types import ModuleType
 
 import pytest
 
 from bnbdoctor.explain import explain_text
 from bnbdoctor.knowledge.signatures import SIGNATURES
+from bnbdoctor.logs import collectors
 from bnbdoctor.logs.clean import ReadStats, read_lines, read_text
+from bnbdoctor.logs.collectors import ANCHORS, COLLECTORS, FAMILIES, PATTERNS
 from bnbdoctor.logs.extract import extract_text
 from bnbdoctor.logs.gpus import compute_capability, find_gpus
-from bnbdoctor.logs.collectors import ANCHORS, PATTERNS
 
 
 def ids(text: str) -> list[str]:
@@ -52,6 +58,44 @@ def test_every_pattern_key_has_an_anchor_and_every_signature_is_known() -> None:
         assert all(any(anchor.decode() in key for anchor in ANCHORS) for key in pattern.keys), pattern.name
     for sig in SIGNATURES.values():
         assert sig.role in ("root", "consequence", "hint", "noise", "fact")
+
+
+def _collector_modules() -> list[ModuleType]:
+    return [importlib.import_module(f"{collectors.__name__}.{info.name}")
+            for info in pkgutil.iter_modules(collectors.__path__) if info.name != "base"]
+
+
+def test_every_collector_module_is_wired_and_declares_each_pattern_once() -> None:
+    modules = _collector_modules()
+    assert sorted(id(m.COLLECTOR) for m in modules) == sorted(id(c) for c in COLLECTORS)
+    names = [p.name for p in PATTERNS]
+    assert len(names) == len(set(names)), "a pattern name is declared twice"
+    handlers = [f.handler for f in FAMILIES]
+    assert len({id(h) for h in handlers}) == len(handlers), "a handler is declared for two patterns"
+    for module in modules:
+        for family in module.COLLECTOR.families:
+            assert family.handler.__module__ == module.__name__, family.pattern.name
+            assert getattr(family.handler, "__name__", "") == family.pattern.name, family.pattern.name
+
+
+def test_every_handler_has_a_pattern_and_records_known_signatures() -> None:
+    declared = {id(f.handler) for f in FAMILIES}
+    for module in _collector_modules():
+        public = [f for name, f in inspect.getmembers(module, inspect.isfunction)
+                  if f.__module__ == module.__name__ and not name.startswith("_")]
+        assert all(id(f) in declared for f in public), [f.__name__ for f in public if id(f) not in declared]
+        recorded = {sig for call in ast.walk(ast.parse(inspect.getsource(module)))
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "match"
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id == "state" and call.args
+                    for sig in _literal_values(call.args[0])}
+        assert recorded <= set(SIGNATURES), recorded - set(SIGNATURES)
+
+
+def _literal_values(node: ast.expr) -> set[str]:
+    """The string literals an argument can evaluate to (``"a" if x else "b"``: both)."""
+    if isinstance(node, ast.IfExp):
+        return _literal_values(node.body) | _literal_values(node.orelse)
+    return {node.value} if isinstance(node, ast.Constant) and isinstance(node.value, str) else set()
 
 
 # ------------------------------------------------------------------------------------------ facts

@@ -29,7 +29,7 @@ _ROCM_LIBS = ("libhip", "libamdhip", "librocblas", "librocrand", "librocsparse",
 _OTHER_RUNTIMES = ("libgomp", "libomp", "libiomp", "libstdc++", "libgcc_s")
 
 
-def library_kind(name: str) -> str:
+def _library_kind(name: str) -> str:
     """What a shared library is, by its file name: bitsandbytes, driver, cuda, rocm, cxx_runtime, system, other."""
     if name.startswith("libbitsandbytes"):
         return "bitsandbytes"
@@ -51,7 +51,7 @@ def _in_bnb_context(state: LogState, number: int, line: str) -> bool:
 
 
 def _missing_library(state: LogState, name: str, number: int, line: str) -> None:
-    kind = library_kind(name)
+    kind = _library_kind(name)
     if kind == "bitsandbytes":
         state.bnb.library_absent(name)
         state.match("bnb_cpu_library_not_found" if "_cpu" in name else "bnb_library_not_found", number, line)
