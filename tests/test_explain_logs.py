@@ -171,6 +171,44 @@ def test_gpu_lines_in_their_usual_shapes() -> None:
     assert find_gpus("import torch; x = 3") == []
 
 
+@pytest.mark.parametrize("line, name, cc", [
+    ("Found GPU0 NVIDIA GeForce GT 710 which is of cuda capability 3.5.", "NVIDIA GeForce GT 710", (3, 5)),
+    ("Found GPU1 GRID K520 which is of cuda capability 3.0.", "GRID K520", (3, 0)),
+    ("Quadro K2200, 5.0", "Quadro K2200", (5, 0)),
+    ("0, NVIDIA GeForce RTX 3090, 8.6", "NVIDIA GeForce RTX 3090", (8, 6)),
+])
+def test_a_printed_compute_capability_covers_names_the_table_does_not_know(line: str, name: str,
+                                                                            cc: tuple[int, int]) -> None:
+    assert [(g.name, g.cc) for g in find_gpus(line)] == [(name, cc)]
+    assert find_gpus("name, compute_cap") == []
+
+
+def test_a_kernel_error_on_a_gpu_the_log_shows_is_the_machine_rule() -> None:
+    report = explain_text("$ nvidia-smi --query-gpu=name,compute_cap --format=csv\nname, compute_cap\n"
+                          "Quadro K2200, 5.0\nCUDA error: no kernel image is available for execution on the device\n")
+    assert [f.rule_id for f in report.findings] == ["BNB103"]
+
+
+def test_collect_env_shows_torchs_build_and_glibc() -> None:
+    facts = extract_text("PyTorch version: 2.1.0\nCUDA used to build PyTorch: 12.1\nROCM used to build PyTorch: N/A\n"
+                         "Libc version: glibc-2.35\nGPU models and configuration: GPU 0: NVIDIA A100-SXM4-80GB\n"
+                         "  File \"/usr/lib/python3/dist-packages/torch/__init__.py\", line 1\n")
+    assert (facts.python.torch.version, facts.python.torch.cuda) == ("2.1.0", "12.1")
+    assert (facts.platform.os, facts.platform.libc_version) == ("linux", "2.35")
+    rocm = extract_text("CUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 6.0.32830-d62f6a171\n")
+    assert (rocm.python.torch.version, rocm.python.torch.hip, rocm.python.torch.cuda) == (None, "6.0", None)
+    cpu = explain_text("CUDA used to build PyTorch: None\n"
+                       "GPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n"
+                       "Could not load bitsandbytes native library: 'NoneType' object has no attribute 'split'\n")
+    assert [f.rule_id for f in cpu.findings] == ["BNB202"]
+
+
+def test_ldd_version_is_the_glibc_version() -> None:
+    facts = extract_text("$ ldd --version\nldd (Ubuntu GLIBC 2.35-0ubuntu3.8) 2.35\n"
+                         "/usr/lib/x86_64-linux-gnu/libc.so.6\n")
+    assert (facts.platform.os, facts.platform.libc, facts.platform.libc_version) == ("linux", "glibc", "2.35")
+
+
 def test_glibc_234_need_pins_the_release_line() -> None:
     facts = extract_text("OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by "
                          "/opt/conda/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cuda128.so)")

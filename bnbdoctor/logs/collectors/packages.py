@@ -1,5 +1,6 @@
 """Package versions and the interpreter: bitsandbytes' banner and version lines, torch's version
-and CUDA/ROCm build, transformers/accelerate/peft/triton/..., the Python version.
+and CUDA/ROCm build (its version suffix, ``torch.version.cuda``, ``python -m bitsandbytes`` and
+``torch.utils.collect_env`` lines), transformers/accelerate/peft/triton/..., the Python version.
 
 Fills the ``python`` evidence and ``facts.log.versions``. A version line of a package being
 replaced (``Found existing installation``, ``Uninstalling``) is not the one in use and is skipped.
@@ -54,7 +55,7 @@ def bnb_version(state: LogState, m: re.Match[str], number: int, line: str) -> No
 @collects("package_version", ("torch", "transformers", "accelerate", "peft", "triton", "PyTorch"),
           rf"\b(?P<package>transformers|accelerate|peft|triton|pytorch-triton-rocm|scipy|trl|diffusers|torch)"
           rf"(?:==|-|`?\s{{0,40}}(?:version\s*)?[:=]?\s{{0,4}}v?)(?P<version>{VER})(?![\w.])",
-          rf"PyTorch(?: version)?(?: \(GPU\?\))?:\s*(?P<version>{VER})",
+          rf"(?<!used to build )PyTorch(?: version)?(?: \(GPU\?\))?:\s*(?P<version>{VER})",
           rf"Requirement already satisfied: (?P<package>transformers|accelerate|peft|triton|scipy|torch) in \S{{1,500}}"
           rf" \((?P<version>{VER})\)")
 def package_version(state: LogState, m: re.Match[str], number: int, line: str) -> None:
@@ -80,6 +81,22 @@ def torch_version_cuda(state: LogState, m: re.Match[str], number: int, line: str
         state.torch.cpu = True
     else:
         state.torch.cuda = value
+    state.match("torch_cuda_settings", number, line)
+
+
+@collects("torch_built_with", "used to build PyTorch",
+          r"^\s{0,8}(?P<kind>CUDA|ROCM) used to build PyTorch:\s*"
+          r"(?P<version>\d{1,2}\.\d{1,2}[\w.-]{0,40}|None|N/A)\s*$")
+def torch_built_with(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """``python -m torch.utils.collect_env``: "CUDA used to build PyTorch: 12.1" (None for a CPU build)."""
+    value = m.group("version")
+    if m.group("kind") == "CUDA":
+        if value == "None":
+            state.torch.cpu = True
+        elif value != "N/A":
+            state.torch.cuda = value
+    elif value[0].isdigit():
+        state.torch.hip = ".".join(value.split(".")[:2])
     state.match("torch_cuda_settings", number, line)
 
 

@@ -1,5 +1,6 @@
 """The operating system as the log states it: ``Platform:`` lines (``python -m bitsandbytes``,
-``torch.utils.collect_env``), the glibc version, WSL2 kernels and paths, Jetson releases.
+``torch.utils.collect_env``), the glibc version (those lines, ``Libc version:``, ``ldd --version``),
+WSL2 kernels and paths, Jetson releases.
 
 Fills the ``platform`` evidence: an explicit OS (which beats the votes paths cast, see
 :mod:`~bnbdoctor.logs.collectors.paths`), the architecture, the kernel or OS version, glibc, WSL2,
@@ -47,10 +48,14 @@ def platform_line(state: LogState, m: re.Match[str], number: int, line: str) -> 
     state.match("platform", number, line)
 
 
-@collects("libc_line", ("libc:", "glibc"),
-          r"libc:\s*glibc-(?P<version>\d\.\d{1,3})|with-glibc(?P<version2>\d\.\d{1,3})", evidence=5)
+@collects("libc_line", ("libc:", "glibc", "ldd ("),
+          r"libc:\s*glibc-(?P<version>\d\.\d{1,3})|with-glibc(?P<version2>\d\.\d{1,3})",
+          r"\bLibc version:\s*glibc-(?P<version>\d\.\d{1,3})",  # python -m torch.utils.collect_env
+          r"^\s{0,8}ldd \([^()]{1,80}\) (?P<version>\d\.\d{1,3})\s*$",  # ldd --version
+          evidence=5)
 def libc_line(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.platform.libc_version = m.group("version") or m.group("version2")
+    groups = m.groupdict()
+    state.platform.libc_version = groups.get("version") or groups.get("version2")
 
 
 @collects("wsl", ("WSL", "/usr/lib/wsl"), r"microsoft-standard-WSL2|\bWSL2?\b|/usr/lib/wsl/lib", evidence=5)
