@@ -5,16 +5,22 @@ here too."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import io
+import pkgutil
+from types import ModuleType
 
 import pytest
 
 from bnbdoctor.explain import explain_text
 from bnbdoctor.knowledge.signatures import SIGNATURES
+from bnbdoctor.logs import collectors
 from bnbdoctor.logs.clean import ReadStats, read_lines, read_text
+from bnbdoctor.logs.collectors import ANCHORS, COLLECTORS, FAMILIES, PATTERNS
 from bnbdoctor.logs.extract import extract_text
 from bnbdoctor.logs.gpus import compute_capability, find_gpus
-from bnbdoctor.logs.patterns import ANCHORS, PATTERNS
 
 
 def ids(text: str) -> list[str]:
@@ -52,6 +58,44 @@ def test_every_pattern_key_has_an_anchor_and_every_signature_is_known() -> None:
         assert all(any(anchor.decode() in key for anchor in ANCHORS) for key in pattern.keys), pattern.name
     for sig in SIGNATURES.values():
         assert sig.role in ("root", "consequence", "hint", "noise", "fact")
+
+
+def _collector_modules() -> list[ModuleType]:
+    return [importlib.import_module(f"{collectors.__name__}.{info.name}")
+            for info in pkgutil.iter_modules(collectors.__path__) if info.name != "base"]
+
+
+def test_every_collector_module_is_wired_and_declares_each_pattern_once() -> None:
+    modules = _collector_modules()
+    assert sorted(id(m.COLLECTOR) for m in modules) == sorted(id(c) for c in COLLECTORS)
+    names = [p.name for p in PATTERNS]
+    assert len(names) == len(set(names)), "a pattern name is declared twice"
+    handlers = [f.handler for f in FAMILIES]
+    assert len({id(h) for h in handlers}) == len(handlers), "a handler is declared for two patterns"
+    for module in modules:
+        for family in module.COLLECTOR.families:
+            assert family.handler.__module__ == module.__name__, family.pattern.name
+            assert getattr(family.handler, "__name__", "") == family.pattern.name, family.pattern.name
+
+
+def test_every_handler_has_a_pattern_and_records_known_signatures() -> None:
+    declared = {id(f.handler) for f in FAMILIES}
+    for module in _collector_modules():
+        public = [f for name, f in inspect.getmembers(module, inspect.isfunction)
+                  if f.__module__ == module.__name__ and not name.startswith("_")]
+        assert all(id(f) in declared for f in public), [f.__name__ for f in public if id(f) not in declared]
+        recorded = {sig for call in ast.walk(ast.parse(inspect.getsource(module)))
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "match"
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id == "state" and call.args
+                    for sig in _literal_values(call.args[0])}
+        assert recorded <= set(SIGNATURES), recorded - set(SIGNATURES)
+
+
+def _literal_values(node: ast.expr) -> set[str]:
+    """The string literals an argument can evaluate to (``"a" if x else "b"``: both)."""
+    if isinstance(node, ast.IfExp):
+        return _literal_values(node.body) | _literal_values(node.orelse)
+    return {node.value} if isinstance(node, ast.Constant) and isinstance(node.value, str) else set()
 
 
 # ------------------------------------------------------------------------------------------ facts
@@ -125,6 +169,44 @@ def test_gpu_lines_in_their_usual_shapes() -> None:
     assert find_gpus("|   0  Tesla K80                On   | 00000000:00:1E.0 Off |")[0].cc == (3, 7)
     assert find_gpus("loading model on NVIDIA GeForce RTX 3060 Ti ...")[0].cc == (8, 6)
     assert find_gpus("import torch; x = 3") == []
+
+
+@pytest.mark.parametrize("line, name, cc", [
+    ("Found GPU0 NVIDIA GeForce GT 710 which is of cuda capability 3.5.", "NVIDIA GeForce GT 710", (3, 5)),
+    ("Found GPU1 GRID K520 which is of cuda capability 3.0.", "GRID K520", (3, 0)),
+    ("Quadro K2200, 5.0", "Quadro K2200", (5, 0)),
+    ("0, NVIDIA GeForce RTX 3090, 8.6", "NVIDIA GeForce RTX 3090", (8, 6)),
+])
+def test_a_printed_compute_capability_covers_names_the_table_does_not_know(line: str, name: str,
+                                                                            cc: tuple[int, int]) -> None:
+    assert [(g.name, g.cc) for g in find_gpus(line)] == [(name, cc)]
+    assert find_gpus("name, compute_cap") == []
+
+
+def test_a_kernel_error_on_a_gpu_the_log_shows_is_the_machine_rule() -> None:
+    report = explain_text("$ nvidia-smi --query-gpu=name,compute_cap --format=csv\nname, compute_cap\n"
+                          "Quadro K2200, 5.0\nCUDA error: no kernel image is available for execution on the device\n")
+    assert [f.rule_id for f in report.findings] == ["BNB103"]
+
+
+def test_collect_env_shows_torchs_build_and_glibc() -> None:
+    facts = extract_text("PyTorch version: 2.1.0\nCUDA used to build PyTorch: 12.1\nROCM used to build PyTorch: N/A\n"
+                         "Libc version: glibc-2.35\nGPU models and configuration: GPU 0: NVIDIA A100-SXM4-80GB\n"
+                         "  File \"/usr/lib/python3/dist-packages/torch/__init__.py\", line 1\n")
+    assert (facts.python.torch.version, facts.python.torch.cuda) == ("2.1.0", "12.1")
+    assert (facts.platform.os, facts.platform.libc_version) == ("linux", "2.35")
+    rocm = extract_text("CUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 6.0.32830-d62f6a171\n")
+    assert (rocm.python.torch.version, rocm.python.torch.hip, rocm.python.torch.cuda) == (None, "6.0", None)
+    cpu = explain_text("CUDA used to build PyTorch: None\n"
+                       "GPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n"
+                       "Could not load bitsandbytes native library: 'NoneType' object has no attribute 'split'\n")
+    assert [f.rule_id for f in cpu.findings] == ["BNB202"]
+
+
+def test_ldd_version_is_the_glibc_version() -> None:
+    facts = extract_text("$ ldd --version\nldd (Ubuntu GLIBC 2.35-0ubuntu3.8) 2.35\n"
+                         "/usr/lib/x86_64-linux-gnu/libc.so.6\n")
+    assert (facts.platform.os, facts.platform.libc, facts.platform.libc_version) == ("linux", "glibc", "2.35")
 
 
 def test_glibc_234_need_pins_the_release_line() -> None:

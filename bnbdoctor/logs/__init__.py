@@ -1,8 +1,11 @@
 """Reading console logs: the fact source behind ``bnbdoctor explain``.
 
-``clean`` turns raw input into numbered lines, ``patterns`` recognises message families,
-``signatures`` says what each family means, ``gpus`` knows GPU names, and ``extract`` builds
-the same :class:`~bnbdoctor.facts.Facts` the probes produce, so the same rules can run on them.
+``clean`` turns raw input into numbered lines; ``collectors`` recognise message families, one
+module per part of a log, each pattern declared on its handler; ``state`` holds what they read;
+``build`` turns it into the same :class:`~bnbdoctor.facts.Facts` the probes produce, so the same
+rules can run on them; ``extract`` wires it together (the block prefilter, the dispatch). What
+each family means (role, catalog ids) is :mod:`bnbdoctor.knowledge.signatures`; ``gpus`` knows GPU
+names.
 """
 
 from __future__ import annotations
@@ -13,8 +16,7 @@ __all__ = ["LogExtractor", "extract", "extract_text"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: rules import bnbdoctor.rules.log_evidence on every diagnosis; the pattern tables behind
-    # ``extract`` are only compiled when a log is actually read.
+    # Lazy: the pattern tables behind ``extract`` are only compiled when a log is actually read.
     if name in __all__:
         from bnbdoctor.logs import extract as module
 

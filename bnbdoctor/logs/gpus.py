@@ -4,7 +4,10 @@ Logs name GPUs in a few shapes: ``nvidia-smi -L`` (``GPU 0: Tesla T4 (UUID: ...)
 ``nvidia-smi`` table (``|   0  Tesla K80   Off  | ...``), and free text from torch or the user
 (``NVIDIA GeForce RTX 3090``, ``Tesla V100-SXM2-16GB``). The table below maps model names to
 compute capability (NVIDIA's CUDA GPU list); it only needs the families bitsandbytes' thresholds
-care about (below 6.0, below 7.5, and the rest).
+care about (below 6.0, below 7.5, and the rest). Two shapes print the compute capability next to
+the name: torch's warning for old GPUs (``Found GPU0 GeForce GT 710 which is of cuda capability
+3.5``) and ``nvidia-smi --query-gpu=name,compute_cap`` (``Quadro K2200, 5.0``); the printed value
+is used for a name the table does not know.
 """
 
 from __future__ import annotations
@@ -21,6 +24,14 @@ _FREE = re.compile(
     r"|(?:NVIDIA\s+)?TITAN\s+(?:RTX|Xp|X|V|Black|Z)\b"
     r"|NVIDIA\s+(?:RTX\s+)?(?:A|H|L|B|GH|GB)\d{1,4}\w{0,4}(?:-\w{1,12}){0,3}"
     r"|NVIDIA\s+Jetson\s+\w{2,20}|Jetson\s+(?:AGX\s+)?(?:Orin|Xavier|TX2|Nano)\w{0,10})")
+
+#: A name with the compute capability printed next to it (torch's old-GPU warning; nvidia-smi's query output).
+_PRINTED_CC = (
+    re.compile(r"\bFound GPU\d{1,2} (?P<name>[^\n]{2,80}?) which is of cuda capability "
+               r"(?P<major>\d{1,2})\.(?P<minor>\d{1,2})"),
+    re.compile(r"^\s{0,8}(?:\d{1,2},\s{0,4})?(?P<name>(?:NVIDIA|Tesla|GeForce|Quadro|TITAN)[^,]{1,80}),"
+               r"\s{0,4}(?P<major>\d{1,2})\.(?P<minor>\d{1,2})\s*$"),
+)
 
 _CC: tuple[tuple[re.Pattern[str], tuple[int, int]], ...] = tuple((re.compile(p), cc) for p, cc in (
     (r"\bK80\b", (3, 7)),
@@ -76,4 +87,10 @@ def find_gpus(line: str) -> list[SeenGpu]:
         cc = compute_capability(name)
         if cc is not None:
             found.append(SeenGpu(name, None, cc))
+    if not found:
+        for regex in _PRINTED_CC:
+            match = regex.search(line)
+            if match:
+                cc = (int(match.group("major")), int(match.group("minor")))
+                return [SeenGpu(_tidy(match.group("name")), None, cc)]
     return found

@@ -1,0 +1,50 @@
+"""Imports that fail: a module that is not installed (torch, bitsandbytes, scipy, triton.ops), a
+name a bitsandbytes module lacks (old and new files mixed), transformers' generic ImportError.
+
+``No module named 'torch'`` and ``'bitsandbytes'`` are the only way a log shows that a package
+is absent, so they mark it missing in the ``python`` evidence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bnbdoctor.logs.collectors.base import Collector
+from bnbdoctor.logs.state import LogState
+
+COLLECTOR = Collector("imports")
+collects = COLLECTOR.collects
+
+
+@collects("triton_ops", ("triton.o",), r"No module named '?triton\.o(?:ps)?|from triton\.ops\b|import triton\.ops\b")
+def triton_ops(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.match("triton_ops_missing", number, line)
+
+
+@collects("no_module", "No module", r"No module named '?(?P<module>[\w.]{1,100})'?")
+def no_module(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    module = m.group("module").split(".")[0]
+    if m.group("module").startswith("triton.o"):
+        return
+    if module == "scipy":
+        state.match("scipy_missing", number, line)
+    elif module == "torch":
+        state.torch.missing = True
+        state.match("torch_not_installed", number, line)
+    elif module == "bitsandbytes":
+        state.bnb.missing = True
+        state.match("bnb_not_installed", number, line)
+
+
+@collects("cannot_import_name", ("cannot import", "not import"),
+          r"cannot import name '(?P<name>\w{1,100})' from '(?P<module>bitsandbytes[\w.]{0,100})'",
+          r"can(?:'t| ?not) import '?(?P<name>sync_gpu)\b")
+def cannot_import_name(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.bnb.seen = True
+    state.match("stale_bnb_modules", number, line)
+
+
+@collects("transformers_importerror", ("bitsandbytes",),
+          r"Using `?bitsandbytes`? (?:\d-bit )?quantization requires|requires the latest version of bitsandbytes")
+def transformers_importerror(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.match("transformers_bnb_importerror", number, line)

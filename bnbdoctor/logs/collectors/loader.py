@@ -1,0 +1,184 @@
+"""The dynamic loader's messages: glibc's ``ld.so``, Windows' ``LoadLibrary``, macOS' ``dlopen``.
+
+Fills ``native`` and ``load`` evidence when a message is about bitsandbytes' library (it names
+the library, or follows a bitsandbytes load message within a few lines): the libraries that
+could not be opened and the symbol versions the system's glibc or C++ runtime lacks. A missing
+library is classified by name (CUDA, ROCm, the driver's libcuda, a system runtime). The wording
+of each loader also votes for the operating system.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bnbdoctor.facts import AbiNeed
+from bnbdoctor.logs.collectors.base import Collector
+from bnbdoctor.logs.patterns import Q
+from bnbdoctor.logs.state import MAX_TEXT, LogState
+from bnbdoctor.logs.tokens import basename, token_before
+
+COLLECTOR = Collector("loader")
+collects = COLLECTOR.collects
+
+#: How many lines after a bitsandbytes load message a missing library is still attributed to it.
+BNB_CONTEXT_LINES = 6
+
+_CUDA_LIBS = ("libcudart", "libcublas", "libcublasLt", "libcusparse", "libnvJitLink", "libcurand", "libnvrtc",
+              "libcufft", "libcudnn", "libnccl", "libcusolver")
+_ROCM_LIBS = ("libhip", "libamdhip", "librocblas", "librocrand", "librocsparse", "libroctx", "libhsa", "librocm")
+_OTHER_RUNTIMES = ("libgomp", "libomp", "libiomp", "libstdc++", "libgcc_s")
+
+
+def _library_kind(name: str) -> str:
+    """What a shared library is, by its file name: bitsandbytes, driver, cuda, rocm, cxx_runtime, system, other."""
+    if name.startswith("libbitsandbytes"):
+        return "bitsandbytes"
+    if name.startswith("libcuda.so"):
+        return "driver"
+    if name.startswith(_CUDA_LIBS) or name.startswith(("cudart64", "cublas64", "cusparse64")):
+        return "cuda"
+    if name.startswith(_ROCM_LIBS):
+        return "rocm"
+    if name.startswith(("libstdc++", "libgcc_s")):
+        return "cxx_runtime"
+    if name.startswith(("libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so")):
+        return "system"
+    return "other"  # libgomp (the OpenMP runtime of the CPU build), ...
+
+
+def _in_bnb_context(state: LogState, number: int, line: str) -> bool:
+    return "bitsandbytes" in line or number - state.recent.bnb_message <= BNB_CONTEXT_LINES
+
+
+def _missing_library(state: LogState, name: str, number: int, line: str) -> None:
+    kind = _library_kind(name)
+    if kind == "bitsandbytes":
+        state.bnb.library_absent(name)
+        state.match("bnb_cpu_library_not_found" if "_cpu" in name else "bnb_library_not_found", number, line)
+        state.bnb.seen = True
+        return
+    if kind == "driver":
+        state.match("libcuda_not_found", number, line)
+        return
+    signature = {"cuda": "cudart_not_found" if name.startswith(("libcudart", "cudart64")) else "cuda_library_not_found",
+                 "rocm": "rocm_library_not_found", "cxx_runtime": "system_library_not_found"}.get(kind)
+    if signature is None and name.startswith(_OTHER_RUNTIMES):
+        signature = "system_library_not_found"
+    if signature is None or not _in_bnb_context(state, number, line):
+        if signature is not None:
+            state.match(signature, number, line)
+        return
+    state.match(signature, number, line)
+    state.load.missing_deps.setdefault(name, (kind, line.strip()[:MAX_TEXT]))
+    state.load.errors.append(line.strip())
+
+
+@collects("version_not_found", "not found",
+          rf"version\s*{Q}?(?P<symver>(?P<ns>GLIBCXX|CXXABI|GLIBC|GCC)_[\d.]{{1,20}}){Q}?\s*not found"
+          r"(?:\s*\(required by\s*(?P<requirer>[^)\s]{1,1000}))?")
+def version_not_found(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    namespace, symver = m.group("ns"), m.group("symver")
+    provider = token_before(line, m.start())
+    library = basename(provider) or ("libc.so.6" if namespace == "GLIBC" else "libstdc++.so.6")
+    requirer = (m.group("requirer") or "").rstrip(")")
+    signature = {"CXXABI": "cxxabi_version_not_found", "GLIBC": "glibc_version_not_found"}.get(
+        namespace, "glibcxx_version_not_found")
+    state.match(signature, number, line)
+    if namespace == "GLIBC":
+        state.platform.glibc_seen = True
+    state.platform.os_votes["linux"] += 2
+    requirer_name = basename(requirer)
+    if requirer_name.startswith("libbitsandbytes") or (not requirer and _in_bnb_context(state, number, line)):
+        if requirer_name:
+            state.bnb.library_exists(requirer_name)
+            state.bnb_path(requirer)
+            state.bnb.selected.append((requirer, number))
+        provider_path = provider if "/" in provider else None
+        need = state.load.abi.setdefault(library, AbiNeed(library=library, provider=provider_path, source="log"))
+        for target in (need.required, need.missing):
+            if symver not in target:
+                target.append(symver)
+        state.load.errors.append(line.strip())
+
+
+@collects("cannot_open", "cannot open shared object file", r":\s*cannot open shared object file")
+def cannot_open(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    token = token_before(line, m.start())
+    name = basename(token)
+    if not name or "." not in name:
+        return
+    state.platform.os_votes["linux"] += 2  # the wording of glibc's dynamic loader
+    if name.startswith("libbitsandbytes"):
+        state.bnb_path(token)
+    _missing_library(state, name, number, line)
+
+
+@collects("missing_dependency", ("CUDA SETUP ERROR", "SETUP ERROR"), r"Missing dependency:\s*(?P<lib>[\w+.-]{1,200})")
+def missing_dependency(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.recent.bnb_message = number
+    state.bnb.set_era("exact")
+    _missing_library(state, basename(m.group("lib")), number, line)
+
+
+@collects("undefined_symbol", "undefined symbol",
+          r"undefined symbol:\s*(?P<sym>[\w@.]{1,200})(?:,\s*version\s*(?P<ver>[\w.]{1,100}))?")
+def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    symbol = m.group("sym")
+    library = basename(token_before(line, m.start()))
+    if symbol.startswith("__nvJitLink"):
+        state.match("nvjitlink_undefined_symbol", number, line)
+    elif symbol.startswith("__fatbinwrap"):
+        state.match("fatbinwrap_undefined_symbol", number, line)
+    elif symbol.startswith("cudaRuntimeGetVersion"):
+        state.match("cuda_runtime_symbol_missing", number, line)
+    elif "libbitsandbytes_cpu" in line:
+        state.match("cpu_library_missing_symbol", number, line)
+        state.bnb.library_exists(library or "libbitsandbytes_cpu.so")
+    state.platform.os_votes["linux"] += 1
+
+
+@collects("function_not_found", "' not found", r"function '(?P<func>c\w{1,80})' not found")
+def function_not_found(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.match("cpu_library_missing_symbol", number, line)
+
+
+@collects("could_not_find_module", "Could not find module", r"Could not find module\s+'(?P<path>[^']{1,1000})'")
+def could_not_find_module(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    path = m.group("path")
+    name = basename(path)
+    state.platform.os_votes["windows"] += 3
+    if not name.startswith("libbitsandbytes"):
+        return
+    state.bnb_path(path)
+    state.bnb.selected.append((path, number))
+    if "_cpu" in name:
+        state.bnb.library_absent(name)
+        state.match("bnb_cpu_library_not_found", number, line)
+    else:
+        state.match("windows_dll_not_loaded", number, line)
+        state.load.errors.append(line.strip())
+
+
+@collects("winerror_193", ("WinError 193", "Win32", "not designed to run on Windows"),
+          r"\[WinError 193\]|not a valid Win32 application|is either not designed to run on Windows|不是有效的 Win32")
+def winerror_193(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.platform.os_votes["windows"] += 3
+    state.match("windows_linux_library", number, line)
+
+
+@collects("windowspath_not_iterable", "WindowsPath' is not iterable", r"argument of type 'WindowsPath' is not iterable")
+def windowspath_not_iterable(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.platform.os_votes["windows"] += 3
+    state.match("windows_path_not_iterable", number, line)
+
+
+@collects("macho", ("mach-o",),
+          r"not a mach-o file|mach-o file, but is an incompatible architecture|incompatible architecture")
+def macho(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    if "mach-o" not in line and "libbitsandbytes" not in line and "dlopen" not in line:
+        return
+    state.platform.os_votes["macos"] += 5
+    need = re.search(r"need '?(arm64e?|x86_64)", line)
+    if need:
+        state.platform.arch = "aarch64" if need.group(1).startswith("arm64") else "x86_64"
+    state.match("macos_not_macho", number, line)

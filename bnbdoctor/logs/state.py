@@ -1,0 +1,179 @@
+"""What the collectors have read so far: one :class:`LogState` per log, passed to every handler.
+
+The state holds the evidence of each fact section (a plain record per section), the recognised
+lines (:meth:`LogState.match`, capped per signature), and the context that spans lines: where
+the last bitsandbytes load message was, where the ``PyTorch:`` block of ``python -m
+bitsandbytes`` began. The few helpers here are the ones several collectors share; a helper only
+one collector needs lives in that collector. :mod:`bnbdoctor.logs.build` turns the state into
+:class:`~bnbdoctor.facts.Facts`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bnbdoctor.facts import AbiNeed, LogMatch
+from bnbdoctor.knowledge.signatures import SIGNATURES
+from bnbdoctor.logs.tokens import dirname
+
+#: Lines kept per signature in facts.log.matches (the count of all of them is in the report source).
+MAX_MATCHES_PER_SIGNATURE = 20
+#: Characters of a matched line kept in a LogMatch (and of the other lines the state keeps).
+MAX_TEXT = 300
+#: The bitsandbytes release families, oldest first (the newest one seen wins).
+ERAS = ("legacy", "fallback", "exact", "nearest")
+#: A line number before any line: "not seen yet" for :class:`Recent`.
+NEVER = -100
+
+
+@dataclass
+class PlatformEvidence:
+    """The operating system: explicit ``Platform:`` lines, and votes from paths and loader wording."""
+
+    os_votes: dict[str, int] = field(default_factory=lambda: {"windows": 0, "linux": 0, "macos": 0})
+    os_explicit: str | None = None
+    arch: str | None = None
+    kernel: str = ""
+    os_version: str | None = None
+    libc_version: str | None = None
+    glibc_seen: bool = False
+    wsl: bool = False
+    jetson: str | None = None
+    notebook: bool = False
+
+
+@dataclass
+class GpuEvidence:
+    """GPUs by name (``"index:name"`` or the name -> index, compute capability, line), the driver."""
+
+    named: dict[str, tuple[int | None, tuple[int, int] | None, int]] = field(default_factory=dict)
+    highest_cc: tuple[tuple[int, int], int] | None = None  # bitsandbytes' "highest compute capability", line
+    driver_version: str | None = None
+    driver_cuda: str | None = None
+    no_driver: str | None = None  # torch's "Found no NVIDIA driver" line
+
+
+@dataclass
+class PythonEvidence:
+    """The interpreter, its site-packages folders, and the package versions the log prints."""
+
+    version: str | None = None
+    version_strong: bool = False  # a full x.y.z version (not one read from a folder name)
+    site_packages: list[str] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def add_site_packages(self, path: str) -> None:
+        """The site-packages folder a path lies in, if any (at most five are kept)."""
+        match = re.search(r"^(.{0,500}?[\\/](?:site|dist)-packages)(?=[\\/])", path)
+        if match and match.group(1) not in self.site_packages and len(self.site_packages) < 5:
+            self.site_packages.append(match.group(1))
+
+
+@dataclass
+class TorchEvidence:
+    cuda: str | None = None
+    hip: str | None = None  # "" when a HIP kernel file shows a ROCm build without its version
+    cpu: bool = False
+    location: str | None = None
+    missing: bool = False  # "No module named 'torch'"
+
+
+@dataclass
+class BnbEvidence:
+    """bitsandbytes: where it is, which release family its messages belong to, the libraries it chose."""
+
+    seen: bool = False
+    missing: bool = False  # "No module named 'bitsandbytes'"
+    banner_version: str | None = None
+    location: str | None = None
+    legacy: bool = False  # the legacy CUDA setup (<= 0.43.0)
+    era: str | None = None  # one of ERAS: the message families seen
+    existing: list[str] = field(default_factory=list)  # libraries the log proves exist
+    absent: list[str] = field(default_factory=list)  # libraries the log proves missing
+    selected: list[tuple[str, int]] = field(default_factory=list)  # (path, line) of libraries bnb chose
+    detected_cuda: str | None = None
+    override_rejected: str | None = None  # the line rejecting BNB_CUDA_VERSION / BNB_ROCM_VERSION
+
+    def set_era(self, era: str) -> None:
+        if self.era is None or ERAS.index(era) > ERAS.index(self.era):
+            self.era = era
+        self.seen = True
+
+    def library_exists(self, name: str) -> None:
+        if name not in self.existing:
+            self.existing.append(name)
+
+    def library_absent(self, name: str) -> None:
+        if name not in self.absent:
+            self.absent.append(name)
+
+
+@dataclass
+class LoadEvidence:
+    """What the loader said about bitsandbytes' library: missing libraries, missing symbol versions."""
+
+    missing_deps: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (kind, message)
+    abi: dict[str, AbiNeed] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Recent:
+    """Line numbers of messages that give meaning to the lines right after them."""
+
+    bnb_message: int = NEVER  # a bitsandbytes load message: a missing library below is bitsandbytes'
+    pytorch_block: int = NEVER  # the "PyTorch:" line of python -m bitsandbytes: "CUDA: 12.6" is torch's
+    unexpected_kwarg: int = NEVER  # "unexpected keyword argument" with the name on the next line
+    dispatch: int = NEVER  # transformers' dispatch ValueError
+
+
+class LogState:
+    """The evidence of one log, the lines recognised in it, and the context between lines."""
+
+    def __init__(self, label: str = "log") -> None:
+        self.label = label
+        self.lines = 0
+        self.exception: str | None = None
+        self.matches: list[LogMatch] = []
+        self.counts: dict[str, int] = {}
+        self.platform = PlatformEvidence()
+        self.gpu = GpuEvidence()
+        self.python = PythonEvidence()
+        self.torch = TorchEvidence()
+        self.bnb = BnbEvidence()
+        self.load = LoadEvidence()
+        self.env: dict[str, str] = {}
+        self.recent = Recent()
+
+    # ------------------------------------------------------------------ recognised lines
+    def match(self, signature: str, number: int, line: str) -> None:
+        """Record that ``line`` belongs to ``signature``."""
+        assert signature in SIGNATURES, signature
+        count = self.counts.get(signature, 0)
+        self.counts[signature] = count + 1
+        if count < MAX_MATCHES_PER_SIGNATURE:
+            text = line.strip()
+            self.matches.append(LogMatch(signature, number, text[:MAX_TEXT] + ("…" if len(text) > MAX_TEXT else "")))
+
+    def seen(self, *signatures: str) -> bool:
+        return any(s in self.counts for s in signatures)
+
+    def count(self, signature: str) -> int:
+        return self.counts.get(signature, 0)
+
+    # ------------------------------------------------------------------ shared by several collectors
+    def bnb_path(self, path: str) -> None:
+        """A path inside the bitsandbytes package: where it is installed."""
+        self.bnb.seen = True
+        folder = dirname(path)
+        if folder and re.search(r"bitsandbytes$", folder):
+            self.bnb.location = folder
+        self.python.add_site_packages(path)
+
+    def gpu_cc(self, cc: tuple[int, int], number: int, line: str, *, highest: bool) -> None:
+        """A compute capability the log shows (``highest``: bitsandbytes' highest among the GPUs)."""
+        if highest:
+            self.gpu.highest_cc = (cc, number)
+        if cc < (6, 0):
+            self.match("gpu_below_minimum_cc", number, line)
