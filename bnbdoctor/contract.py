@@ -1,14 +1,19 @@
 """The command-line contract every bnbdoctor command shares (the doctor, explain, fit).
 
 stdout is data; messages go to stderr as one line; user errors exit 2 without a traceback;
-bnbdoctor's own bugs are reported in one line too (``--debug`` shows the traceback).
+bnbdoctor's own bugs are reported in one line too (``--debug`` shows the traceback); a report
+written to a file (``-o``, the app's export) is written whole or not at all.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
+import stat
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from bnbdoctor.report import ExitCode
 
@@ -23,12 +28,44 @@ def use_color(text_format: bool, output: str | None) -> bool:
     return text_format and not output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
+def write_file(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all; raises OSError.
+
+    The text goes to a temporary file in the target's folder, which then replaces the target
+    (``os.replace``), so an interrupted write never leaves a partial report. A symlink is followed,
+    a read-only file stays unwritable, and devices and pipes (``-o /dev/stdout``) are written in place.
+    """
+    target = os.path.realpath(path)
+    exists = os.path.exists(target)
+    if exists and not os.path.isfile(target):  # a folder ("Is a directory"), a device, a pipe
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    if exists and not os.access(target, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+    mode = stat.S_IMODE(os.stat(target).st_mode) if exists else 0o666
+    folder, name = os.path.split(target)
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)  # a new file: the umask applies
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if exists:
+            os.chmod(temporary, mode)  # a file written again keeps its permissions
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 def write_output(text: str, output: str | None, error: type[Exception]) -> None:
     """The rendered report to ``output`` (a path the user asked for) or to stdout."""
     if output:
         try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            write_file(output, text)
         except OSError as exc:
             raise error(f"cannot write {output}: {exc.strerror or exc}") from None
         note(f"report written to {output}")

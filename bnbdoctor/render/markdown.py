@@ -157,6 +157,13 @@ def render_markdown(report: Report) -> str:
         lines += ["<details><summary>Full report (JSON, replay with <code>bnbdoctor --from</code>)</summary>", "",
                   "```json", payload, "```", "", "</details>", ""]
     else:
-        lines += [f"_The full report ({len(payload) // 1024} KiB) is too large to paste here: attach the file from "
-                  "`bnbdoctor --json -o bnbdoctor-report.json` to the issue._", ""]
+        lines += [(f"_The full report ({len(payload) // 1024} KiB) is too large to paste here: attach the file from "
+                   "`bnbdoctor --json -o bnbdoctor-report.json` to the issue._"), ""]
     return "\n".join(lines)
+
+
+class MarkdownRenderer:
+    """The :class:`~bnbdoctor.render.Renderer` for ``--markdown`` (the doctor's and explain's); no colour."""
+
+    def render(self, report: Report, *, color: bool = False) -> str:
+        return render_markdown(report)
