@@ -31,30 +31,34 @@ def use_color(text_format: bool, output: str | None) -> bool:
 def write_file(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all; raises OSError.
 
-    The text goes to a temporary file in the target's folder, which then replaces the target
-    (``os.replace``), so an interrupted write never leaves a partial report. A symlink is followed,
-    a read-only file stays unwritable, and devices and pipes (``-o /dev/stdout``) are written in place.
+    The text goes to a temporary file in the same folder, which then replaces ``path``
+    (``os.replace``), so an interrupted write never leaves a partial report, and a file written
+    again keeps its permissions. A read-only file stays unwritten. What is not a plain file is
+    written in place, as ``open`` would: a symlink (``/dev/stdout`` is one, and may name the file
+    the shell redirects to), a device or a pipe; a folder fails with "Is a directory".
     """
-    target = os.path.realpath(path)
-    exists = os.path.exists(target)
-    if exists and not os.path.isfile(target):  # a folder ("Is a directory"), a device, a pipe
-        with open(target, "w", encoding="utf-8") as handle:
+    try:
+        found: os.stat_result | None = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        found = None  # a new file; a missing folder fails below with open's error
+    if os.path.islink(path) or (found is not None and not stat.S_ISREG(found.st_mode)):
+        with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
         return
-    if exists and not os.access(target, os.W_OK):
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
-    mode = stat.S_IMODE(os.stat(target).st_mode) if exists else 0o666
-    folder, name = os.path.split(target)
+    if found is not None and not os.access(path, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+    folder, name = os.path.split(os.path.abspath(path))
     temporary = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)  # a new file: the umask applies
+    mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)  # new: the umask applies, as in open
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        if exists:
-            os.chmod(temporary, mode)  # a file written again keeps its permissions
-        os.replace(temporary, target)
+        if found is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

@@ -74,7 +74,8 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
 
     from bnbdoctor.findings import Severity
 
-    style = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"), Severity.INFO: ("ℹ", "bold cyan")}
+    style = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"),
+             Severity.INFO: ("ℹ", "bold cyan")}
 
     def grid() -> Table:
         table = Table.grid(padding=(0, 1))
