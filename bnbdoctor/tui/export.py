@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnbdoctor.contract import write_file
-from bnbdoctor.render import OutputFormat, ReportKind, render, renderer_for
+from bnbdoctor.render import OutputFormat, ReportKind, renderer_for
 from bnbdoctor.report import Report
 
 
@@ -22,12 +22,15 @@ class ExportError(Exception):
 
 @dataclass(frozen=True)
 class ExportFormat:
+    """One entry of the export menu: its name, the default file's suffix, and what is rendered."""
+
     name: str
     suffix: str
     output: OutputFormat
 
     @property
     def available(self) -> bool:
+        """Whether this build has the renderer (a format left out of a build is not offered)."""
         try:
             renderer_for(self.output, ReportKind.DOCTOR)
         except ImportError:
@@ -35,7 +38,7 @@ class ExportFormat:
         return True
 
     def render(self, report: Report) -> str:
-        return render(report, self.output, ReportKind.DOCTOR)
+        return renderer_for(self.output, ReportKind.DOCTOR).render(report, color=False)
 
 
 #: Every format the app can write, in menu order.
