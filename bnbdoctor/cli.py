@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
-from bnbdoctor.contract import guarded, note, use_color, write_output
-from bnbdoctor.render import OutputFormat
+from bnbdoctor.contract import guarded, note, write_output
+from bnbdoctor.render import OutputFormat, ReportKind
+from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode, Report
 
+if TYPE_CHECKING:
+    from bnbdoctor.hosts.base import Host
+    from bnbdoctor.redact import Redactor
+    from bnbdoctor.rules import Rule
 
 class UsageError(Exception):
     """A problem with what the user asked for; printed as one line, exit 2."""
@@ -28,15 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bnbdoctor",
         description="Find out why bitsandbytes does not work on this machine, and what to do about it.",
     )
-    fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--text", dest="format", action="store_const", const=OutputFormat.TEXT,
-                     help="plain text report (the default when stdout is not a terminal)")
-    fmt.add_argument("--json", dest="format", action="store_const", const=OutputFormat.JSON,
-                     help="one JSON document on stdout (for CI); logs go to stderr")
-    fmt.add_argument("--markdown", dest="format", action="store_const", const=OutputFormat.MARKDOWN,
-                     help="a report to paste into a GitHub issue (redacted, replayable)")
-    fmt.add_argument("--tui", dest="format", action="store_const", const=OutputFormat.TUI,
-                     help="the interactive app (the default on a terminal)")
+    add_output_arguments(parser, ReportKind.DOCTOR)
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--fixture", metavar="NAME_OR_PATH", help="diagnose a recorded machine from platform_fixtures/")
     source.add_argument("--from", dest="from_report", metavar="REPORT",
@@ -50,7 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run only this rule (repeatable), e.g. --rule BNB101")
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
     parser.add_argument("--no-load", action="store_true", help="skip the real dlopen check in a subprocess")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--list-rules", action="store_true", help="list every rule and exit")
     parser.add_argument("--list-fixtures", action="store_true", help="list the recorded machines and exit")
     parser.add_argument("--debug", action="store_true", help="log probe details and show tracebacks")
@@ -76,12 +73,13 @@ def _list_fixtures() -> str:
 
 
 def _choose_format(args: argparse.Namespace) -> OutputFormat:
-    if args.format is not None:
-        return args.format
+    chosen: OutputFormat | None = args.format
+    if chosen is not None:
+        return chosen
     return OutputFormat.TUI if sys.stdout.isatty() and sys.stdin.isatty() else OutputFormat.TEXT
 
 
-def _host(args: argparse.Namespace):  # -> Host
+def _host(args: argparse.Namespace) -> Host:
     if args.fixture:
         from bnbdoctor.hosts.fixture import FixtureError, FixtureHost
 
@@ -97,7 +95,7 @@ def _host(args: argparse.Namespace):  # -> Host
     return host
 
 
-def _rules(ids: list[str]):  # -> list[Rule] | None
+def _rules(ids: list[str]) -> list[Rule] | None:
     if not ids:
         return None
     from bnbdoctor.rules import select_rules
@@ -106,21 +104,6 @@ def _rules(ids: list[str]):  # -> list[Rule] | None
         return select_rules(ids)
     except KeyError as exc:
         raise UsageError(exc.args[0]) from None
-
-
-def render(report: Report, fmt: OutputFormat, color: bool) -> str:
-    """The report in one headless format; the TUI's export uses this too."""
-    if fmt is OutputFormat.JSON:
-        from bnbdoctor.render.json import render_json
-
-        return render_json(report)
-    if fmt is OutputFormat.MARKDOWN:
-        from bnbdoctor.render.markdown import render_markdown
-
-        return render_markdown(report)
-    from bnbdoctor.render.text import render_text
-
-    return render_text(report, color=color)
 
 
 def _write(text: str, output: str | None) -> None:
@@ -162,12 +145,11 @@ def run(args: argparse.Namespace) -> ExitCode:
 
         redactor = Redactor.for_machine(host.os_info())
     report = _redact(report, redactor, args)
-    color = use_color(fmt is OutputFormat.TEXT, args.output)
-    _write(render(report, fmt, color), args.output)
+    emit(report, fmt, ReportKind.DOCTOR, args.output, error=UsageError)
     return report.exit_code(args.strict)
 
 
-def _replay(source: str, rules):  # -> tuple[Report, Redactor]
+def _replay(source: str, rules: list[Rule] | None) -> tuple[Report, Redactor]:
     """Today's rules on the facts of a saved report."""
     from bnbdoctor.doctor import diagnose_facts
     from bnbdoctor.redact import Redactor
@@ -183,7 +165,7 @@ def _replay(source: str, rules):  # -> tuple[Report, Redactor]
     return report, Redactor()  # the machine's identity was redacted where the report was made
 
 
-def _redact(report: Report, redactor, args: argparse.Namespace) -> Report:  # redactor: Redactor
+def _redact(report: Report, redactor: Redactor, args: argparse.Namespace) -> Report:
     if args.no_redact:
         note("redaction is off (--no-redact): the report may contain your home folder, user and host names")
         return report

@@ -1,14 +1,18 @@
 """The command-line contract every bnbdoctor command shares (the doctor, explain, fit).
 
 stdout is data; messages go to stderr as one line; user errors exit 2 without a traceback;
-bnbdoctor's own bugs are reported in one line too (``--debug`` shows the traceback).
+bnbdoctor's own bugs are reported in one line too (``--debug`` shows the traceback); a report
+written to a file (``-o``, the app's export) is written whole or not at all.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from bnbdoctor.report import ExitCode
 
@@ -23,12 +27,48 @@ def use_color(text_format: bool, output: str | None) -> bool:
     return text_format and not output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
+def write_file(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all; raises OSError.
+
+    The text goes to a temporary file in the same folder, which then replaces ``path``
+    (``os.replace``), so an interrupted write never leaves a partial report, and a file written
+    again keeps its permissions. A read-only file stays unwritten. What is not a plain file is
+    written in place, as ``open`` would: a symlink (``/dev/stdout`` is one, and may name the file
+    the shell redirects to), a device or a pipe; a folder fails with "Is a directory".
+    """
+    try:
+        found: os.stat_result | None = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        found = None  # a new file; a missing folder fails below with open's error
+    if os.path.islink(path) or (found is not None and not stat.S_ISREG(found.st_mode)):
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    if found is not None and not os.access(path, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+    folder, name = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)  # new: the umask applies, as in open
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if found is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 def write_output(text: str, output: str | None, error: type[Exception]) -> None:
     """The rendered report to ``output`` (a path the user asked for) or to stdout."""
     if output:
         try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            write_file(output, text)
         except OSError as exc:
             raise error(f"cannot write {output}: {exc.strerror or exc}") from None
         note(f"report written to {output}")

@@ -317,7 +317,7 @@ def test_claimed_remedies_carry_code(runs: dict[str, Any]) -> None:
 
 
 def test_text_report(runs: dict[str, Any]) -> None:
-    from bnbdoctor.fit.render import render_fit_text
+    from bnbdoctor.render.fit_text import render_fit_text
 
     text = render_fit_text(runs["fit-8b-detected"], width=120)
     assert "raises ValueError" in text and "Some modules are dispatched on the CPU or the disk" in text
@@ -326,9 +326,8 @@ def test_text_report(runs: dict[str, Any]) -> None:
 
 
 def test_markdown_report(runs: dict[str, Any]) -> None:
-    from bnbdoctor.fit.cli import render
-    from bnbdoctor.render import OutputFormat
+    from bnbdoctor.render import OutputFormat, ReportKind, render
 
-    text = render(runs["fit-8b-detected"], OutputFormat.MARKDOWN, False)
+    text = render(runs["fit-8b-detected"], OutputFormat.MARKDOWN, ReportKind.FIT, color=False)
     assert text.startswith("## bnbdoctor fit: ")
     assert "| GPU 0 |" in text and "```python" in text and "Some modules are dispatched" in text

@@ -23,14 +23,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
-from bnbdoctor.contract import guarded, use_color, write_output
+from bnbdoctor.contract import guarded
 from bnbdoctor.explain.pipeline import ExplainError, explain_file
-from bnbdoctor.explain.text import render_explain_text
-from bnbdoctor.render import OutputFormat
-from bnbdoctor.report import ExitCode, Report
+from bnbdoctor.render import OutputFormat, ReportKind
+from bnbdoctor.render.options import add_output_arguments, emit
+from bnbdoctor.report import ExitCode
 
+if TYPE_CHECKING:
+    from bnbdoctor.rules import Rule
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -41,24 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
         "(a warning too with --strict), 2 the file cannot be read or the arguments are wrong.",
     )
     parser.add_argument("file", metavar="FILE", help="the log to explain, or - to read standard input")
-    fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--text", dest="format", action="store_const", const=OutputFormat.TEXT, help="plain text (default)")
-    fmt.add_argument("--json", dest="format", action="store_const", const=OutputFormat.JSON,
-                     help="one JSON document: the doctor's report layout, with the matched log lines")
-    fmt.add_argument("--markdown", dest="format", action="store_const", const=OutputFormat.MARKDOWN,
-                     help="Markdown to paste into an issue")
+    add_output_arguments(parser, ReportKind.EXPLAIN)
     parser.add_argument("--rule", metavar="ID", action="append", default=[],
                         help="run only this rule (repeatable), e.g. --rule BNB306")
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
     parser.add_argument("--no-redact", action="store_true",
                         help="keep the home folder and user name the log shows (redacted by default)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
     return parser
 
 
-def _rules(ids: list[str]):  # -> list[Rule]
+def _rules(ids: list[str]) -> list[Rule]:
     from bnbdoctor.rules import all_rules, select_rules
 
     if not ids:
@@ -67,25 +64,6 @@ def _rules(ids: list[str]):  # -> list[Rule]
         return select_rules(ids)
     except KeyError as exc:
         raise ExplainError(exc.args[0]) from None
-
-
-def render(report: Report, fmt: OutputFormat, color: bool) -> str:
-    if fmt is OutputFormat.JSON:
-        from bnbdoctor.render.json import render_json
-
-        return render_json(report)
-    if fmt is OutputFormat.MARKDOWN:
-        try:
-            from bnbdoctor.render.markdown import render_markdown
-        except ImportError:
-            print("bnbdoctor: Markdown output is not available in this build; writing text instead", file=sys.stderr)
-        else:
-            return render_markdown(report)
-    return render_explain_text(report, color=color)
-
-
-def _write(text: str, output: str | None) -> None:
-    write_output(text, output, ExplainError)
 
 
 def run(args: argparse.Namespace) -> ExitCode:
@@ -101,9 +79,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         from bnbdoctor.serde import to_jsonable
 
         report = redact_report(report, Redactor.for_text(json.dumps(to_jsonable(report.facts))))
-    fmt = args.format or OutputFormat.TEXT
-    color = use_color(fmt is OutputFormat.TEXT, args.output)
-    _write(render(report, fmt, color), args.output)
+    emit(report, args.format or OutputFormat.TEXT, ReportKind.EXPLAIN, args.output, error=ExplainError)
     return report.exit_code(args.strict)
 
 

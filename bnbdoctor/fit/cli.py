@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from bnbdoctor import __version__
-from bnbdoctor.contract import guarded, note, use_color, write_output
+from bnbdoctor.contract import guarded, note
 from bnbdoctor.fit.options import (
     DEVICE_MAPS,
     QUANT_TYPES,
@@ -20,14 +21,15 @@ from bnbdoctor.fit.options import (
     FitInputError,
     FitOptions,
 )
-from bnbdoctor.render import OutputFormat
-from bnbdoctor.report import ExitCode, Report
+from bnbdoctor.render import OutputFormat, ReportKind
+from bnbdoctor.render.options import add_output_arguments, emit
+from bnbdoctor.report import ExitCode
 
 
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line on stderr, exit 2 (bnbdoctor's contract), not argparse's usage block."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         print(f"bnbdoctor: error: {message} (see bnbdoctor fit --help)", file=sys.stderr)
         raise SystemExit(int(ExitCode.FAILURE))
 
@@ -64,13 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-remedies", action="store_true", help="only the verdict, no simulated remedies")
     parser.add_argument("--timeout", type=float, default=180.0, metavar="S", help="time limit for the engine "
                         "(default 180 s)")
-    fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--text", dest="format", action="store_const", const=OutputFormat.TEXT, help="text (default)")
-    fmt.add_argument("--json", dest="format", action="store_const", const=OutputFormat.JSON,
-                     help="one JSON document on stdout")
-    fmt.add_argument("--markdown", dest="format", action="store_const", const=OutputFormat.MARKDOWN,
-                     help="Markdown for a GitHub issue")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    add_output_arguments(parser, ReportKind.FIT)
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
     parser.add_argument("--standin", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -90,26 +86,6 @@ def options_from_args(args: argparse.Namespace) -> FitOptions:
     )
 
 
-def render(report: Report, fmt: OutputFormat, color: bool) -> str:
-    if fmt is OutputFormat.JSON:
-        from bnbdoctor.render.json import render_json
-
-        return render_json(report)
-    if fmt is OutputFormat.MARKDOWN:
-        from bnbdoctor.fit.render import fit_markdown
-
-        try:
-            from bnbdoctor.render.markdown import render_markdown
-        except ImportError:
-            note("--markdown: the Markdown renderer (bnbdoctor.render.markdown) is not in this build; "
-                 "printing the fit section only")
-            return fit_markdown(report)
-        return fit_markdown(report) + "\n" + render_markdown(report)
-    from bnbdoctor.fit.render import render_fit_text
-
-    return render_fit_text(report, color=color)
-
-
 def main(argv: list[str]) -> int:
     os.environ["HF_HUB_OFFLINE"] = "1"  # inherited by the engine: never the network
     parser = build_parser()
@@ -124,8 +100,7 @@ def main(argv: list[str]) -> int:
 
         progress = note if sys.stderr.isatty() else None
         report = run_fit(options_from_args(args), progress=progress)
-        text = render(report, fmt, use_color(fmt is OutputFormat.TEXT, args.output))
-        write_output(text, args.output, FitInputError)
+        emit(report, fmt, ReportKind.FIT, args.output, error=FitInputError)
         return int(report.exit_code(args.strict))
 
     return guarded(body, (FitInputError,), args.debug)

@@ -120,7 +120,8 @@ def render_markdown(report: Report) -> str:
     context = []
     if facts.platform:
         p = facts.platform
-        context.append(f"{plain(p.distro_name or p.os)} {p.arch}" + (f", glibc {p.libc_version}" if p.libc_version else ""))
+        context.append(f"{plain(p.distro_name or p.os)} {p.arch}"
+                       + (f", glibc {p.libc_version}" if p.libc_version else ""))
     if facts.gpu and facts.gpu.visible:
         context.append(", ".join(sorted({plain(d.name) for d in facts.gpu.visible})) +
                        (f", driver {facts.gpu.driver_version} (CUDA {facts.gpu.driver_cuda_version})"
@@ -129,7 +130,8 @@ def render_markdown(report: Report) -> str:
         from bnbdoctor.render.text import package_text
 
         t, b = facts.python.torch, facts.python.bitsandbytes
-        context.append(f"Python {facts.python.version or '?'}, {plain(package_text('torch', t.installed, t.version, t.error))}, "
+        context.append(f"Python {facts.python.version or '?'}, "
+                       f"{plain(package_text('torch', t.installed, t.version, t.error))}, "
                        f"{plain(package_text('bitsandbytes', b.installed, b.version, b.error))}")
     if context:
         lines += [" · ".join(context), ""]
@@ -157,6 +159,13 @@ def render_markdown(report: Report) -> str:
         lines += ["<details><summary>Full report (JSON, replay with <code>bnbdoctor --from</code>)</summary>", "",
                   "```json", payload, "```", "", "</details>", ""]
     else:
-        lines += [f"_The full report ({len(payload) // 1024} KiB) is too large to paste here: attach the file from "
-                  "`bnbdoctor --json -o bnbdoctor-report.json` to the issue._", ""]
+        lines += [(f"_The full report ({len(payload) // 1024} KiB) is too large to paste here: attach the file from "
+                   "`bnbdoctor --json -o bnbdoctor-report.json` to the issue._"), ""]
     return "\n".join(lines)
+
+
+class MarkdownRenderer:
+    """The :class:`~bnbdoctor.render.Renderer` for ``--markdown`` (the doctor's and explain's); no colour."""
+
+    def render(self, report: Report, *, color: bool = False) -> str:
+        return render_markdown(report)

@@ -1,4 +1,8 @@
-"""The headless text report: findings first (errors, warnings, info), then what was verified."""
+"""The doctor's report as text: what was examined, findings first (errors, warnings, info), then what was verified.
+
+:func:`machine_lines` and :func:`print_finding` are shared: the app's header uses the former, the
+fit report prints its findings with the latter.
+"""
 
 from __future__ import annotations
 
@@ -68,7 +72,7 @@ def _grid() -> Table:
     return grid
 
 
-def _print_finding(console: Console, finding: Finding) -> None:
+def print_finding(console: Console, finding: Finding) -> None:
     """A finding; commands are printed unwrapped so they can be copied whole."""
     console.print(_finding(finding))
     for command in finding.remediation.commands:
@@ -106,7 +110,7 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     console.print(header)
     console.print()
     for finding in report.findings:
-        _print_finding(console, finding)
+        print_finding(console, finding)
     if not report.findings:
         console.print(Text("✔ No problems found.", style="bold green"))
         console.print()
@@ -133,3 +137,10 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     if not color:  # grid cells are padded with spaces; plain text should not carry them
         text = "\n".join(line.rstrip() for line in text.split("\n"))
     return text
+
+
+class TextRenderer:
+    """The :class:`~bnbdoctor.render.Renderer` for the doctor's ``--text``."""
+
+    def render(self, report: Report, *, color: bool = False) -> str:
+        return render_text(report, color=color)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnbdoctor.catalog import catalog, catalog_entry
+from bnbdoctor.render import OutputFormat, ReportKind, render
 from bnbdoctor.rules import all_rules
 from bnbdoctor.rules.base import Rule
 from bnbdoctor.ruledocs.cases import ROOT, RuleCase, case_facts, cases_of
@@ -108,7 +109,6 @@ def example_output(case: RuleCase) -> tuple[str, str]:
     about = _sentence(case.description)
     source = f"the rule case `tests/rule_cases/{case.label}.json`"
     if rule.reads_log:
-        from bnbdoctor.explain import render_explain_text
         from bnbdoctor.explain.pipeline import explain_file
         from bnbdoctor.explain.ranking import judge
         from bnbdoctor.report import build_report
@@ -122,15 +122,12 @@ def example_output(case: RuleCase) -> tuple[str, str]:
             report = build_report(facts, judge(facts, run_rules(facts, [rule])))
             intro = f"{about}\n\n`bnbdoctor explain`, given the facts of {source}, prints:"
         redactor = Redactor.for_text(json.dumps(report.source))
-        return intro, render_explain_text(redact_report(report, redactor)).rstrip() + "\n"
+        return intro, render(redact_report(report, redactor), OutputFormat.TEXT, ReportKind.EXPLAIN).rstrip() + "\n"
     facts = case_facts(case)
     report = redact_report(diagnose_facts(facts, [rule]), Redactor())
     if "fit" in rule.needs:
-        from bnbdoctor.fit.render import render_fit_text
-
         intro = f"{about}\n\n`bnbdoctor fit` on the model and GPUs of {source} prints:"
-        return intro, _cut_after_findings(render_fit_text(report))
-    from bnbdoctor.render.text import render_text
+        return intro, _cut_after_findings(render(report, OutputFormat.TEXT, ReportKind.FIT))
 
     if kind == "fixture" and not case.edits:
         from bnbdoctor.doctor import diagnose
@@ -141,7 +138,7 @@ def example_output(case: RuleCase) -> tuple[str, str]:
         intro = f"A recorded machine: {_continuing(about)}\n\n`bnbdoctor --fixture {value} --rule {rule.id}` prints:"
     else:
         intro = f"{about}\n\nbnbdoctor's text renderer, given the facts of {source}, prints:"
-    return intro, _cut_after_findings(render_text(report))
+    return intro, _cut_after_findings(render(report, OutputFormat.TEXT, ReportKind.DOCTOR))
 
 
 def _covers_text(rule: Rule) -> str:

@@ -1,20 +1,18 @@
-"""Export formats for the app's export action: a name, a file suffix and a renderer each.
+"""Export formats for the app's export action: a name, a file suffix and an output format each.
 
-A renderer is named as ``"module:function"`` taking a :class:`~bnbdoctor.report.Report` and
-returning text, imported only when used. A format whose module is not there yet (Markdown arrives
-with its own issue, as ``bnbdoctor.render.markdown:render_markdown``) is simply not offered, so
-adding a format is one line here, or none.
+The text is rendered by the same dispatch as ``--json``/``--markdown`` (:func:`bnbdoctor.render.renderer_for`,
+the doctor's layout) and written whole or not at all (:func:`bnbdoctor.contract.write_file`). A format
+whose renderer is not in this build is simply not offered, so adding a format is one line here.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bnbdoctor.contract import write_file
+from bnbdoctor.render import OutputFormat, ReportKind, renderer_for
 from bnbdoctor.report import Report
 
 
@@ -24,33 +22,31 @@ class ExportError(Exception):
 
 @dataclass(frozen=True)
 class ExportFormat:
+    """One entry of the export menu: its name, the default file's suffix, and what is rendered."""
+
     name: str
     suffix: str
-    renderer: str  # "module:function"
-
-    @property
-    def module(self) -> str:
-        return self.renderer.partition(":")[0]
+    output: OutputFormat
 
     @property
     def available(self) -> bool:
+        """Whether this build has the renderer (a format left out of a build is not offered)."""
         try:
-            return importlib.util.find_spec(self.module) is not None
-        except (ImportError, ValueError):
+            renderer_for(self.output, ReportKind.DOCTOR)
+        except ImportError:
             return False
+        return True
 
     def render(self, report: Report) -> str:
-        module, _, function = self.renderer.partition(":")
-        render: Callable[[Report], str] = getattr(importlib.import_module(module), function)
-        return render(report)
+        return renderer_for(self.output, ReportKind.DOCTOR).render(report, color=False)
 
 
 #: Every format the app can write, in menu order.
 EXPORT_FORMATS: dict[str, ExportFormat] = {
     fmt.name: fmt
     for fmt in (
-        ExportFormat("json", ".json", "bnbdoctor.render.json:render_json"),
-        ExportFormat("markdown", ".md", "bnbdoctor.render.markdown:render_markdown"),
+        ExportFormat("json", ".json", OutputFormat.JSON),
+        ExportFormat("markdown", ".md", OutputFormat.MARKDOWN),
     )
 }
 
@@ -97,7 +93,7 @@ def export_report(report: Report, path: str | Path, fmt: str | None = None) -> P
     chosen = fmt or format_for_path(target) or "json"
     text = render_export(report, chosen)
     try:
-        target.write_text(text, encoding="utf-8")
+        write_file(target, text)
     except OSError as exc:
         raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
     return target

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet
@@ -17,7 +18,7 @@ from bnbdoctor.tui.export import EXPORT_FORMATS, ExportRequest
 class ExportScreen(ModalScreen["ExportRequest | None"]):
     """Dismisses with an :class:`ExportRequest`, or None when cancelled."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, path: Path, formats: list[str], chosen: str, *, cursor_blink: bool = True) -> None:
         super().__init__()

@@ -211,7 +211,7 @@ class FitView(ToolView):
     # -- the results -------------------------------------------------------------------------------
 
     def show_report(self, report: Report, elapsed: float) -> None:
-        from bnbdoctor.fit.render import VERDICT_LINE, request_line
+        from bnbdoctor.render.fit_lines import VERDICT_LINE, request_line
 
         fit = report.facts.fit
         if fit is None:  # not a fit report: nothing run_fit returns
@@ -328,7 +328,7 @@ class FitView(ToolView):
         findings.update(Content("\n").join([Content.styled("Findings", "bold underline $text-primary"), *lines]))
 
     def _show_engine(self, fit: FitFacts) -> None:
-        from bnbdoctor.fit.render import engine_line
+        from bnbdoctor.render.fit_lines import engine_line
 
         shown = fit if self.doctor.show_timings else replace(fit, timings={})
         lines = [f"Engine: {engine_line(shown)}"]

@@ -1,4 +1,8 @@
-"""The explain report as text: what the log shows, then the findings, root cause first."""
+"""``bnbdoctor explain --text``: what the log shows about the machine, then the findings, root cause first.
+
+:func:`seen_lines` is the header ("Machine", "Python", "Library", "Raised" rows); ``rich`` is imported
+only when text is rendered.
+"""
 
 from __future__ import annotations
 
@@ -70,7 +74,8 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
 
     from bnbdoctor.findings import Severity
 
-    style = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"), Severity.INFO: ("ℹ", "bold cyan")}
+    style = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"),
+             Severity.INFO: ("ℹ", "bold cyan")}
 
     def grid() -> Table:
         table = Table.grid(padding=(0, 1))
@@ -142,3 +147,8 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
     return text
 
 
+class ExplainTextRenderer:
+    """The :class:`~bnbdoctor.render.Renderer` for ``bnbdoctor explain --text``."""
+
+    def render(self, report: Report, *, color: bool = False) -> str:
+        return render_explain_text(report, color=color)

@@ -1,0 +1,70 @@
+"""The plain-string pieces of a ``bnbdoctor fit`` report, shared by its text and Markdown and the app's Fit tab.
+
+The verdict line, the request as from_pretrained sees it, the engine that computed the placement, the
+model's sizes, a device's label. No ``rich`` here: the app and Markdown use these without it.
+"""
+
+from __future__ import annotations
+
+from bnbdoctor.facts import FitFacts
+from bnbdoctor.fit.snippets import human
+
+#: FitFacts.verdict -> (the line shown, its rich style).
+VERDICT_LINE: dict[str, tuple[str, str]] = {
+    "fits": ("✔ fits: every module is placed on a GPU", "bold green"),
+    "raises": ("✖ raises ValueError: modules are dispatched on the CPU or the disk", "bold red"),
+    "all_cpu": ("▲ no error, but the whole model is placed on the CPU", "bold yellow"),
+    "fp32_offload": ("▲ no error: modules are offloaded to the CPU (llm_int8_enable_fp32_cpu_offload)",
+                     "bold yellow"),
+    "likely_fits": ("✔ probably fits (approximate: no device map computed)", "green"),
+    "likely_raises": ("✖ probably raises ValueError (approximate: no device map computed)", "red"),
+    "unknown": ("? unknown: the model's sizes could not be read", "yellow"),
+}
+
+
+def device_label(device: str) -> str:
+    """A device as shown: "GPU 0" for a GPU index, the name itself for cpu and disk."""
+    return f"GPU {device}" if device.isdigit() else device
+
+
+def request_line(fit: FitFacts) -> str:
+    """The from_pretrained call that was simulated: quantization, device_map, memory, bnb options."""
+    quant = "8-bit" if fit.quant == "8bit" else f"4-bit {fit.quant_type or ''}".strip()
+    if fit.double_quant:
+        quant += " + double quant"
+    parts = [quant, f'device_map="{fit.device_map}"']
+    if fit.max_memory is not None:
+        shown = ", ".join(f"{k}: {human(v)}" for k, v in fit.max_memory.items())
+        parts.append(f"max_memory={{{shown}}}")
+    elif fit.free_memory is not None:
+        gpus = [human(v) for k, v in sorted(fit.free_memory.items()) if k.isdigit()]
+        source = "simulated" if fit.memory_source == "--gpus" else "detected"
+        parts.append(f"max_memory=None ({source} free GPU memory: {', '.join(gpus)}"
+                     + (f"; cpu {human(fit.free_memory['cpu'])}" if "cpu" in fit.free_memory else "") + ")")
+    if fit.fp32_offload:
+        parts.append("llm_int8_enable_fp32_cpu_offload=True")
+    if fit.skip_modules:
+        parts.append(f"llm_int8_skip_modules={fit.skip_modules}")
+    return ", ".join(parts)
+
+
+def engine_line(fit: FitFacts) -> str:
+    """What computed the placement (transformers itself, or the approximation), its versions and time."""
+    v = fit.versions
+    names = ", ".join(f"{k} {v[k]}" for k in ("transformers", "accelerate", "bitsandbytes", "torch") if v.get(k))
+    kinds = {"transformers": "transformers' own placement",
+             "transformers+standin": "transformers' own placement, bitsandbytes stand-in",
+             "approximate": "APPROXIMATE"}
+    kind = kinds.get(fit.engine, fit.engine)
+    seconds = fit.timings.get("total")
+    return f"{kind}: {names or 'no packages'}" + (f" · {seconds:.1f} s" if seconds else "")
+
+
+def size_line(fit: FitFacts) -> str:
+    """The model's size, quantized and not, with the unquantized kinds above 1%."""
+    if fit.model_bytes is None:
+        return "unknown"
+    kinds = ", ".join(f"{k} {human(v)}" for k, v in sorted(fit.unquantized_by_kind.items(), key=lambda kv: -kv[1])
+                      if v >= (fit.unquantized_bytes or 0) * 0.01)
+    return (f"{human(fit.model_bytes)} = quantized Linear {human(fit.quantized_bytes)} + unquantized "
+            f"{human(fit.unquantized_bytes)}" + (f" ({kinds})" if kinds else ""))

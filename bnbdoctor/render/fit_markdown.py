@@ -1,0 +1,67 @@
+"""``bnbdoctor fit --markdown``: the fit section (verdict, request, budgets, device map, remedies),
+then the shared Markdown report of the findings and the facts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bnbdoctor.fit.snippets import device_map_lines, human
+from bnbdoctor.render.fit_lines import VERDICT_LINE, device_label, engine_line, request_line, size_line
+from bnbdoctor.report import Report
+
+if TYPE_CHECKING:
+    from bnbdoctor.render import Renderer
+
+
+def fit_markdown(report: Report) -> str:
+    """A Markdown section for the fit facts, to go before the shared findings/JSON Markdown."""
+    fit = report.facts.fit
+    if fit is None:
+        return ""
+    line, _ = VERDICT_LINE.get(fit.verdict, (fit.verdict, ""))
+    out = [f"## bnbdoctor fit: `{fit.model}`", "", f"**{line}**", ""]
+    if fit.error_text:
+        out += ["```text", f"ValueError: {fit.error_text.strip()}", "```", ""]
+    out += [f"- Request: `{request_line(fit)}`", f"- Engine: {engine_line(fit)}", f"- Size: {size_line(fit)}", ""]
+    if fit.devices:
+        out += ["| device | given | balanced cap | x0.9 | reserved | used | why the packer moved on |",
+                "|---|---|---|---|---|---|---|"]
+        for d in fit.devices:
+            why = f"`{d.skipped_at}` ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left" \
+                if d.skipped_at else ""
+            out.append(f"| {device_label(d.device)} | {human(d.given_bytes) if d.given_bytes is not None else '-'} | "
+                       f"{human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else '-'} | "
+                       f"{human(d.budget_bytes) if d.budget_bytes is not None else '-'} | "
+                       f"{human(d.reserved_bytes) if d.reserved_bytes else '-'} | {human(d.used_bytes)} | {why} |")
+        out.append("")
+    if fit.placement:
+        out += ["<details><summary>Predicted device map</summary>", "", "```text"]
+        out += [f"{name}: {device}" for name, device in device_map_lines(fit.placement)]
+        out += ["```", "", "</details>", ""]
+    passing = [r for r in fit.remedies if r.status == "passes"]
+    if passing:
+        out += ["### Remedies that pass (simulated)", ""]
+        for number, remedy in enumerate(passing, 1):
+            out += [f"{number}. **{remedy.title}**. {remedy.detail}"]
+            if remedy.code:
+                out += ["", "   ```python"] + [f"   {c}" for c in remedy.code.splitlines()] + ["   ```"]
+        out.append("")
+    for remedy in fit.remedies:
+        if remedy.status == "unverified":
+            out += [f"- {remedy.title}: {remedy.detail}", ""]
+    return "\n".join(out) + "\n"
+
+
+class FitMarkdownRenderer:
+    """The :class:`~bnbdoctor.render.Renderer` for ``bnbdoctor fit --markdown``.
+
+    ``then`` renders what follows the fit section (the shared Markdown report); None: the fit section only.
+    """
+
+    def __init__(self, then: Renderer | None) -> None:
+        self.then = then
+
+    def render(self, report: Report, *, color: bool = False) -> str:
+        section = fit_markdown(report)
+        return section if self.then is None else section + "\n" + self.then.render(report, color=color)

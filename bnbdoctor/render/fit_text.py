@@ -1,0 +1,133 @@
+"""``bnbdoctor fit --text``: verdict, sizes, budgets, device map, remedies, then the findings.
+
+The findings are printed with the doctor's finding layout (:func:`bnbdoctor.render.text.print_finding`);
+the fit section before them is specific to the placement (the doctor's report has no device map).
+"""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from bnbdoctor.facts import FitDevice
+from bnbdoctor.fit.snippets import device_map_lines, human
+from bnbdoctor.render.fit_lines import VERDICT_LINE, device_label, engine_line, request_line, size_line
+from bnbdoctor.render.text import print_finding
+from bnbdoctor.report import Report
+
+_MAX_MAP_ROWS = 40
+
+
+def _budget_table(devices: list[FitDevice]) -> Table:
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
+    for name in ("device", "given", "balanced cap", "x0.9", "reserved", "used", "why the packer moved on"):
+        table.add_column(name, no_wrap=name != "why the packer moved on", overflow="fold")
+    for d in devices:
+        why = ""
+        if d.skipped_at:
+            why = (f"{d.skipped_at} ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left")
+        table.add_row(device_label(d.device), human(d.given_bytes) if d.given_bytes is not None else "-",
+                      human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else "-",
+                      human(d.budget_bytes) if d.budget_bytes is not None else "-",
+                      human(d.reserved_bytes) if d.reserved_bytes else "-", human(d.used_bytes), why)
+    return table
+
+
+def _grid() -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="dim", no_wrap=True, min_width=9)
+    grid.add_column(overflow="fold")
+    return grid
+
+
+def render_fit_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
+    """The fit report as text (``width`` None: the terminal's, 100 when not a terminal)."""
+    fit = report.facts.fit
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width or (None if color else 100),
+                      highlight=False, emoji=False)
+    console.print(Text(f"bnbdoctor fit {report.tool_version}", style="bold"))
+    if fit is None:
+        console.print("no fit facts in this report")
+        return buffer.getvalue()
+    head = _grid()
+    head.add_row("Model", f"{fit.model} ({fit.model_class or fit.architecture}, {fit.model_type}, "
+                          f"{fit.dtype or 'dtype auto'})")
+    head.add_row("Request", request_line(fit))
+    head.add_row("Engine", engine_line(fit))
+    head.add_row("Python", f"{fit.python} (chosen by {fit.python_selected_by})")
+    console.print(head)
+    console.print()
+    line, style = VERDICT_LINE.get(fit.verdict, (fit.verdict, "bold"))
+    console.print(Text(line, style=style))
+    if fit.error_text:
+        console.print(Text(f"  ValueError: {fit.error_text.strip()}", style="red"), soft_wrap=False)
+    console.print()
+    sizes = _grid()
+    sizes.add_row("Size", size_line(fit))
+    if fit.quant_state_bytes:
+        sizes.add_row("Not counted", f"quantization state {human(fit.quant_state_bytes)}, CUDA context, activations, "
+                                     "KV cache")
+    if fit.biggest_leaf_bytes:
+        sizes.add_row("Largest", f"leaf {fit.biggest_leaf} {human(fit.biggest_leaf_bytes)}; no-split block "
+                                 f"{fit.biggest_no_split} {human(fit.biggest_no_split_bytes)}")
+    console.print(sizes)
+    console.print()
+    if fit.devices:
+        console.print(Text("Budgets and use", style="bold"))
+        console.print(_budget_table(fit.devices))
+        console.print()
+    if fit.placement:
+        console.print(Text("Predicted device map (collapsed)", style="bold"))
+        rows = device_map_lines(fit.placement)
+        grid = _grid()
+        for name, device in rows[:_MAX_MAP_ROWS]:
+            grid.add_row(f"  {name}", device)
+        if len(rows) > _MAX_MAP_ROWS:
+            grid.add_row("  ...", f"{len(rows) - _MAX_MAP_ROWS} more entries (see --json)")
+        console.print(grid)
+        console.print()
+    if fit.largest_unquantized:
+        console.print(Text("Largest unquantized tensors", style="bold"))
+        grid = _grid()
+        floor = max(1 << 20, int((fit.unquantized_bytes or 0) * 0.01))
+        shown = [t for t in fit.largest_unquantized if t.bytes >= floor][:5] or fit.largest_unquantized[:1]
+        for t in shown:
+            grid.add_row(f"  {t.kind}", f"{t.name} {tuple(t.shape)} {t.dtype} {human(t.bytes)}")
+        console.print(grid)
+        console.print()
+    passing = [r for r in fit.remedies if r.status == "passes"]
+    if passing:
+        console.print(Text("Remedies that pass (each simulated with the same engine)", style="bold"))
+        for number, remedy in enumerate(passing, 1):
+            console.print(Text(f"  {number}. {remedy.title}", style="green"))
+            if remedy.detail:
+                console.print(Text(f"     {remedy.detail}", style="dim"))
+            for code_line in remedy.code.splitlines():
+                console.print(Text(f"       {code_line}"), soft_wrap=True)
+        console.print()
+    unverified = [r for r in fit.remedies if r.status == "unverified"]
+    for remedy in unverified:
+        console.print(Text(f"  ? {remedy.title}: {remedy.detail}", style="yellow"))
+        console.print()
+    for note in fit.notes:
+        console.print(Text(f"note: {note}", style="dim"))
+    if fit.notes:
+        console.print()
+    for finding in report.findings:
+        print_finding(console, finding)
+    console.print(Text(f"Summary: {report.summary.line()}", style="bold"))
+    text = buffer.getvalue()
+    if not color:
+        text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return text
+
+
+class FitTextRenderer:
+    """The :class:`~bnbdoctor.render.Renderer` for ``bnbdoctor fit --text``."""
+
+    def render(self, report: Report, *, color: bool = False) -> str:
+        return render_fit_text(report, color=color)
