@@ -73,6 +73,7 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
     from rich.text import Text
 
     from bnbdoctor.findings import Severity
+    from bnbdoctor.render.text import catalog_text
 
     style = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"),
              Severity.INFO: ("ℹ", "bold cyan")}
@@ -129,6 +130,8 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
             for command in finding.confirm[:4]:
                 console.print(Text("       $ ", style="dim") + Text(command), soft_wrap=True)
         docs = grid()
+        if finding.covers:
+            docs.add_row("  catalog", catalog_text(finding.covers))
         docs.add_row("  docs", Text(finding.doc, style="dim"))
         console.print(docs)
         console.print()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bnbdoctor.catalog import entry_url
 from bnbdoctor.findings import Finding, Severity
 from bnbdoctor.report import Report
 from bnbdoctor.serde import to_jsonable
@@ -70,6 +71,9 @@ def _finding(finding: Finding) -> list[str]:
             lines += ["```sh", *finding.remediation.commands, "```", ""]
     if finding.references:
         lines.append("References: " + ", ".join(f"<{ref}>" for ref in finding.references))
+        lines.append("")
+    if finding.covers:
+        lines.append("Catalog: " + ", ".join(f"[`{entry_id}`]({entry_url(entry_id)})" for entry_id in finding.covers))
         lines.append("")
     return lines
 

@@ -12,6 +12,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from bnbdoctor.catalog import entry_url
 from bnbdoctor.findings import Finding, Severity
 from bnbdoctor.report import Report
 
@@ -78,9 +79,21 @@ def print_finding(console: Console, finding: Finding) -> None:
     for command in finding.remediation.commands:
         console.print(Text("       $ ", style="dim") + Text(command, style="bold green"), soft_wrap=True)
     docs = _grid()
+    if finding.covers:
+        docs.add_row("  catalog", catalog_text(finding.covers))
     docs.add_row("  docs", Text(finding.doc, style="dim"))
     console.print(docs)
     console.print()
+
+
+def catalog_text(covers: list[str]) -> Text:
+    """The catalog ids a finding diagnoses, each a terminal hyperlink to its entry (plain text without colour)."""
+    text = Text(style="dim")
+    for i, entry_id in enumerate(covers):
+        if i:
+            text.append(", ")
+        text.append(entry_id, style=f"link {entry_url(entry_id)}")
+    return text
 
 
 def _finding(finding: Finding) -> Group:
