@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge.cuda import torch_index_for
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -26,7 +27,6 @@ from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     TORCH_GET_STARTED,
     ev,
-    torch_index_for,
     torch_of,
 )
 
