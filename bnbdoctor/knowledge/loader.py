@@ -16,6 +16,9 @@ from bnbdoctor.knowledge.ranges import VersionRange
 #: and raises "CUDA Setup failed despite GPU being available"; 0.43.1 follows torch only (#1041).
 LEGACY_CUDA_SETUP = VersionRange(None, "0.43.1", "bnb_internals.md §1.3: CUDASetup in 0.41.0-0.43.0, reworked "
                                  "by PR #1041 in 0.43.1", last="0.43.0")
+#: From 0.41 the CUDA version comes from torch.version.cuda; before, from the CUDA runtime found on the
+#: system (CHANGELOG 0.41.0: "relies PyTorch CUDA libraries").
+CUDA_VERSION_FROM_TORCH = VersionRange("0.41", None, "bnb_internals.md §1.2: CHANGELOG.md, section 0.41.0")
 #: 0.43.1-0.45.x: a missing CUDA library makes bitsandbytes warn and load its CPU library; 0.46.0
 #: requires an exact match and raises at the first native call instead.
 CPU_FALLBACK_ERA = VersionRange("0.43.1", "0.46", "bnb_internals.md §1.3: repo@0.43.1 and 0.46.0:cextension.py")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bnbdoctor.knowledge.ranges import VersionRange
+from bnbdoctor.knowledge.ranges import VersionRange, full
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,11 @@ class Fix:
 
     pr: str  # "#47203"
     releases: VersionRange
+
+    @property
+    def first(self) -> str:
+        """The first release with the fix, as texts name it: ``"5.14.0"``."""
+        return full(self.releases.first_text)
 
 
 #: The per-GPU buffer is sized from the largest no-split block.
