@@ -18,6 +18,7 @@ from bnbdoctor.knowledge.gpus import (
 from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.knowledge.releases import (
     NO_TENSOR_CORE_NAMES,
+    WheelLibrary,
     kernel_runs_on,
     nearest_recorded_wheel,
     recorded_wheels,
@@ -69,7 +70,7 @@ def _group_label(devices: list[GpuDevice]) -> str:
     return f"GPU{'s' if len(devices) > 1 else ''} {indices} ({first.name}, compute capability {first.cc_text})"
 
 
-def _installed_library(facts: Facts):  # -> WheelLibrary | None
+def _installed_library(facts: Facts) -> WheelLibrary | None:
     """The recorded architecture data of the library the installed release will load."""
     selection = predicted_selection(facts)
     bnb = bnb_of(facts)
@@ -107,7 +108,8 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
             hits.append(Hit(
                 title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below {QUANTIZATION_MIN.text}: "
                 "supported by this release, not by newer ones",
-                explanation=f"The installed {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} still ships {family} kernels "  # type: ignore[union-attr]
+                explanation=f"The installed {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} still "
+                f"ships {family} kernels "
                 f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in {MAXWELL.removed_in} "
                 f"and current releases support {QUANTIZATION_MIN.architecture} ({QUANTIZATION_MIN.text}) and newer "
                 "only. Upgrading bitsandbytes will break this GPU.",
@@ -245,7 +247,8 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
         same_major = [lib for lib in alternatives if (major_minor(lib.cuda_toolkit) or (0, 0))[0] == torch_major]
         hits.append(Hit(
             title=f"{selection.loaded_file} has no kernels for {gpu_label(device)}",
-            explanation=f"{versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} loads {selection.loaded_file} for torch's CUDA "  # type: ignore[union-attr]
+            explanation=f"{versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} loads "
+            f"{selection.loaded_file} for torch's CUDA "
             f"{torch_of(facts).cuda}, which contains code for {archs} only (recorded from the real "  # type: ignore[union-attr]
             f"{wheel.version} wheel). Every kernel launch on sm_{cc[0]}{cc[1]} fails with 'no kernel image is "  # type: ignore[union-attr]
             "available for execution on the device'.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from bnbdoctor.facts import Facts, NativeFacts, ResolvedDependency
+from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUFFIXED_WHEEL_MAJORS, SUGGESTED_TORCH_CUDA
 from bnbdoctor.knowledge.gpus import INT8_MATMUL_MIN
@@ -411,7 +411,7 @@ def duplicates(facts: Facts) -> list[Hit]:
     return hits
 
 
-def _abi_hits(facts: Facts, namespaces: tuple[str, ...]) -> list[tuple[str, list[str], object]]:
+def _abi_hits(facts: Facts, namespaces: tuple[str, ...]) -> list[tuple[str, list[str], AbiNeed]]:
     native = _native(facts)
     out = []
     for need in native.abi:
@@ -436,11 +436,11 @@ def libstdcxx(facts: Facts) -> list[Hit]:
     native = _native(facts)
     hits = []
     for library, missing, need in _abi_hits(facts, RUNTIME_NAMESPACES):
-        provider = need.provider or library  # type: ignore[attr-defined]
+        provider = need.provider or library
         dep = next((d for d in native.dependencies if d.name == library), None)
         conda = dep is not None and dep.via == "C++ runtime already loaded in the conda env"
-        have = ", ".join(f"{v}" for k, v in sorted(need.provider_max.items()) if k in RUNTIME_NAMESPACES)  # type: ignore[attr-defined]
-        alternatives = list(need.satisfied_by)  # type: ignore[attr-defined]
+        have = ", ".join(f"{v}" for k, v in sorted(need.provider_max.items()) if k in RUNTIME_NAMESPACES)
+        alternatives = list(need.satisfied_by)
         commands = []
         if alternatives:
             folder = _folder(alternatives[0])
@@ -466,7 +466,7 @@ def libstdcxx(facts: Facts) -> list[Hit]:
             + f". dlopen fails with \"{provider}: version `{missing[0]}' not found (required by …)\".",
             evidence=[ev(library, f"{provider} ({dep.via if dep else 'unknown'})", "native.abi"),
                       ev("defines up to", have or "unknown", "native.abi.provider_max"),
-                      ev("needs", ", ".join(need.required), "native.version_needs")]  # type: ignore[attr-defined]
+                      ev("needs", ", ".join(need.required), "native.version_needs")]
             + [ev("would satisfy", a, "native.abi.satisfied_by") for a in alternatives] + _loader_evidence(facts),
             remediation=Remediation(fix, commands),
         ))

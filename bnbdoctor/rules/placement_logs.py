@@ -98,7 +98,8 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
     elif leaf.releases.contains(release):
         title = f"Not enough GPU memory for the quantized model (transformers {version} has the under-packing fixes)"
         why = ("transformers " + version + " contains both fixes for the device_map='auto' under-packing bug "  # type: ignore[operator]
-               f"({block.pr}, {leaf.pr}), so this is most likely a real shortage: the quantized layers plus the embeddings "
+               f"({block.pr}, {leaf.pr}), so this is most likely a real shortage: the quantized layers plus the "
+               "embeddings "
                "and lm_head (which 4-bit does not shrink) and the reserved buffers exceed what the GPUs offer. Very "
                "large mixture-of-experts models can still under-pack with 'auto': device_map='sequential' packs "
                "GPUs one after the other.")

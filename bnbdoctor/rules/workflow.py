@@ -357,13 +357,14 @@ def int8_matmul(facts: Facts) -> list[Hit]:
             title="LLM.int8() needs int8 tensor cores this GPU lacks ('Your GPU does not support Int8 Matmul!')",
             explanation="LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need "
             f"{INT8_MATMUL_MIN.architecture} (compute capability {INT8_MATMUL_MIN.text}) or newer. Releases up to "
-            f"{INT8_WITHOUT_FALLBACK.last_text} used builds without cuBLASLt on older GPUs and stop with an assertion in "
-            f"igemmlt; {INT8_WITHOUT_FALLBACK.below_text} added a slower fallback. 4-bit quantization works on these "
-            "GPUs.",
+            f"{INT8_WITHOUT_FALLBACK.last_text} used builds without cuBLASLt on older GPUs and stop with an assertion "
+            f"in igemmlt; {INT8_WITHOUT_FALLBACK.below_text} added a slower fallback. 4-bit quantization works on "
+            "these GPUs.",
             evidence=log.line_evidence(facts, "int8_matmul_unsupported"),
             remediation=Remediation(f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)} or newer has a "
                                     "slower 8-bit path for older GPUs), or prefer 4-bit (load_in_4bit=True, "
-                                    f"bnb_4bit_quant_type='nf4'), or use a {INT8_MATMUL_MIN.architecture} or newer GPU.",
+                                    f"bnb_4bit_quant_type='nf4'), or use a {INT8_MATMUL_MIN.architecture} or newer "
+                                    "GPU.",
                                     [UPGRADE_PAST_INT8_NAMEERROR]),
         ))
     if log.seen(facts, "cuda_setup_nameerror"):
@@ -450,8 +451,8 @@ def windows_legacy(facts: Facts) -> Hit | None:
     return Hit(
         title=("bitsandbytes' Linux-only loader crashed on a Windows path ('WindowsPath' is not iterable)" if crash else
                "Windows refused bitsandbytes' Linux library ([WinError 193])"),
-        explanation=f"Before {WINDOWS_WHEELS.first_text} bitsandbytes had no Windows support: the wheel holds Linux .so "
-        "files and its CUDA "
+        explanation=f"Before {WINDOWS_WHEELS.first_text} bitsandbytes had no Windows support: the wheel holds Linux "
+        ".so files and its CUDA "
         "setup searches for Linux libraries. On Windows "
         + ("it hands a WindowsPath to code that expects a string and crashes. " if crash else
            "LoadLibrary rejects the ELF file ('%1 is not a valid Win32 application'). ")
@@ -544,9 +545,9 @@ def module_missing(facts: Facts) -> list[Hit]:
         hits.append(Hit(
             title=f"bitsandbytes imports triton.ops, which triton {TRITON_WITHOUT_OPS.first_text} removed",
             explanation=f"bitsandbytes {minor(TRITON_OPS_IMPORT.first_text)} to {TRITON_OPS_IMPORT.last_text} import "
-            f"triton.ops.matmul_perf_model when they are imported; triton {TRITON_WITHOUT_OPS.first_text} (shipped with "
-            f"torch {TORCH_WITH_TRITON_WITHOUT_OPS.first_text}) removed triton.ops, so `import bitsandbytes` fails with "
-            "\"ModuleNotFoundError: No module named 'triton.ops'\".",
+            f"triton.ops.matmul_perf_model when they are imported; triton {TRITON_WITHOUT_OPS.first_text} (shipped "
+            f"with torch {TORCH_WITH_TRITON_WITHOUT_OPS.first_text}) removed triton.ops, so `import bitsandbytes` "
+            "fails with \"ModuleNotFoundError: No module named 'triton.ops'\".",
             evidence=log.line_evidence(facts, "triton_ops_missing"),
             remediation=Remediation(f"Upgrade bitsandbytes ({TRITON_OPS_IMPORT.below_text} removed the import; users "
                                     f"report {TRITON_OPS_REPORTED_WORKING}+ working), or pin triton below "
@@ -625,8 +626,8 @@ def duplicates(facts: Facts) -> Hit | None:
         evidence=log.line_evidence(facts, "duplicate_cuda_runtimes"),
         remediation=Remediation(
             "Check whether the files are distinct (readlink -f). Keep one CUDA runtime matching torch.version.cuda on "
-            f"LD_LIBRARY_PATH/PATH/CUDA_HOME, and upgrade bitsandbytes ({LEGACY_CUDA_SETUP.below_text}+ no longer scans "
-            "these paths).",
+            f"LD_LIBRARY_PATH/PATH/CUDA_HOME, and upgrade bitsandbytes ({LEGACY_CUDA_SETUP.below_text}+ no longer "
+            "scans these paths).",
             ["echo $LD_LIBRARY_PATH", UPGRADE_PAST_LEGACY_SETUP],
         ),
     )
@@ -679,16 +680,17 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     if log.seen(facts, "cuda_older_than_11"):
         old = OLDEST_CUDA_MAJOR - 1
         return Hit(
-            title=f"CUDA {old}.x is older than any bitsandbytes build" + (f" ({missing} does not exist)" if missing else ""),
-            explanation=f"bitsandbytes ships no libraries for CUDA {old}.x and LLM.int8() needs CUDA {OLDEST_CUDA_MAJOR} "
-            "or newer. The legacy loader picked the CUDA version from the runtime it found (often an old toolkit on "
-            f"LD_LIBRARY_PATH or a CUDA {old} build of torch), found no matching library and fell back to its CPU "
-            "library.",
+            title=f"CUDA {old}.x is older than any bitsandbytes build"
+            + (f" ({missing} does not exist)" if missing else ""),
+            explanation=f"bitsandbytes ships no libraries for CUDA {old}.x and LLM.int8() needs CUDA "
+            f"{OLDEST_CUDA_MAJOR} or newer. The legacy loader picked the CUDA version from the runtime it found "
+            f"(often an old toolkit on LD_LIBRARY_PATH or a CUDA {old} build of torch), found no matching library and "
+            "fell back to its CPU library.",
             evidence=lines,
             remediation=Remediation(
                 f"Install a CUDA {' or '.join(SUGGESTED_TORCH_CUDA)} build of PyTorch (its wheels bring their own CUDA "
-                f"runtime), remove CUDA {old} folders from LD_LIBRARY_PATH, then upgrade bitsandbytes; an old driver may "
-                "need an update first.",
+                f"runtime), remove CUDA {old} folders from LD_LIBRARY_PATH, then upgrade bitsandbytes; an old driver "
+                "may need an update first.",
                 [TORCH_CHECK, 'pip install -U bitsandbytes'],
             ),
         )
