@@ -17,18 +17,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from packaging.version import InvalidVersion, Version
+
 from bnbdoctor.knowledge.versions import release_tuple
 
 Release = tuple[int, ...]
 
 
 def _release(text: str | None) -> Release | None:
+    """A boundary's release numbers; unlike a version read from a machine, a boundary must be valid."""
     if text is None:
         return None
-    release = release_tuple(text)
-    if release is None:
-        raise ValueError(f"not a version: {text!r}")
-    return release
+    try:
+        return Version(text).release
+    except InvalidVersion:
+        raise ValueError(f"not a version: {text!r}") from None
 
 
 def minor(version: str) -> str:
