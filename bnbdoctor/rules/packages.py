@@ -273,8 +273,6 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
     return hits
 
 
-
-
 @dataclass(frozen=True)
 class ImportBreakage:
     """A way ``import bitsandbytes`` fails because of another package: one row, one rule."""
