@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.knowledge.versions import release_tuple
 
 #: First release with official prebuilt binaries for a platform (PyPI platform tags by version).
@@ -54,10 +55,34 @@ def bnb_spec_for_torch(torch_version: str | None, minimum: str | None = None) ->
     return lower or ">=0"
 
 
+@dataclass(frozen=True)
+class Requirements:
+    """Requires-Python and the torch requirement from release ``first`` on."""
+
+    first: str
+    python: str
+    torch: str
+
+
+#: For installs whose metadata is missing (bnb_internals.md §5, from the PyPI index and setup files).
+KNOWN_REQUIREMENTS = (
+    Requirements("0.49.0", ">=3.10", ">=2.3,<3"),
+    Requirements("0.50.0", ">=3.10", ">=2.4,<3"),
+)
+
+
+def known_requirements(release: tuple[int, ...]) -> Requirements | None:
+    """The requirements of the newest row of :data:`KNOWN_REQUIREMENTS` at or below ``release``."""
+    found = None
+    for row in KNOWN_REQUIREMENTS:
+        if release >= release_tuple(row.first):  # type: ignore[operator]
+            found = row
+    return found
+
+
 def legacy_cuda_setup(version: str | None) -> bool:
     """Releases <= 0.43.0 used the CUDASetup loader that searched env paths for libcudart."""
-    release = release_tuple(version)
-    return release is not None and release < (0, 43, 1)
+    return LEGACY_CUDA_SETUP.contains(version)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge.cuda import torch_index_for
+from bnbdoctor.knowledge.gpus import KEPLER_LAST_DRIVER_BRANCH, MAXWELL_MIN
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules.base import rule
-from bnbdoctor.rules.common import BNB_DOCS_INSTALL, ev, torch_index_for, torch_of
+from bnbdoctor.rules.common import BNB_DOCS_INSTALL, ev, torch_of
 
 _DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 
@@ -112,7 +114,7 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
         ev("torch", f"{torch.version} built with CUDA {torch.cuda}", "python.torch.cuda"),
     ]
     index = torch_index_for(driver)
-    kepler = any(d.cc and d.cc < (5, 0) for d in gpu.visible)
+    kepler = any(d.cc and d.cc < MAXWELL_MIN.cc for d in gpu.visible)
     commands = ["nvidia-smi"]
     if index and torch.version:
         base = torch.version.split("+")[0]
@@ -140,7 +142,8 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
         "unsupported toolchain' or 'unsupported display driver / cuda driver combination'.",
         evidence=evidence,
         remediation=Remediation(
-            (f"Kepler GPUs cannot take a newer driver (R470 is their last branch): use a torch build for CUDA "
+            (f"Kepler GPUs cannot take a newer driver ({KEPLER_LAST_DRIVER_BRANCH} is their last branch): use a torch "
+             f"build for CUDA "
              f"{gpu.driver_cuda_version} or older." if kepler else
              f"Update the NVIDIA driver to one that supports CUDA {torch.cuda}, or use a torch build for CUDA "
              f"{gpu.driver_cuda_version} or older."),

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts, GpuDevice
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge.gpus import (
+    CC_CHOOSES_LIBRARY,
+    GTX16_NAME_CHECK,
+    INT8_MATMUL_MIN,
+    INT8_NAMEERROR,
+    INT8_WITHOUT_FALLBACK,
+    KEPLER,
+    MAXWELL,
+    QUANTIZATION_MIN,
+    pre_pascal_family,
+)
+from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.knowledge.releases import (
-    MIN_CC_INT8_MATMUL,
-    MIN_CC_QUANTIZATION,
     NO_TENSOR_CORE_NAMES,
+    WheelLibrary,
     kernel_runs_on,
     nearest_recorded_wheel,
     recorded_wheels,
@@ -59,7 +70,7 @@ def _group_label(devices: list[GpuDevice]) -> str:
     return f"GPU{'s' if len(devices) > 1 else ''} {indices} ({first.name}, compute capability {first.cc_text})"
 
 
-def _installed_library(facts: Facts):  # -> WheelLibrary | None
+def _installed_library(facts: Facts) -> WheelLibrary | None:
     """The recorded architecture data of the library the installed release will load."""
     selection = predicted_selection(facts)
     bnb = bnb_of(facts)
@@ -73,7 +84,7 @@ def _installed_library(facts: Facts):  # -> WheelLibrary | None
     "BNB103",
     "gpu-below-minimum-compute-capability",
     Severity.ERROR,
-    "Every visible GPU has compute capability 6.0 or newer",
+    f"Every visible GPU has compute capability {QUANTIZATION_MIN.text} or newer",
     needs=("gpu",),
     covers=("kepler_gpu_unsupported", "maxwell_gpu_dropped", "no_kernel_image_available"),
     references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/575",
@@ -86,42 +97,48 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
     os_name = facts.platform.os if facts.platform else "linux"
     torch, bnb = torch_of(facts), bnb_of(facts)
     library = _installed_library(facts)
-    for group in _group([d for d in visible_gpus(facts) if d.cc and d.cc < MIN_CC_QUANTIZATION]):
+    for group in _group([d for d in visible_gpus(facts) if d.cc and d.cc < QUANTIZATION_MIN.cc]):
         device = group[0]
         cc = device.cc
         assert cc is not None
-        family = "Kepler" if cc[0] == 3 else "Maxwell" if cc[0] == 5 else "pre-Pascal"
+        family = pre_pascal_family(cc)
         evidence = [ev("GPU", _group_label(group), f"gpu.devices[{device.index}]"),
                     ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")]
         if library is not None and kernel_runs_on(library, cc):
             hits.append(Hit(
-                title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below 6.0: supported by this "
-                "release, not by newer ones",
-                explanation=f"The installed {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} still ships {family} kernels "  # type: ignore[union-attr]
-                f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in 0.48.0 and "
-                "current releases support Pascal (6.0) and newer only. Upgrading bitsandbytes will break this GPU.",
+                title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below {QUANTIZATION_MIN.text}: "
+                "supported by this release, not by newer ones",
+                explanation=f"The installed {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} still "
+                f"ships {family} kernels "
+                f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in {MAXWELL.removed_in} "
+                f"and current releases support {QUANTIZATION_MIN.architecture} ({QUANTIZATION_MIN.text}) and newer "
+                "only. Upgrading bitsandbytes will break this GPU.",
                 evidence=evidence + [ev("library", library.file, "python.bitsandbytes.native_libraries")],
-                remediation=Remediation("Keep bitsandbytes below 0.48 on this machine (pin it), or move to a "
-                                        "Pascal or newer GPU.", []),
+                remediation=Remediation(f"Keep bitsandbytes below {minor(MAXWELL.removed_in)} on this machine "
+                                        f"(pin it), or move to a {QUANTIZATION_MIN.architecture} or newer GPU.", []),
                 severity=Severity.WARNING,
             ))
             continue
         older = newest_release_with_kernels(cc, os_name, torch.cuda if torch else None)
         if older and (bnb is None or older != bnb.version):
             fix = (f"bitsandbytes {older} is the newest release whose prebuilt kernels still run on "
-                   f"{family} (best effort, unmaintained); otherwise use a Pascal (6.0) or newer GPU.")
+                   f"{family} (best effort, unmaintained); otherwise use a {QUANTIZATION_MIN.architecture} "
+                   f"({QUANTIZATION_MIN.text}) or newer GPU.")
             commands = [f'pip install "bitsandbytes=={older}"']
         else:
             fix = (f"No bitsandbytes release of the last years ships {family} kernels (Kepler binaries left PyPI "
-                   "in 0.39.1, before 4-bit support). Use a GPU with compute capability 6.0 or newer, build "
+                   f"in {KEPLER.removed_in}, before 4-bit support). Use a GPU with compute capability "
+                   f"{QUANTIZATION_MIN.text} or newer, build "
                    "bitsandbytes from source for this architecture at your own risk, or use a quantization "
                    "method that does not need bitsandbytes.")
             commands = []
         hits.append(Hit(
-            title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below bitsandbytes' minimum of 6.0",
-            explanation="bitsandbytes supports 8-bit optimizers and 4/8-bit quantization from Pascal (6.0) on. "
+            title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below bitsandbytes' minimum of "
+            f"{QUANTIZATION_MIN.text}",
+            explanation="bitsandbytes supports 8-bit optimizers and 4/8-bit quantization from "
+            f"{QUANTIZATION_MIN.architecture} ({QUANTIZATION_MIN.text}) on. "
             f"{family} GPUs are not built for: loading a kernel fails with 'no kernel image is available for "
-            "execution on the device' (Kepler left PyPI in 0.39.1, Maxwell in 0.48.0).",
+            f"execution on the device' (Kepler left PyPI in {KEPLER.removed_in}, Maxwell in {MAXWELL.removed_in}).",
             evidence=evidence,
             remediation=Remediation(fix, commands),
         ))
@@ -132,7 +149,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
     "BNB104",
     "int8-matmul-slow-path",
     Severity.WARNING,
-    "Every visible GPU has int8 tensor cores for LLM.int8() (cc 7.5+)",
+    f"Every visible GPU has int8 tensor cores for LLM.int8() (cc {INT8_MATMUL_MIN.text}+)",
     needs=("gpu",),
     covers=("slow_int8_matmul_warning_cc_lt_75", "int8_matmul_unsupported_cc_lt_75", "cuda_setup_nameerror_bnb_0_37"),
     references=("https://huggingface.co/docs/bitsandbytes/main/en/reference/nn/linear8bit",
@@ -143,51 +160,56 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
         return Skip("no visible NVIDIA GPU")
     bnb = bnb_of(facts)
     release = release_tuple(bnb.version) if bnb and bnb.installed else None
-    old_name_check = release is not None and release < (0, 45)  # supports_igemmlt() is used up to 0.44.x
+    old_name_check = GTX16_NAME_CHECK.contains(release)  # supports_igemmlt() is used up to 0.44.x
     hits = []
     for group in _group(visible_gpus(facts)):
         device = group[0]
         cc = device.cc
-        if cc is None or cc < MIN_CC_QUANTIZATION:
+        if cc is None or cc < QUANTIZATION_MIN.cc:
             continue  # BNB103 already speaks for this GPU
         no_tensor_cores = old_name_check and any(tag in device.name for tag in NO_TENSOR_CORE_NAMES)
-        if cc >= MIN_CC_INT8_MATMUL and not no_tensor_cores:
+        if cc >= INT8_MATMUL_MIN.cc and not no_tensor_cores:
             continue
         why = (f"{device.name} has compute capability {device.cc_text} but no tensor cores, and this "
                "bitsandbytes release excludes it from the int8 matmul by name" if no_tensor_cores else
-               f"compute capability {device.cc_text} has no int8 tensor cores (Turing, 7.5, is the first)")
+               f"compute capability {device.cc_text} has no int8 tensor cores ({INT8_MATMUL_MIN.architecture}, "
+               f"{INT8_MATMUL_MIN.text}, is the first)")
         evidence = [ev("GPU", _group_label(group), f"gpu.devices[{device.index}].name"),
                     ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")]
-        if release is not None and release < (0, 37, 0):
+        fixed = INT8_NAMEERROR.after().pip_spec()
+        if INT8_WITHOUT_FALLBACK.contains(release):
             hits.append(Hit(
                 title=f"{_group_label(group)}: {versioned(facts, 'bitsandbytes', bnb.version)} cannot run LLM.int8() here",  # type: ignore[union-attr]
-                explanation=f"LLM.int8() needs int8 tensor cores; {why}. Releases before 0.37 have no fallback and "
+                explanation=f"LLM.int8() needs int8 tensor cores; {why}. Releases before "
+                f"{minor(INT8_WITHOUT_FALLBACK.below_text)} have no fallback and "
                 "fail with 'ERROR: Your GPU does not support Int8 Matmul!'.",
                 evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
-                remediation=Remediation("Upgrade bitsandbytes (0.37+ has a slower path for these GPUs), or use "
-                                        "4-bit quantization.", ['pip install -U "bitsandbytes>=0.37.1"']),
+                remediation=Remediation(f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)}+ has a "
+                                        "slower path for these GPUs), or use 4-bit quantization.",
+                                        [f'pip install -U "bitsandbytes{fixed}"']),
                 severity=Severity.ERROR,
             ))
             continue
-        if release is not None and release[:2] == (0, 37) and release < (0, 37, 1):
+        if INT8_NAMEERROR.contains(release):
             hits.append(Hit(
                 title=f"{versioned(facts, 'bitsandbytes', bnb.version)} crashes at import on compute capability {device.cc_text}",  # type: ignore[union-attr]
-                explanation="0.37.0 raises \"NameError: name 'cuda_setup' is not defined\" while setting up the "
-                "slow int8 path for GPUs below 7.5.",
+                explanation=f"{INT8_NAMEERROR.first_text} raises \"NameError: name 'cuda_setup' is not defined\" "
+                f"while setting up the slow int8 path for GPUs below {INT8_MATMUL_MIN.text}.",
                 evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
-                remediation=Remediation("Upgrade bitsandbytes.", ['pip install -U "bitsandbytes>=0.37.1"']),
+                remediation=Remediation("Upgrade bitsandbytes.", [f'pip install -U "bitsandbytes{fixed}"']),
                 severity=Severity.ERROR,
             ))
             continue
         hits.append(Hit(
             title=f"{_group_label(group)}: LLM.int8() runs on the slow path",
             explanation=f"LLM.int8() (load_in_8bit) uses cuBLASLt int8 tensor-core kernels; {why}. bitsandbytes "
-            "falls back to a slower 8-bit matmul (releases before 0.37 failed outright with 'Your GPU does not "
-            "support Int8 Matmul!'). 4-bit (NF4/FP4) and 8-bit optimizers are unaffected.",
+            f"falls back to a slower 8-bit matmul (releases before {minor(INT8_WITHOUT_FALLBACK.below_text)} failed "
+            "outright with 'Your GPU does not support Int8 Matmul!'). 4-bit (NF4/FP4) and 8-bit optimizers are "
+            "unaffected.",
             evidence=evidence,
             remediation=Remediation("Prefer 4-bit quantization (load_in_4bit=True, bnb_4bit_quant_type='nf4') on "
-                                    "this GPU, or accept slower 8-bit inference; use a Turing or newer GPU for "
-                                    "fast LLM.int8()."),
+                                    "this GPU, or accept slower 8-bit inference; use a "
+                                    f"{INT8_MATMUL_MIN.architecture} or newer GPU for fast LLM.int8()."),
         ))
     return hits
 
@@ -214,7 +236,7 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
     hits = []
     for device in visible_gpus(facts):
         cc = device.cc
-        if cc is None or cc < MIN_CC_QUANTIZATION or kernel_runs_on(library, cc):
+        if cc is None or cc < QUANTIZATION_MIN.cc or kernel_runs_on(library, cc):
             continue
         archs = ", ".join(f"sm_{a}" for a in library.sass) + (
             f"; PTX {', '.join(f'compute_{a}' for a in library.ptx)}" if library.ptx else "")
@@ -225,7 +247,8 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
         same_major = [lib for lib in alternatives if (major_minor(lib.cuda_toolkit) or (0, 0))[0] == torch_major]
         hits.append(Hit(
             title=f"{selection.loaded_file} has no kernels for {gpu_label(device)}",
-            explanation=f"{versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} loads {selection.loaded_file} for torch's CUDA "  # type: ignore[union-attr]
+            explanation=f"{versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} loads "
+            f"{selection.loaded_file} for torch's CUDA "
             f"{torch_of(facts).cuda}, which contains code for {archs} only (recorded from the real "  # type: ignore[union-attr]
             f"{wheel.version} wheel). Every kernel launch on sm_{cc[0]}{cc[1]} fails with 'no kernel image is "  # type: ignore[union-attr]
             "available for execution on the device'.",
@@ -260,16 +283,16 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
         return Skip("fewer than two visible GPUs")
     bnb = bnb_of(facts)
     release = release_tuple(bnb.version) if bnb and bnb.installed else None
-    if release is not None and release >= (0, 45):
-        return Skip("from 0.45 the library choice no longer depends on compute capability (BNB104/BNB105 "
-                    "judge each GPU)")
+    if release is not None and not CC_CHOOSES_LIBRARY.contains(release):
+        return Skip(f"from {minor(CC_CHOOSES_LIBRARY.below_text)} the library choice no longer depends on compute "
+                    "capability (BNB104/BNB105 judge each GPU)")
     if len({d.cc for d in gpus}) < 2:
         return None
 
     def tier(device: GpuDevice) -> int:
         cc = device.cc
         assert cc is not None
-        return 0 if cc < MIN_CC_QUANTIZATION else 1 if cc < MIN_CC_INT8_MATMUL else 2
+        return 0 if cc < QUANTIZATION_MIN.cc else 1 if cc < INT8_MATMUL_MIN.cc else 2
 
     if len({tier(d) for d in gpus}) < 2:
         return None
@@ -280,14 +303,16 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     return Hit(
         title=f"Mixed GPU generations: {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} chooses its library for cc "
         f"{best.cc_text}; {names} {'lags' if len(weak) == 1 else 'lag'} behind",
-        explanation="Releases before 0.45 pick one native library for the whole process from the highest compute "
+        explanation=f"Releases before {minor(CC_CHOOSES_LIBRARY.below_text)} pick one native library for the whole "
+        "process from the highest compute "
         f"capability among visible GPUs ({best.cc_text}, {best.name}): the cuBLASLt build instead of the "
         "_nocublaslt one. Work placed on the older GPU(s) then runs code chosen for the newer one: int8 matmul "
         "errors ('cublasLt ran into an error') or missing kernels; device_map='auto' spreads layers across them.",
         evidence=[ev(f"GPU {d.index}", f"{d.name}, compute capability {d.cc_text}", f"gpu.devices[{d.index}]")
                   for d in gpus],
         remediation=Remediation(
-            "Upgrade bitsandbytes (0.45+ no longer chooses by the highest GPU), or hide the older GPU(s) from "
+            f"Upgrade bitsandbytes ({minor(CC_CHOOSES_LIBRARY.below_text)}+ no longer chooses by the highest GPU), "
+            "or hide the older GPU(s) from "
             "CUDA. The indices below are nvidia-smi's (PCI bus order), so set CUDA_DEVICE_ORDER too.",
             ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", f"export CUDA_VISIBLE_DEVICES={keep}"],
         ),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts, LogMatch
 from bnbdoctor.findings import Evidence
+from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.knowledge.signatures import CONSEQUENCE, ROOT, SIGNATURES
 from bnbdoctor.knowledge.versions import release_tuple
 
@@ -92,8 +93,7 @@ def legacy_loader(facts: Facts) -> bool:
     bnb = facts.python.bitsandbytes if facts.python else None
     if bnb is not None and bnb.legacy_cuda_setup:
         return True
-    rel = release_tuple(bnb.version if bnb else None)
-    return bool(rel and rel < (0, 43, 1))
+    return LEGACY_CUDA_SETUP.contains(bnb.version if bnb else None)
 
 
 def consequence_of(facts: Facts) -> str | None:

@@ -5,8 +5,24 @@ from __future__ import annotations
 
 import re
 
-from bnbdoctor.facts import Facts, NativeFacts, ResolvedDependency
+from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUFFIXED_WHEEL_MAJORS, SUGGESTED_TORCH_CUDA
+from bnbdoctor.knowledge.gpus import INT8_MATMUL_MIN
+from bnbdoctor.knowledge.loader import (
+    CPU_FALLBACK_ERA,
+    CPU_LIBRARY_NEEDS_OPENMP,
+    EMPTY_OVERRIDE_IGNORED,
+    GLIBC_234_BUILDS,
+    LEGACY_CUDA_SETUP,
+    NEAREST_BUILD,
+    OVERRIDE_NOCUBLASLT_BUG,
+    ROCM_REJECTS_CUDA_OVERRIDE,
+    XPU_LIBRARY,
+    XPU_PER_ONEAPI_YEAR,
+)
+from bnbdoctor.knowledge.platforms import LINUX_ONLY_WHEEL, PYTHON_DLL_PATH_SEARCH_DROPPED, WINDOWS_WHEELS
+from bnbdoctor.knowledge.ranges import full, minor
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 from bnbdoctor.rules.base import LogGate, rule
@@ -128,8 +144,8 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
     commands: list[str] = []
     if sel.backend == "xpu":
         fix = ("This bitsandbytes ships no XPU library for torch's oneAPI version; install a release with XPU "
-               "builds (0.48+, versioned per oneAPI year from 0.50).")
-        commands = ['pip install -U "bitsandbytes>=0.48"']
+               f"builds ({XPU_LIBRARY.first_text}+, versioned per oneAPI year from {XPU_PER_ONEAPI_YEAR.first_text}).")
+        commands = [f'pip install -U "bitsandbytes{XPU_LIBRARY.pip_spec()}"']
         runtime_text = torch.xpu if torch else None
     else:
         runtime_text = runtime
@@ -138,23 +154,23 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
         same_major = [v for v in shipped if _tag_major(sel.backend, v) == major]
         lower = [v for v in same_major if _tag_version(sel.backend, v) <= (wanted or (0, 0))]
         pick = (lower or same_major)[-1] if same_major else None
-        legacy_nocublaslt = (release_tuple(bnb.version) or (9,)) < (0, 44) and "_nocublaslt" in sel.expected_file
-        spec = bnb_spec_for_torch(torch.version if torch else None, "0.50.0")
-        if sel.backend == "cuda" and major and major < 11:
-            fix = (f"CUDA {runtime} is older than any bitsandbytes build (11.x is the oldest shipped). Install a "
-                   "torch build for CUDA 11.8 or 12.x, then bitsandbytes.")
+        legacy_nocublaslt = OVERRIDE_NOCUBLASLT_BUG.contains(bnb.version) and "_nocublaslt" in sel.expected_file
+        spec = bnb_spec_for_torch(torch.version if torch else None, full(NEAREST_BUILD.first_text))
+        if sel.backend == "cuda" and major and major < OLDEST_CUDA_MAJOR:
+            fix = (f"CUDA {runtime} is older than any bitsandbytes build ({OLDEST_CUDA_MAJOR}.x is the oldest "
+                   f"shipped). Install a torch build for CUDA {' or '.join(SUGGESTED_TORCH_CUDA)}, then bitsandbytes.")
         elif pick and not legacy_nocublaslt:
             fix = (f"Point bitsandbytes at a shipped build of the same {backend} major, BNB_{'ROCM' if sel.backend == 'rocm' else 'CUDA'}"
-                   f"_VERSION={pick}, whose runtime torch already loads; or upgrade bitsandbytes (0.50+ picks the "
-                   "nearest build of the same major by itself).")
-            variable = "BNB_ROCM_VERSION" if sel.backend == "rocm" and (release_tuple(bnb.version) or (0,)) >= (0, 50) \
+                   f"_VERSION={pick}, whose runtime torch already loads; or upgrade bitsandbytes "
+                   f"({NEAREST_BUILD.first_text}+ picks the nearest build of the same major by itself).")
+            variable = "BNB_ROCM_VERSION" if sel.backend == "rocm" and NEAREST_BUILD.contains(bnb.version) \
                 else "BNB_CUDA_VERSION"
             commands = ([] if sel.backend == "rocm" and variable == "BNB_CUDA_VERSION" else [f"export {variable}={pick}"])
             if not wheel_upgrade_blocked(facts):
                 commands.append(f'pip install -U "bitsandbytes{spec}"')
         elif pick:
-            fix = ("This release builds the override file name wrongly for GPUs below compute capability 7.5 "
-                   "(_nocublaslt builds), so an override cannot help: upgrade bitsandbytes.")
+            fix = (f"This release builds the override file name wrongly for GPUs below compute capability "
+                   f"{INT8_MATMUL_MIN.text} (_nocublaslt builds), so an override cannot help: upgrade bitsandbytes.")
             commands = [f'pip install -U "bitsandbytes{spec}"']
         else:
             fix = (f"This bitsandbytes has no {backend} {major}.x build at all (shipped: {', '.join(shipped) or 'none'}). "
@@ -194,11 +210,13 @@ def override(facts: Facts) -> Hit | Skip | None:
     native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
     release = release_tuple(bnb.version if bnb else None) or (0,)
     rocm = bool(torch and torch.hip)
-    variable = "BNB_ROCM_VERSION" if rocm and release >= (0, 50) else "BNB_CUDA_VERSION"
+    strict = NEAREST_BUILD.contains(release)
+    variable = "BNB_ROCM_VERSION" if rocm and strict else "BNB_CUDA_VERSION"
     value = facts.env.get(variable)
     if value is None:
-        if rocm and release >= (0, 50) and "BNB_CUDA_VERSION" in facts.env:
-            return Skip("BNB_CUDA_VERSION is ignored on ROCm from 0.50 (BNB_ROCM_VERSION is not set)")
+        if rocm and strict and "BNB_CUDA_VERSION" in facts.env:
+            return Skip(f"BNB_CUDA_VERSION is ignored on ROCm from {NEAREST_BUILD.first_text} (BNB_ROCM_VERSION is "
+                        "not set)")
         return Skip(f"{variable} is not set")
     sel = native.selection
     evidence = [ev(variable, repr(value), f"env.{variable}")]
@@ -207,11 +225,13 @@ def override(facts: Facts) -> Hit | Skip | None:
         return Hit(title=f"{variable}={value!r} is set but has no effect here",
                    explanation="The override only applies when torch sees a GPU; this machine loads the CPU library.",
                    evidence=evidence, remediation=unset, severity=Severity.INFO)
-    if value == "" and release < (0, 50):
+    if value == "" and not strict:
         return Hit(
-            title=f"{variable} is set but empty: ignored by {bnb.version}, rejected by 0.50+",  # type: ignore[union-attr]
-            explanation="Releases 0.43–0.49 told users to clear the override with `export BNB_CUDA_VERSION=`; they "
-            "ignore an empty value. From 0.50 the variable being set at all counts, and an empty value raises "
+            title=f"{variable} is set but empty: ignored by {bnb.version}, "  # type: ignore[union-attr]
+            f"rejected by {NEAREST_BUILD.first_text}+",
+            explanation=f"Releases {EMPTY_OVERRIDE_IGNORED.first_text}–{EMPTY_OVERRIDE_IGNORED.last_text} told users "
+            "to clear the override with `export BNB_CUDA_VERSION=`; they ignore an empty value. From "
+            f"{NEAREST_BUILD.first_text} the variable being set at all counts, and an empty value raises "
             "\"BNB_CUDA_VERSION='': value must be digits only\" — the next upgrade will break the import.",
             evidence=evidence, remediation=unset, severity=Severity.WARNING)
     evidence.append(ev("selected", sel.expected_file, "native.selection.expected_file"))
@@ -219,15 +239,16 @@ def override(facts: Facts) -> Hit | Skip | None:
         return Hit(
             title=f"{variable}={value!r} is rejected by {versioned(facts, 'bitsandbytes', bnb.version)}",  # type: ignore[union-attr]
             explanation=f"bitsandbytes raises '{sel.message}'"
-            + (": on ROCm builds 0.47–0.49 refuse any non-empty BNB_CUDA_VERSION." if rocm else ".")
-            + (" 0.50 checks that the variable is set, not that it is non-empty; the old advice "
+            + (f": on ROCm builds {ROCM_REJECTS_CUDA_OVERRIDE.first_text}–{ROCM_REJECTS_CUDA_OVERRIDE.last_text} "
+               "refuse any non-empty BNB_CUDA_VERSION." if rocm else ".")
+            + (f" {NEAREST_BUILD.first_text} checks that the variable is set, not that it is non-empty; the old advice "
                "'export BNB_CUDA_VERSION=' now breaks the import." if value == "" else ""),
             evidence=evidence, remediation=unset)
     torch_major = (major_minor(torch.hip if rocm else torch.cuda) or (0, 0))[0] if torch else 0
     shipped = _shipped_versions(facts, sel.backend)
     valid = [v for v in shipped if _tag_major(sel.backend, v) == torch_major]
     alternative = (f", or set it to a shipped build of torch's major version ({', '.join(valid)})"
-                   if valid and not (rocm and release < (0, 50)) else "")
+                   if valid and not (rocm and not strict) else "")
     if not sel.exists:
         bug = (" — built by this release's name-building bug for _nocublaslt builds"
                if "nocubla" in sel.expected_file else "")
@@ -268,7 +289,7 @@ def _wheel_for(name: str) -> str | None:
     if not match:
         return None
     base = _CUDA_WHEELS[match.group(1)]
-    return f"{base}-cu{match.group(2)}" if match.group(2) in ("11", "12") else base
+    return f"{base}-cu{match.group(2)}" if match.group(2) in SUFFIXED_WHEEL_MAJORS else base
 
 
 @rule(
@@ -364,7 +385,7 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
 )
 def duplicates(facts: Facts) -> list[Hit]:
     native, bnb = _native(facts), bnb_of(facts)
-    legacy = bnb is not None and (release_tuple(bnb.version) or (9,)) < (0, 43, 1)
+    legacy = bnb is not None and LEGACY_CUDA_SETUP.contains(bnb.version)
     searched = ("LD_LIBRARY_PATH", "RUNPATH", "RPATH", "ld.so.cache", "default directories")
     hits = []
     for dep in native.dependencies:
@@ -390,7 +411,7 @@ def duplicates(facts: Facts) -> list[Hit]:
     return hits
 
 
-def _abi_hits(facts: Facts, namespaces: tuple[str, ...]) -> list[tuple[str, list[str], object]]:
+def _abi_hits(facts: Facts, namespaces: tuple[str, ...]) -> list[tuple[str, list[str], AbiNeed]]:
     native = _native(facts)
     out = []
     for need in native.abi:
@@ -415,11 +436,11 @@ def libstdcxx(facts: Facts) -> list[Hit]:
     native = _native(facts)
     hits = []
     for library, missing, need in _abi_hits(facts, RUNTIME_NAMESPACES):
-        provider = need.provider or library  # type: ignore[attr-defined]
+        provider = need.provider or library
         dep = next((d for d in native.dependencies if d.name == library), None)
         conda = dep is not None and dep.via == "C++ runtime already loaded in the conda env"
-        have = ", ".join(f"{v}" for k, v in sorted(need.provider_max.items()) if k in RUNTIME_NAMESPACES)  # type: ignore[attr-defined]
-        alternatives = list(need.satisfied_by)  # type: ignore[attr-defined]
+        have = ", ".join(f"{v}" for k, v in sorted(need.provider_max.items()) if k in RUNTIME_NAMESPACES)
+        alternatives = list(need.satisfied_by)
         commands = []
         if alternatives:
             folder = _folder(alternatives[0])
@@ -445,7 +466,7 @@ def libstdcxx(facts: Facts) -> list[Hit]:
             + f". dlopen fails with \"{provider}: version `{missing[0]}' not found (required by …)\".",
             evidence=[ev(library, f"{provider} ({dep.via if dep else 'unknown'})", "native.abi"),
                       ev("defines up to", have or "unknown", "native.abi.provider_max"),
-                      ev("needs", ", ".join(need.required), "native.version_needs")]  # type: ignore[attr-defined]
+                      ev("needs", ", ".join(need.required), "native.version_needs")]
             + [ev("would satisfy", a, "native.abi.satisfied_by") for a in alternatives] + _loader_evidence(facts),
             remediation=Remediation(fix, commands),
         ))
@@ -474,10 +495,13 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
     lib = _library_name(native)
     release = release_tuple(bnb.version) if bnb else None
     torch = torch_of(facts)
-    if release and release[:2] == (0, 45) and re.search(r"cuda12[68]", lib):
-        fix = ("The 0.45.x CUDA 12.6/12.8 builds were linked against glibc 2.34 by mistake; 0.46.0 fixed it. "
-               "Upgrade bitsandbytes, or use a torch build for CUDA 12.4 or older with this release.")
-        commands = [f'pip install -U "bitsandbytes{bnb_spec_for_torch(torch.version if torch else None, "0.46.0")}"']
+    mislinked = GLIBC_234_BUILDS
+    if mislinked.releases.contains(release) and mislinked.affects(lib):
+        fixed_in = full(mislinked.releases.below_text)
+        fix = (f"The {minor(mislinked.releases.first_text)}.x CUDA {'/'.join(mislinked.cuda)} builds were linked "
+               f"against glibc {mislinked.glibc} by mistake; {fixed_in} fixed it. Upgrade bitsandbytes, or use a torch "
+               f"build for CUDA {mislinked.older_torch_cuda} or older with this release.")
+        commands = [f'pip install -U "bitsandbytes{bnb_spec_for_torch(torch.version if torch else None, fixed_in)}"']
     else:
         fix = (f"This glibc ({platform.libc_version or unknown_version(facts)}) is older than the build needs. Use a bitsandbytes build made "
                "for older systems, build from source on this machine, or move to a newer OS.")
@@ -509,11 +533,11 @@ def cpu_only_build(facts: Facts) -> Hit | None:
     gpu_libs = [f for f in bnb.native_libraries if re.match(r"libbitsandbytes_(cuda|rocm|xpu)", f)]
     if gpu_libs or not bnb.native_libraries:
         return None
-    release = release_tuple(bnb.version) or (9,)
-    symptom = ("`import bitsandbytes` fails with 'CUDA Setup failed despite GPU being available'" if release < (0, 43, 1)
+    symptom = ("`import bitsandbytes` fails with 'CUDA Setup failed despite GPU being available'"
+               if LEGACY_CUDA_SETUP.contains(bnb.version)
                else "bitsandbytes warns that it could not find its CUDA binary and runs CPU-only ('compiled without "
                     "GPU support'; older releases then failed with e.g. 'undefined symbol: cget_col_row_stats')"
-               if release < (0, 46) else
+               if CPU_FALLBACK_ERA.contains(bnb.version) else
                "the first quantized operation raises a 'binary not found' error")
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} is a CPU-only build on a machine with a CUDA GPU",
@@ -613,7 +637,8 @@ def windows_dlls(facts: Facts) -> Hit | Skip | None:
     parts, commands = [], []
     if on_path:
         parts.append(f"{', '.join(d.name for d in on_path)} exist on PATH ({_folder(on_path[0].candidates[0].path)}), "
-                     "but Python 3.8+ does not search PATH for a DLL's dependencies: add the folder with "
+                     f"but Python {PYTHON_DLL_PATH_SEARCH_DROPPED}+ does not search PATH for a DLL's dependencies: "
+                     "add the folder with "
                      "os.add_dll_directory() before importing bitsandbytes, or use a torch CUDA build that ships them.")
     if vc:
         parts.append("Install the Microsoft Visual C++ Redistributable (x64) for " + ", ".join(vc) + ".")
@@ -651,15 +676,17 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     so = [f for f in bnb.native_libraries if f.endswith(".so")]
     if not so or any(f.endswith(".dll") for f in bnb.native_libraries):
         return None
-    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, "0.43.0")
+    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, WINDOWS_WHEELS.first_text)
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} on Windows holds only Linux libraries ({len(so)} .so files)",
-        explanation="Releases up to 0.42 were a py3-none-any wheel containing Linux ELF files. On Windows, loading "
+        explanation=f"Releases up to {LINUX_ONLY_WHEEL.last_text} were a py3-none-any wheel containing Linux ELF "
+        "files. On Windows, loading "
         "one fails with '[WinError 193] %1 is not a valid Win32 application', and the legacy setup trips over "
         "Windows paths (\"argument of type 'WindowsPath' is not iterable\").",
         evidence=[ev("native libraries", ", ".join(so[:4]) + (" …" if len(so) > 4 else ""),
                      "python.bitsandbytes.native_libraries")],
-        remediation=Remediation("Install a release with Windows DLLs (0.43.0+), or run under WSL2.",
+        remediation=Remediation(f"Install a release with Windows DLLs ({WINDOWS_WHEELS.first_text}+), or run under "
+                                "WSL2.",
                                 [f'pip install -U "bitsandbytes{spec}"']),
     )
 
@@ -796,7 +823,8 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
     return Hit(
         title=f"{_library_name(native)} needs {names}, which the loader cannot find",
         explanation="These are ordinary system runtime libraries; without them loading fails with "
-        f"'{missing[0].name}: cannot open shared object file'. The CPU build of 0.49+ also needs OpenMP "
+        f"'{missing[0].name}: cannot open shared object file'. The CPU build of {CPU_LIBRARY_NEEDS_OPENMP.first_text}+ "
+        "also needs OpenMP "
         "(libgomp.so.1), which slim container images often lack.",
         evidence=[ev(d.name, f"not found; elsewhere: {', '.join(d.elsewhere) or 'nowhere bnbdoctor looked'}",
                      "native.dependencies") for d in missing] + _loader_evidence(facts),

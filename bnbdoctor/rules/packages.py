@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.findings import Check, Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge.cuda import torch_index_for
+from bnbdoctor.knowledge.imports import (
+    SCIPY_IMPORT,
+    TORCH_WITH_TRITON_WITHOUT_OPS,
+    TRITON_OPS_IMPORT,
+    TRITON_WITHOUT_OPS,
+)
+from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
+from bnbdoctor.knowledge.ranges import VersionRange, minor
 from bnbdoctor.knowledge.releases import (
     FIRST_RELEASE_FOR_PLATFORM,
     bnb_spec_for_torch,
+    known_requirements,
     legacy_cuda_setup,
 )
 from bnbdoctor.knowledge.versions import (
@@ -21,18 +34,10 @@ from bnbdoctor.rules.common import (
     TORCH_GET_STARTED,
     bnb_of,
     ev,
-    torch_index_for,
     torch_of,
     versioned,
     visible_gpus,
     wheel_upgrade_blocked,
-)
-
-#: Requires-Python / torch requirement by release, for installs whose metadata is missing
-#: (bnb_internals.md §5, from the PyPI index and setup files).
-_KNOWN_REQUIREMENTS = (
-    ((0, 49, 0), ">=3.10", ">=2.3,<3"),
-    ((0, 50, 0), ">=3.10", ">=2.4,<3"),
 )
 
 
@@ -186,7 +191,7 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     "BNB205",
     "legacy-cuda-setup",
     Severity.WARNING,
-    "bitsandbytes is newer than the legacy CUDA setup (0.43.1+)",
+    f"bitsandbytes is newer than the legacy CUDA setup ({LEGACY_CUDA_SETUP.below_text}+)",
     needs=("python",),
     covers=("libcudart_not_found_legacy_cuda_setup", "nonexistent_path_warnings_noise", "duplicate_cuda_runtimes_found",
             "conda_env_vs_system_cuda_mixup", "cuda_setup_failed_despite_gpu_available", "cuda_lt_11_unsupported"),
@@ -200,7 +205,7 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
         return Skip("the legacy CUDA setup only matters where CUDA does")
     if torch is not None and torch.installed and torch.build != "cuda":
         return Skip("torch is not a CUDA build")
-    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, "0.43.1")
+    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, LEGACY_CUDA_SETUP.below_text)
     blocked = wheel_upgrade_blocked(facts)
     if blocked:
         fix = Remediation(f"Upgrading is the fix, but {blocked}.", [])
@@ -210,11 +215,12 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
                           [f'pip install -U "bitsandbytes{spec}"'])
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} uses the legacy CUDA setup",
-        explanation="Releases up to 0.43.0 take the CUDA version from torch but also scan every path-like "
+        explanation=f"Releases up to {LEGACY_CUDA_SETUP.last_text} take the CUDA version from torch but also scan "
+        "every path-like "
         "environment variable for libcudart: the scan prints misleading warnings (non-existent directories, "
         "'duplicate' runtimes, 'libcudart.so not found'), its advice points at the wrong CUDA, and any load "
-        "problem surfaces as 'CUDA Setup failed despite GPU being available'. 0.43.1 rewrote the setup to follow "
-        "torch only (PR #1041).",
+        f"problem surfaces as 'CUDA Setup failed despite GPU being available'. {LEGACY_CUDA_SETUP.below_text} "
+        "rewrote the setup to follow torch only (PR #1041).",
         evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],
         remediation=fix,
     )
@@ -235,10 +241,9 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
         return Skip("bitsandbytes version unknown")
     requires_python, requires_torch = bnb.requires_python, bnb.requires_torch
     release = release_tuple(bnb.version)
-    if requires_python is None and requires_torch is None and release:
-        for since, py, tv in _KNOWN_REQUIREMENTS:
-            if release >= since:
-                requires_python, requires_torch = py, tv
+    known = known_requirements(release) if requires_python is None and requires_torch is None and release else None
+    if known is not None:
+        requires_python, requires_torch = known.python, known.torch
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     hits = []
@@ -268,59 +273,90 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
     return hits
 
 
-@rule(
-    "BNB207",
-    "triton-ops-removed",
-    Severity.ERROR,
-    "bitsandbytes does not import triton.ops from a triton that removed it",
-    needs=("python",),
-    covers=("triton_ops_module_missing",),
-    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",
-                "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1413"),
-)
-def triton_ops(facts: Facts) -> Hit | None:
-    bnb, python = bnb_of(facts), facts.python
-    assert python is not None
-    triton = python.packages.get("triton") or python.packages.get("pytorch-triton-rocm")
-    release = release_tuple(bnb.version) if bnb and bnb.installed else None
-    if not triton or release is None or not ((0, 39, 0) <= release < (0, 45, 1)):
-        return None  # triton.ops was imported from 0.39 (bitsandbytes/triton/) until 0.45.1 dropped it
-    if not at_least(triton, "3.2"):
-        return None
-    return Hit(
-        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} imports triton.ops, which triton {triton} removed",  # type: ignore[union-attr]
-        explanation="bitsandbytes 0.39 to 0.45.0 import triton.ops.matmul_perf_model at import time; triton 3.2 "
-        "(shipped with torch 2.6) removed triton.ops, so `import bitsandbytes` fails with "
+@dataclass(frozen=True)
+class ImportBreakage:
+    """A way ``import bitsandbytes`` fails because of another package: one row, one rule."""
+
+    id: str
+    name: str
+    summary: str
+    covers: tuple[str, ...]
+    references: tuple[str, ...]
+    releases: VersionRange  # the bitsandbytes releases that import the module
+    packages: tuple[str, ...]  # the other package as facts.python.packages names it (the first one found)
+    breaks: Callable[[str | None], bool]  # given its version (None: not installed), does the import fail?
+    title: str  # follows "bitsandbytes X.Y.Z "; {other} is the other package's version
+    explanation: str
+    shown: str  # the other package's evidence value; {other} is its version
+    fix: str
+    commands: tuple[str, ...]
+    severity: Severity = Severity.ERROR
+    log_gate: LogGate | None = None
+
+
+IMPORT_BREAKAGES = (
+    ImportBreakage(
+        "BNB207", "triton-ops-removed", "bitsandbytes does not import triton.ops from a triton that removed it",
+        covers=("triton_ops_module_missing",),
+        references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",
+                    "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1413"),
+        releases=TRITON_OPS_IMPORT,
+        packages=("triton", "pytorch-triton-rocm"),
+        breaks=TRITON_WITHOUT_OPS.contains,
+        title="imports triton.ops, which triton {other} removed",
+        explanation=f"bitsandbytes {minor(TRITON_OPS_IMPORT.first_text)} to {TRITON_OPS_IMPORT.last_text} import "
+        f"triton.ops.matmul_perf_model at import time; triton {TRITON_WITHOUT_OPS.first_text} (shipped with torch "
+        f"{TORCH_WITH_TRITON_WITHOUT_OPS.first_text}) removed triton.ops, so `import bitsandbytes` fails with "
         "\"ModuleNotFoundError: No module named 'triton.ops'\".",
-        evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),  # type: ignore[union-attr]
-                  ev("triton", triton, "python.packages.triton")],
-        remediation=Remediation("Upgrade bitsandbytes to 0.45.1 or newer (PR #1413 removed the import), or pin "
-                                "triton below 3.2 together with torch below 2.6.",
-                                ['pip install -U "bitsandbytes>=0.45.1"']),
-    )
-
-
-@rule(
-    "BNB208",
-    "scipy-missing-for-old-bnb",
-    Severity.ERROR,
-    "scipy is installed when the bitsandbytes release imports it",
-    needs=("python",),
-    covers=("scipy_missing",),
-    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/426",),
-    log_gate=LogGate("a log shows scipy missing only with \"No module named 'scipy'\"", signatures=("scipy_missing",)),
+        shown="{other}",
+        fix=f"Upgrade bitsandbytes to {TRITON_OPS_IMPORT.below_text} or newer (PR #1413 removed the import), or pin "
+        f"triton below {TRITON_WITHOUT_OPS.first_text} together with torch below "
+        f"{TORCH_WITH_TRITON_WITHOUT_OPS.first_text}.",
+        commands=(f'pip install -U "bitsandbytes{TRITON_OPS_IMPORT.after().pip_spec()}"',),
+    ),
+    ImportBreakage(
+        "BNB208", "scipy-missing-for-old-bnb", "scipy is installed when the bitsandbytes release imports it",
+        covers=("scipy_missing",),
+        references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/426",),
+        releases=SCIPY_IMPORT,
+        packages=("scipy",),
+        breaks=lambda version: not version,
+        title="needs scipy, which is not installed",
+        explanation=f"{SCIPY_IMPORT.first_text}-{SCIPY_IMPORT.last_text} import scipy (for the NF4 data type) "
+        "without declaring it as a dependency, so `import bitsandbytes` fails with \"No module named 'scipy'\".",
+        shown="not installed",
+        fix="Install scipy, or upgrade bitsandbytes.",
+        commands=("pip install scipy",),
+        log_gate=LogGate("a log shows scipy missing only with \"No module named 'scipy'\"",
+                         signatures=("scipy_missing",)),
+    ),
 )
-def scipy_missing(facts: Facts) -> Hit | None:
-    bnb, python = bnb_of(facts), facts.python
-    assert python is not None
-    release = release_tuple(bnb.version) if bnb and bnb.installed else None
-    if release is None or not ((0, 39, 0) <= release < (0, 42, 0)) or python.packages.get("scipy"):
-        return None
-    return Hit(
-        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} needs scipy, which is not installed",  # type: ignore[union-attr]
-        explanation="0.39.0-0.41.x import scipy (for the NF4 data type) without declaring it as a dependency, "
-        "so `import bitsandbytes` fails with \"No module named 'scipy'\".",
-        evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),  # type: ignore[union-attr]
-                  ev("scipy", "not installed", "python.packages.scipy")],
-        remediation=Remediation("Install scipy, or upgrade bitsandbytes.", ["pip install scipy"]),
-    )
+
+
+def import_breakage_check(row: ImportBreakage) -> Check:
+    """The check of one IMPORT_BREAKAGES row: the installed release imports the module, and the other
+    package is in the state that breaks the import."""
+
+    def check(facts: Facts) -> Hit | None:
+        bnb, python = bnb_of(facts), facts.python
+        assert python is not None
+        release = release_tuple(bnb.version) if bnb and bnb.installed else None
+        other = next((version for version in map(python.packages.get, row.packages) if version), None)
+        if bnb is None or not row.releases.contains(release) or not row.breaks(other):
+            return None
+        label = row.packages[0]
+        return Hit(
+            title=f"{versioned(facts, 'bitsandbytes', bnb.version)} {row.title.format(other=other)}",
+            explanation=row.explanation,
+            evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
+                      ev(label, row.shown.format(other=other), f"python.packages.{label}")],
+            remediation=Remediation(row.fix, list(row.commands)),
+        )
+
+    check.__name__ = check.__qualname__ = row.name.replace("-", "_")
+    return check
+
+
+for _row in IMPORT_BREAKAGES:
+    rule(_row.id, _row.name, _row.severity, _row.summary, needs=("python",), covers=_row.covers,
+         references=_row.references, log_gate=_row.log_gate)(import_breakage_check(_row))

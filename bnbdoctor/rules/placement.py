@@ -10,6 +10,7 @@ from __future__ import annotations
 from bnbdoctor.facts import Facts, FitFacts, FitRemedy
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
 from bnbdoctor.fit.snippets import human
+from bnbdoctor.knowledge.transformers import FIT_ENGINE_TRANSFORMERS
 from bnbdoctor.rules.base import rule
 
 _TRANSFORMERS_QUANT_DOCS = ("https://huggingface.co/docs/transformers/main/en/main_classes/quantization"
@@ -363,7 +364,8 @@ def check_engine(facts: Facts) -> Hit | None:
                          "GPU budgets after from_pretrained's x0.9; it is not the device map from_pretrained would "
                          "compute, and no remedy was simulated."),
             evidence=[Evidence("engine", fit.engine_note or "approximate", "fit.engine_note")],
-            remediation=Remediation("Install torch, transformers (5.12 or newer) and accelerate in the interpreter "
+            remediation=Remediation(f"Install torch, transformers ({FIT_ENGINE_TRANSFORMERS.first_text} or newer) and "
+                                    "accelerate in the interpreter "
                                     "that loads the model, or point --python at one that has them."),
         )
     return Hit(

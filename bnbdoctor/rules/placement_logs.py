@@ -14,13 +14,13 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge.transformers import BIGGEST_LEAF_FIX, NO_SPLIT_BLOCK_FIX
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
 QUANTIZATION_DOCS = "https://huggingface.co/docs/transformers/main/en/main_classes/quantization#offload-between-cpu-and-gpu"
-#: First transformers releases with each under-packing fix.
-FIX_NO_SPLIT_BLOCK = (5, 14)  # PR #47203: buffer from the largest no-split block
-FIX_BIGGEST_LEAF = (5, 18)  # PR #47211: buffer also covers the biggest leaf (embed_tokens, lm_head)
+#: The upgrade that has both under-packing fixes.
+UPGRADE_TRANSFORMERS = f'pip install -U "transformers>={BIGGEST_LEAF_FIX.first}"'
 VERSIONS_CHECK = 'python -c "import transformers, accelerate; print(transformers.__version__, accelerate.__version__)"'
 
 
@@ -79,7 +79,9 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
                     "or set max_memory; to run the overflow on the CPU (slow, kept in 32-bit) pass "
                     "BitsAndBytesConfig(..., llm_int8_enable_fp32_cpu_offload=True) together with a device_map dict "
                     "that puts those modules on 'cpu'.")
-    bug_fix = ("Upgrade transformers to 5.18.0 or newer (#47203 is in 5.14.0, #47211 in 5.18.0); on older releases "
+    block, leaf = NO_SPLIT_BLOCK_FIX, BIGGEST_LEAF_FIX
+    bug_fix = (f"Upgrade transformers to {leaf.first} or newer ({block.pr} is in {block.first}, {leaf.pr} in "
+               f"{leaf.first}); on older releases "
                "pass device_map='sequential', an explicit device_map, or a larger max_memory for the first GPU so "
                "the largest module fits there.")
     commands = ["nvidia-smi"]
@@ -93,24 +95,26 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
                "fix the GPU problem reported above first.")
         fix = "Make torch.cuda.is_available() return True (see the GPU findings), then load the model again."
         commands.append('python -c "import torch; print(torch.cuda.is_available())"')
-    elif release and release[:2] >= FIX_BIGGEST_LEAF:
+    elif leaf.releases.contains(release):
         title = f"Not enough GPU memory for the quantized model (transformers {version} has the under-packing fixes)"
         why = ("transformers " + version + " contains both fixes for the device_map='auto' under-packing bug "  # type: ignore[operator]
-               "(#47203, #47211), so this is most likely a real shortage: the quantized layers plus the embeddings "
+               f"({block.pr}, {leaf.pr}), so this is most likely a real shortage: the quantized layers plus the "
+               "embeddings "
                "and lm_head (which 4-bit does not shrink) and the reserved buffers exceed what the GPUs offer. Very "
                "large mixture-of-experts models can still under-pack with 'auto': device_map='sequential' packs "
                "GPUs one after the other.")
         fix = shortage_fix + " For very large MoE models try device_map='sequential' first."
-    elif release and release[:2] >= FIX_NO_SPLIT_BLOCK:
+    elif block.releases.contains(release):
         title = (f"Too little GPU memory, or the remaining under-packing bug of transformers {version} "
-                 "(fixed in 5.18.0)")
-        why = (f"transformers {version} sizes the per-GPU buffer from the largest no-split block (#47203, 5.14.0) but "
-               "not yet from the biggest single module (#47211, 5.18.0): a bf16 embed_tokens or lm_head larger than "
+                 f"(fixed in {leaf.first})")
+        why = (f"transformers {version} sizes the per-GPU buffer from the largest no-split block ({block.pr}, "
+               f"{block.first}) but not yet from the biggest single module ({leaf.pr}, {leaf.first}): a bf16 "
+               "embed_tokens or lm_head larger than "
                "the per-GPU cap still pushes the model onto the last GPU and then the CPU, with the other GPUs "
                "nearly empty. If the model's quantized size fits comfortably in the GPUs' total memory, that is the "
                "cause.")
         fix = bug_fix + " " + shortage_fix
-        commands.append('pip install -U "transformers>=5.18.0"')
+        commands.append(UPGRADE_TRANSFORMERS)
     elif release:
         title = f"transformers {version} has the device_map='auto' under-packing bug (#46823), or the GPUs are too small"
         why = (f"transformers {version} caps every GPU but the last at total/number of GPUs plus a buffer sized from "
@@ -119,12 +123,13 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
                "spills to the CPU. If the model's quantized size fits in the GPUs' total memory, this is the bug; "
                "otherwise it is a real shortage.")
         fix = bug_fix + " " + shortage_fix
-        commands.append('pip install -U "transformers>=5.18.0"')
+        commands.append(UPGRADE_TRANSFORMERS)
     else:
         title = "device_map put part of the quantized model on the CPU or disk: too little GPU memory, or an under-packing bug"
         why = ("Most often the GPU is simply too small for the quantized model plus its unquantized embeddings and "
-               "lm_head. When the model clearly fits, transformers releases before 5.18.0 under-pack device_map='auto' "
-               "(#46823; fixed by #47203 in 5.14.0 and #47211 in 5.18.0); the log does not show the transformers "
+               f"lm_head. When the model clearly fits, transformers releases before {leaf.first} under-pack "
+               f"device_map='auto' (#46823; fixed by {block.pr} in {block.first} and {leaf.pr} in {leaf.first}); the "
+               "log does not show the transformers "
                "version.")
         fix = shortage_fix + " If the model clearly fits: " + bug_fix
         commands.append(VERSIONS_CHECK)
@@ -223,9 +228,10 @@ def imbalance(facts: Facts) -> Hit | None:
         evidence=log.line_evidence(facts, "cuda_out_of_memory", "device_map_argument", "quantization_config", limit=3),
         remediation=Remediation(
             "Pass max_memory per GPU (for example {i: '20GiB' for i in range(n)}) to leave headroom on the crowded "
-            "GPU, or write the device_map by hand; upgrade transformers to 5.18.0 or newer (#47203, #47211); for "
+            f"GPU, or write the device_map by hand; upgrade transformers to {BIGGEST_LEAF_FIX.first} or newer "
+            f"({NO_SPLIT_BLOCK_FIX.pr}, {BIGGEST_LEAF_FIX.pr}); for "
             "training, prefer one full model copy per GPU (DDP with device_map={'': local_rank}) when it fits.",
-            ["nvidia-smi", 'pip install -U "transformers>=5.18.0"', fit_command(facts)],
+            ["nvidia-smi", UPGRADE_TRANSFORMERS, fit_command(facts)],
         ),
         severity=Severity.ERROR,
     )

@@ -19,6 +19,26 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUGGESTED_TORCH_CUDA, torch_index_for
+from bnbdoctor.knowledge.gpus import (
+    CC_CHOOSES_LIBRARY,
+    INT8_MATMUL_MIN,
+    INT8_NAMEERROR,
+    INT8_WITHOUT_FALLBACK,
+    KEPLER,
+    MAXWELL,
+)
+from bnbdoctor.knowledge.imports import (
+    SCIPY_IMPORT,
+    TORCH_WITH_TRITON_WITHOUT_OPS,
+    TRITON_OPS_IMPORT,
+    TRITON_OPS_REPORTED_WORKING,
+    TRITON_WITHOUT_OPS,
+)
+from bnbdoctor.knowledge.loader import CUDA_VERSION_FROM_TORCH, LEGACY_CUDA_SETUP
+from bnbdoctor.knowledge.platforms import MACOS_WHEELS, PYTHON_DLL_PATH_SEARCH_DROPPED, WINDOWS_WHEELS
+from bnbdoctor.knowledge.ranges import minor
+from bnbdoctor.knowledge.transformers import BNB_CHECK_NEEDS_GPU_SINCE
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -26,13 +46,16 @@ from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
     TORCH_GET_STARTED,
     ev,
-    torch_index_for,
     torch_of,
 )
 
 BNB_ERRORS = "https://huggingface.co/docs/bitsandbytes/main/en/errors"
 PYTHON_M_BNB = "python -m bitsandbytes"
 TORCH_CHECK = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
+#: Upgrade commands several rules print, built from the boundaries they rest on.
+UPGRADE_TO_WINDOWS_WHEELS = f'pip install -U "bitsandbytes{WINDOWS_WHEELS.pip_spec()}"'
+UPGRADE_PAST_LEGACY_SETUP = f'pip install -U "bitsandbytes{LEGACY_CUDA_SETUP.after().pip_spec()}"'
+UPGRADE_PAST_INT8_NAMEERROR = f'pip install -U "bitsandbytes{INT8_NAMEERROR.after().pip_spec()}"'
 TORCH_CUDA_LIBS_CHECK = ("ldd $(python -c \"import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "
                          "'lib', 'libtorch_cuda.so'))\") | grep -i -E 'nvjitlink|cusparse|cudart'")
 
@@ -179,11 +202,11 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
     if log.is_windows(facts) and log.legacy_loader(facts):
         return Hit(
             title="bitsandbytes' legacy loader looks for libcuda.so, which Windows does not have",
-            explanation="Releases before 0.43 were Linux-only: on Windows their loader never finds libcuda.so, reports "
-            "'No GPU detected' even with a working GPU, and loads its CPU library.",
+            explanation=f"Releases before {minor(WINDOWS_WHEELS.first_text)} were Linux-only: on Windows their loader "
+            "never finds libcuda.so, reports 'No GPU detected' even with a working GPU, and loads its CPU library.",
             evidence=lines,
-            remediation=Remediation("Install a release with Windows support (0.43.0 or newer), or run under WSL2.",
-                                    ['pip install -U "bitsandbytes>=0.43.0"']),
+            remediation=Remediation(f"Install a release with Windows support ({WINDOWS_WHEELS.first_text} or newer), "
+                                    "or run under WSL2.", [UPGRADE_TO_WINDOWS_WHEELS]),
         )
     return Hit(
         title="bitsandbytes found no usable GPU and fell back to its CPU library",
@@ -223,12 +246,13 @@ def no_kernel_image(facts: Facts) -> Hit | None:
         "ones); a GPU outside that list cannot run any of its kernels. "
         + ("The kernel error names a file under a Windows build folder: a community-built DLL, compiled for a few "
            "architectures only. " if community else "")
-        + "GPUs older than the build supports hit this too: Kepler (3.x) left the PyPI wheels in 0.39.1 and Maxwell "
-        "(5.x) in 0.48.0.",
+        + f"GPUs older than the build supports hit this too: Kepler ({KEPLER.major}.x) left the PyPI wheels in "
+        f"{KEPLER.removed_in} and Maxwell ({MAXWELL.major}.x) in {MAXWELL.removed_in}.",
         evidence=log.line_evidence(facts, "no_kernel_image"),
         remediation=Remediation(
             "Install an official build that contains your GPU's architecture: `pip install -U bitsandbytes` (Windows "
-            "wheels since 0.43.0). A Maxwell GPU needs a release below 0.48 (0.47.0 is the last with Maxwell kernels); "
+            f"wheels since {WINDOWS_WHEELS.first_text}). A Maxwell GPU needs a release below "
+            f"{minor(MAXWELL.removed_in)} ({MAXWELL.last_with} is the last with Maxwell kernels); "
             "a Kepler GPU has no current build. Otherwise build from source for your compute capability "
             "(cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=<cc>), or switch the 8-bit optimizer off.",
             ["nvidia-smi --query-gpu=name,compute_cap --format=csv", "pip install -U bitsandbytes"],
@@ -331,26 +355,32 @@ def int8_matmul(facts: Facts) -> list[Hit]:
     if log.seen(facts, "int8_matmul_unsupported"):
         hits.append(Hit(
             title="LLM.int8() needs int8 tensor cores this GPU lacks ('Your GPU does not support Int8 Matmul!')",
-            explanation="LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need Turing (compute "
-            "capability 7.5) or newer. Releases up to 0.36 used builds without cuBLASLt on older GPUs and stop with an "
-            "assertion in igemmlt; 0.37.0 added a slower fallback. 4-bit quantization works on these GPUs.",
+            explanation="LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need "
+            f"{INT8_MATMUL_MIN.architecture} (compute capability {INT8_MATMUL_MIN.text}) or newer. Releases up to "
+            f"{INT8_WITHOUT_FALLBACK.last_text} used builds without cuBLASLt on older GPUs and stop with an assertion "
+            f"in igemmlt; {INT8_WITHOUT_FALLBACK.below_text} added a slower fallback. 4-bit quantization works on "
+            "these GPUs.",
             evidence=log.line_evidence(facts, "int8_matmul_unsupported"),
-            remediation=Remediation("Upgrade bitsandbytes (0.37 or newer has a slower 8-bit path for older GPUs), or "
-                                    "prefer 4-bit (load_in_4bit=True, bnb_4bit_quant_type='nf4'), or use a Turing or "
-                                    "newer GPU.", ['pip install -U "bitsandbytes>=0.37.1"']),
+            remediation=Remediation(f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)} or newer has a "
+                                    "slower 8-bit path for older GPUs), or prefer 4-bit (load_in_4bit=True, "
+                                    f"bnb_4bit_quant_type='nf4'), or use a {INT8_MATMUL_MIN.architecture} or newer "
+                                    "GPU.",
+                                    [UPGRADE_PAST_INT8_NAMEERROR]),
         ))
     if log.seen(facts, "cuda_setup_nameerror"):
         hits.append(Hit(
-            title="bitsandbytes 0.37.0 crashes at import on GPUs below compute capability 7.5",
-            explanation="\"NameError: name 'cuda_setup' is not defined\" is a bug in 0.37.0's check for cuBLASLt "
-            "support, hit on every GPU older than Turing.",
+            title=f"bitsandbytes {INT8_NAMEERROR.first_text} crashes at import on GPUs below compute capability "
+            f"{INT8_MATMUL_MIN.text}",
+            explanation=f"\"NameError: name 'cuda_setup' is not defined\" is a bug in {INT8_NAMEERROR.first_text}'s "
+            f"check for cuBLASLt support, hit on every GPU older than {INT8_MATMUL_MIN.architecture}.",
             evidence=log.line_evidence(facts, "cuda_setup_nameerror"),
-            remediation=Remediation("Upgrade bitsandbytes.", ['pip install -U "bitsandbytes>=0.37.1"']),
+            remediation=Remediation("Upgrade bitsandbytes.", [UPGRADE_PAST_INT8_NAMEERROR]),
         ))
     if log.seen(facts, "slow_int8_matmul") and not hits:
         hits.append(Hit(
             title="Warning only: this GPU runs LLM.int8() on the slow 8-bit matmul",
-            explanation="bitsandbytes notes that the GPU has no int8 tensor cores (compute capability below 7.5) and "
+            explanation="bitsandbytes notes that the GPU has no int8 tensor cores (compute capability below "
+            f"{INT8_MATMUL_MIN.text}) and "
             "selects its slower path. This is not itself a failure: if something breaks, the cause is elsewhere in "
             "the log.",
             evidence=log.line_evidence(facts, "slow_int8_matmul", limit=1),
@@ -384,7 +414,8 @@ def cublaslt(facts: Facts) -> Hit | None:
                else "GPUs of different generations: the legacy loader chose one library for all of them"
                + (" and a kernel then failed" if kernel_error else "")),
         explanation="cuBLASLt's int8 GEMM returned 'not supported': the layout or kernel chosen does not fit the GPU "
-        "running the layer. Releases before 0.45 chose one library and int8 layout for the whole process from the "
+        f"running the layer. Releases before {minor(CC_CHOOSES_LIBRARY.below_text)} chose one library and int8 layout "
+        "for the whole process from the "
         "GPU with the highest compute capability, so an older card next to a newer one gets code it cannot run; "
         "unsupported architectures and 8-bit on some ROCm forks fail the same way."
         + (" The log shows GPUs of different generations." if mixed else "")
@@ -394,8 +425,8 @@ def cublaslt(facts: Facts) -> Hit | None:
                                    "named_symbol_not_found", limit=4),
         remediation=Remediation(
             "Expose one GPU generation to the process (CUDA_VISIBLE_DEVICES, with CUDA_DEVICE_ORDER=PCI_BUS_ID so "
-            "indices match nvidia-smi), keep the model on one GPU family, upgrade bitsandbytes (0.45+ no longer "
-            "chooses by the highest GPU), or use 4-bit.",
+            "indices match nvidia-smi), keep the model on one GPU family, upgrade bitsandbytes "
+            f"({minor(CC_CHOOSES_LIBRARY.below_text)}+ no longer chooses by the highest GPU), or use 4-bit.",
             ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi --query-gpu=index,name,compute_cap --format=csv"],
         ),
     )
@@ -420,15 +451,16 @@ def windows_legacy(facts: Facts) -> Hit | None:
     return Hit(
         title=("bitsandbytes' Linux-only loader crashed on a Windows path ('WindowsPath' is not iterable)" if crash else
                "Windows refused bitsandbytes' Linux library ([WinError 193])"),
-        explanation="Before 0.43.0 bitsandbytes had no Windows support: the wheel holds Linux .so files and its CUDA "
+        explanation=f"Before {WINDOWS_WHEELS.first_text} bitsandbytes had no Windows support: the wheel holds Linux "
+        ".so files and its CUDA "
         "setup searches for Linux libraries. On Windows "
         + ("it hands a WindowsPath to code that expects a string and crashes. " if crash else
            "LoadLibrary rejects the ELF file ('%1 is not a valid Win32 application'). ")
         + "The 'Solution' lines it prints (LD_LIBRARY_PATH, find / -name libcudart.so) are Linux advice and do not "
         "apply.",
         evidence=log.line_evidence(facts, "windows_path_not_iterable", "windows_linux_library", "bnb_library_selected"),
-        remediation=Remediation("Install a release with Windows wheels (0.43.0 or newer), or run under WSL2.",
-                                ['pip install -U "bitsandbytes>=0.43.0"']),
+        remediation=Remediation(f"Install a release with Windows wheels ({WINDOWS_WHEELS.first_text} or newer), or run "
+                                "under WSL2.", [UPGRADE_TO_WINDOWS_WHEELS]),
     )
 
 
@@ -448,13 +480,15 @@ def macos(facts: Facts) -> Hit | None:
         return None
     return Hit(
         title="macOS cannot load this bitsandbytes library (not a Mach-O file for this Mac)",
-        explanation="Releases before 0.49 ship Linux ELF libraries only, so dlopen on a Mac fails ('not a mach-o "
+        explanation=f"Releases before {minor(MACOS_WHEELS.first_text)} ship Linux ELF libraries only, so dlopen on a "
+        "Mac fails ('not a mach-o "
         "file'), bitsandbytes falls back, and every quantized operation fails; transformers then reports a "
         "misleading ImportError. Macs have no CUDA: the CUDA kernels behind load_in_8bit/load_in_4bit never run "
         "there.",
         evidence=log.line_evidence(facts, "macos_not_macho"),
         remediation=Remediation(
-            "Do not use load_in_8bit/load_in_4bit with these releases on macOS. bitsandbytes 0.49+ publishes an Apple "
+            "Do not use load_in_8bit/load_in_4bit with these releases on macOS. bitsandbytes "
+            f"{minor(MACOS_WHEELS.first_text)}+ publishes an Apple "
             "Silicon build (CPU/MPS backends, check its documentation for what is supported); for quantized inference "
             "on a Mac use MLX or llama.cpp (GGUF), or move to a CUDA machine.",
             ["pip show bitsandbytes", "uname -m"],
@@ -509,19 +543,23 @@ def module_missing(facts: Facts) -> list[Hit]:
     hits = []
     if log.seen(facts, "triton_ops_missing"):
         hits.append(Hit(
-            title="bitsandbytes imports triton.ops, which triton 3.2 removed",
-            explanation="bitsandbytes 0.39 to 0.45.0 import triton.ops.matmul_perf_model when they are imported; "
-            "triton 3.2 (shipped with torch 2.6) removed triton.ops, so `import bitsandbytes` fails with "
-            "\"ModuleNotFoundError: No module named 'triton.ops'\".",
+            title=f"bitsandbytes imports triton.ops, which triton {TRITON_WITHOUT_OPS.first_text} removed",
+            explanation=f"bitsandbytes {minor(TRITON_OPS_IMPORT.first_text)} to {TRITON_OPS_IMPORT.last_text} import "
+            f"triton.ops.matmul_perf_model when they are imported; triton {TRITON_WITHOUT_OPS.first_text} (shipped "
+            f"with torch {TORCH_WITH_TRITON_WITHOUT_OPS.first_text}) removed triton.ops, so `import bitsandbytes` "
+            "fails with \"ModuleNotFoundError: No module named 'triton.ops'\".",
             evidence=log.line_evidence(facts, "triton_ops_missing"),
-            remediation=Remediation("Upgrade bitsandbytes (0.45.1 removed the import; users report 0.45.2+ working), or "
-                                    "pin triton below 3.2 together with torch below 2.6.",
-                                    ['pip install -U "bitsandbytes>=0.45.1"']),
+            remediation=Remediation(f"Upgrade bitsandbytes ({TRITON_OPS_IMPORT.below_text} removed the import; users "
+                                    f"report {TRITON_OPS_REPORTED_WORKING}+ working), or pin triton below "
+                                    f"{TRITON_WITHOUT_OPS.first_text} together with torch below "
+                                    f"{TORCH_WITH_TRITON_WITHOUT_OPS.first_text}.",
+                                    [f'pip install -U "bitsandbytes{TRITON_OPS_IMPORT.after().pip_spec()}"']),
         ))
     if log.seen(facts, "scipy_missing"):
         hits.append(Hit(
             title="bitsandbytes needs scipy, which is not installed",
-            explanation="bitsandbytes 0.39.0 to 0.41.x import scipy (for the NF4 data type) without declaring it as a "
+            explanation=f"bitsandbytes {SCIPY_IMPORT.first_text} to {SCIPY_IMPORT.last_text} import scipy (for the NF4 "
+            "data type) without declaring it as a "
             "dependency, so `import bitsandbytes` fails with \"No module named 'scipy'\" in slim environments.",
             evidence=log.line_evidence(facts, "scipy_missing"),
             remediation=Remediation("Install scipy, or upgrade bitsandbytes.", ["pip install scipy"]),
@@ -548,17 +586,18 @@ def legacy_libcudart(facts: Facts) -> Hit | None:
     windows = log.is_windows(facts)
     return Hit(
         title="bitsandbytes' legacy CUDA setup found no libcudart on the environment's paths",
-        explanation="Releases up to 0.43.0 search CONDA_PREFIX, LD_LIBRARY_PATH and other path-like variables for "
+        explanation=f"Releases up to {LEGACY_CUDA_SETUP.last_text} search CONDA_PREFIX, LD_LIBRARY_PATH and other "
+        "path-like variables for "
         "libcudart.so. The search is fragile (it discards hits, misreads colon-separated lists) and never looks "
         "inside site-packages, where pip's torch keeps its CUDA runtime, so it fails on ordinary pip installs; "
         "the advice it prints then points at the wrong CUDA."
         + (" On Windows the search looks for Linux file names and cannot succeed." if windows else ""),
         evidence=log.line_evidence(facts, "legacy_libcudart_not_found", "legacy_path_did_not_contain"),
         remediation=Remediation(
-            "Upgrade bitsandbytes: since 0.43.1 the loader follows torch.version.cuda and needs no LD_LIBRARY_PATH "
-            "changes. On the legacy releases, add the folder of a libcudart.so that matches torch's CUDA to "
-            "LD_LIBRARY_PATH.",
-            ['pip install -U "bitsandbytes>=0.43.1"'],
+            f"Upgrade bitsandbytes: since {LEGACY_CUDA_SETUP.below_text} the loader follows torch.version.cuda and "
+            "needs no LD_LIBRARY_PATH changes. On the legacy releases, add the folder of a libcudart.so that matches "
+            "torch's CUDA to LD_LIBRARY_PATH.",
+            [UPGRADE_PAST_LEGACY_SETUP],
         ),
     )
 
@@ -587,8 +626,9 @@ def duplicates(facts: Facts) -> Hit | None:
         evidence=log.line_evidence(facts, "duplicate_cuda_runtimes"),
         remediation=Remediation(
             "Check whether the files are distinct (readlink -f). Keep one CUDA runtime matching torch.version.cuda on "
-            "LD_LIBRARY_PATH/PATH/CUDA_HOME, and upgrade bitsandbytes (0.43.1+ no longer scans these paths).",
-            ["echo $LD_LIBRARY_PATH", 'pip install -U "bitsandbytes>=0.43.1"'],
+            f"LD_LIBRARY_PATH/PATH/CUDA_HOME, and upgrade bitsandbytes ({LEGACY_CUDA_SETUP.below_text}+ no longer "
+            "scans these paths).",
+            ["echo $LD_LIBRARY_PATH", UPGRADE_PAST_LEGACY_SETUP],
         ),
     )
 
@@ -638,22 +678,27 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     missing = facts.native.selection.expected_file if facts.native and facts.native.selection else None
     lines = log.line_evidence(facts, "cuda_older_than_11", "bnb_library_not_found", "detected_cuda_version", limit=4)
     if log.seen(facts, "cuda_older_than_11"):
+        old = OLDEST_CUDA_MAJOR - 1
         return Hit(
-            title="CUDA 10.x is older than any bitsandbytes build" + (f" ({missing} does not exist)" if missing else ""),
-            explanation="bitsandbytes ships no libraries for CUDA 10.x and LLM.int8() needs CUDA 11 or newer. The "
-            "legacy loader picked the CUDA version from the runtime it found (often an old toolkit on LD_LIBRARY_PATH "
-            "or a CUDA 10 build of torch), found no matching library and fell back to its CPU library.",
+            title=f"CUDA {old}.x is older than any bitsandbytes build"
+            + (f" ({missing} does not exist)" if missing else ""),
+            explanation=f"bitsandbytes ships no libraries for CUDA {old}.x and LLM.int8() needs CUDA "
+            f"{OLDEST_CUDA_MAJOR} or newer. The legacy loader picked the CUDA version from the runtime it found "
+            f"(often an old toolkit on LD_LIBRARY_PATH or a CUDA {old} build of torch), found no matching library and "
+            "fell back to its CPU library.",
             evidence=lines,
             remediation=Remediation(
-                "Install a CUDA 11.8 or 12.x build of PyTorch (its wheels bring their own CUDA runtime), remove CUDA 10 "
-                "folders from LD_LIBRARY_PATH, then upgrade bitsandbytes; an old driver may need an update first.",
+                f"Install a CUDA {' or '.join(SUGGESTED_TORCH_CUDA)} build of PyTorch (its wheels bring their own CUDA "
+                f"runtime), remove CUDA {old} folders from LD_LIBRARY_PATH, then upgrade bitsandbytes; an old driver "
+                "may need an update first.",
                 [TORCH_CHECK, 'pip install -U bitsandbytes'],
             ),
         )
     return Hit(
         title="bitsandbytes has no library for this CUDA version" + (f": {missing} is missing" if missing else ""),
         explanation="bitsandbytes picks libbitsandbytes_cuda<version> from torch's CUDA version (the detected runtime "
-        "on releases before 0.41). The installed package has no such file: the release predates that CUDA version, "
+        f"on releases before {CUDA_VERSION_FROM_TORCH.first_text}). The installed package has no such file: the "
+        "release predates that CUDA version, "
         "or it is a third-party build for another CUDA (conda-forge packages are not supported upstream). It then "
         "falls back to its CPU library or fails on the first GPU call.",
         evidence=lines,
@@ -685,15 +730,16 @@ def windows_dll(facts: Facts) -> Hit | None:
     return Hit(
         title=f"Windows could not load {name} or one of the DLLs it imports",
         explanation="The file is usually there: what fails is a DLL it imports, typically the CUDA runtime or cuBLAS "
-        "of the CUDA version the build was made for. Python 3.8+ no longer searches PATH for a DLL's dependencies, "
-        "so a CUDA toolkit on PATH does not help. Releases before 0.43 had no official Windows build; community "
-        "DLLs each expect one specific CUDA version.",
+        f"of the CUDA version the build was made for. Python {PYTHON_DLL_PATH_SEARCH_DROPPED}+ no longer searches "
+        "PATH for a DLL's dependencies, so a CUDA toolkit on PATH does not help. Releases before "
+        f"{minor(WINDOWS_WHEELS.first_text)} had no official Windows build; community DLLs each expect one specific "
+        "CUDA version.",
         evidence=log.line_evidence(facts, "windows_dll_not_loaded", "cuda_runtime_path"),
         remediation=Remediation(
-            "Install the official Windows wheels (bitsandbytes 0.43.0 or newer), which use the CUDA libraries torch "
-            "ships. With a community build, install the CUDA runtime it was built for and do not mix it with another "
-            "CUDA version.",
-            ['pip install -U "bitsandbytes>=0.43.0"'],
+            f"Install the official Windows wheels (bitsandbytes {WINDOWS_WHEELS.first_text} or newer), which use the "
+            "CUDA libraries torch ships. With a community build, install the CUDA runtime it was built for and do not "
+            "mix it with another CUDA version.",
+            [UPGRADE_TO_WINDOWS_WHEELS],
         ),
     )
 
@@ -773,13 +819,14 @@ def cpu_fallback(facts: Facts) -> Hit | None:
                               "native_library_unavailable", limit=4)
     windows_legacy = log.is_windows(facts) and log.legacy_loader(facts)
     if log.is_macos(facts):
-        why = "macOS has no CUDA, and releases before 0.49 have no macOS build: only CPU code can load."
+        why = (f"macOS has no CUDA, and releases before {minor(MACOS_WHEELS.first_text)} have no macOS build: only "
+               "CPU code can load.")
         fix = Remediation("Use a CUDA machine for 8-bit/4-bit GPU work, or MLX / llama.cpp on a Mac.", ["pip show bitsandbytes"])
     elif windows_legacy:
-        why = ("On Windows, releases before 0.43 hold only Linux libraries and a loader that never finds CUDA, so "
-               "they always end up on the CPU library.")
-        fix = Remediation("Install a release with Windows support (0.43.0 or newer), or run under WSL2.",
-                          ['pip install -U "bitsandbytes>=0.43.0"'])
+        why = (f"On Windows, releases before {minor(WINDOWS_WHEELS.first_text)} hold only Linux libraries and a "
+               "loader that never finds CUDA, so they always end up on the CPU library.")
+        fix = Remediation(f"Install a release with Windows support ({WINDOWS_WHEELS.first_text} or newer), or run "
+                          "under WSL2.", [UPGRADE_TO_WINDOWS_WHEELS])
     else:
         why = ("Typical reasons: torch cannot see a GPU (CPU-only torch, driver problem), or the package holds no "
                "library for torch's CUDA version; the lines before the fallback say which.")
@@ -855,7 +902,8 @@ def transformers_importerror(facts: Facts) -> Hit | None:
     return Hit(
         title="transformers says bitsandbytes or Accelerate is missing, but its check also needs a CUDA GPU",
         explanation="The message comes from transformers, not bitsandbytes: is_bitsandbytes_available() returned "
-        "False. Since transformers 4.3x that check also requires torch.cuda.is_available(), so a CPU-only torch, a "
+        f"False. Since transformers {BNB_CHECK_NEEDS_GPU_SINCE} that check also requires torch.cuda.is_available(), "
+        "so a CPU-only torch, a "
         "runtime without a GPU, a bitsandbytes that fails to import, or packages installed into a running kernel "
         "all produce this text." + because,
         evidence=log.line_evidence(facts, "transformers_bnb_importerror", limit=1),

@@ -1,0 +1,64 @@
+"""How each bitsandbytes release finds and loads its native library: the eras of the loader, the
+``BNB_CUDA_VERSION`` / ``BNB_ROCM_VERSION`` overrides, and what the libraries need.
+
+:mod:`bnbdoctor.knowledge.selection` reproduces the file choice itself; this module names the
+release boundaries that rules check and print. Sources: ../shared/reference/bnb_internals.md
+§1 (selection, overrides), §5 (platforms, CPU library) and §6 (glibc).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bnbdoctor.knowledge.ranges import VersionRange
+
+#: <= 0.43.0: the CUDASetup loader, which also scans path-like environment variables for libcudart
+#: and raises "CUDA Setup failed despite GPU being available"; 0.43.1 follows torch only (#1041).
+LEGACY_CUDA_SETUP = VersionRange(None, "0.43.1", "bnb_internals.md §1.3: CUDASetup in 0.41.0-0.43.0, reworked "
+                                 "by PR #1041 in 0.43.1", last="0.43.0")
+#: From 0.41 the CUDA version comes from torch.version.cuda; before, from the CUDA runtime found on the
+#: system (CHANGELOG 0.41.0: "relies PyTorch CUDA libraries").
+CUDA_VERSION_FROM_TORCH = VersionRange("0.41", None, "bnb_internals.md §1.2: CHANGELOG.md, section 0.41.0")
+#: 0.43.1-0.45.x: a missing CUDA library makes bitsandbytes warn and load its CPU library; 0.46.0
+#: requires an exact match and raises at the first native call instead.
+CPU_FALLBACK_ERA = VersionRange("0.43.1", "0.46", "bnb_internals.md §1.3: repo@0.43.1 and 0.46.0:cextension.py")
+#: 0.50+: the nearest packaged build of the same CUDA/ROCm major when the exact one is missing
+#: (#1980); BNB_CUDA_VERSION / BNB_ROCM_VERSION count when set at all and must be digits.
+NEAREST_BUILD = VersionRange("0.50", None, "bnb_internals.md §1.3-1.4: repo@0.50.0:cextension.py "
+                             "get_cuda_bnb_library_path")
+#: The releases that told users to clear the override with ``export BNB_CUDA_VERSION=`` and ignore an
+#: empty value; from :data:`NEAREST_BUILD` on an empty value raises.
+EMPTY_OVERRIDE_IGNORED = VersionRange("0.43", "0.50", "bnb_internals.md §1.4 (0.43-0.49 override warning)",
+                                      last="0.49")
+#: ROCm builds of 0.47-0.49 raise on any non-empty BNB_CUDA_VERSION.
+ROCM_REJECTS_CUDA_OVERRIDE = VersionRange("0.47", "0.50", "bnb_internals.md §1.4: 0.47.0-0.49.2, ROCm",
+                                          last="0.49")
+#: Up to 0.43.x the override builds a wrong file name for the _nocublaslt builds (cc < 7.5);
+#: 0.44.0 fixed it with re.sub(r"cuda\d+", ...) (#1318).
+OVERRIDE_NOCUBLASLT_BUG = VersionRange(None, "0.44", "bnb_internals.md §1.4: issue #1312, fixed by #1318")
+#: The SYCL XPU library ships from 0.48.0; from 0.50 one per oneAPI year (libbitsandbytes_xpu2025).
+XPU_LIBRARY = VersionRange("0.48", None, "bnb_internals.md §1.1 and §5: libbitsandbytes_xpu from 0.48.0")
+XPU_PER_ONEAPI_YEAR = VersionRange("0.50", None, "bnb_internals.md §1.1: get_xpu_bnb_library_path (0.50.0+)")
+#: From 0.49 the CPU library links the GNU OpenMP runtime (libgomp.so.1).
+CPU_LIBRARY_NEEDS_OPENMP = VersionRange("0.49", None, "bnb_internals.md §5: the 0.49+ CPU library links libgomp")
+
+
+@dataclass(frozen=True)
+class MislinkedBuilds:
+    """Builds of a release series linked against a newer glibc than the wheel tag promises."""
+
+    releases: VersionRange  # the affected series; ``below`` is the release that fixed it
+    cuda: tuple[str, ...]  # the CUDA versions of the affected builds
+    glibc: str  # the glibc those builds need
+    older_torch_cuda: str  # the newest torch CUDA version whose build of the series is fine
+    source: str
+
+    def affects(self, library: str) -> bool:
+        """Whether a library file name is one of the affected builds (``libbitsandbytes_cuda126.so``)."""
+        return any(f"cuda{version.replace('.', '')}" in library for version in self.cuda)
+
+
+#: 0.45.x cuda126/cuda128 need GLIBC_2.34 (dlopen@GLIBC_2.34) on a manylinux_2_24 wheel; fixed in 0.46.0.
+GLIBC_234_BUILDS = MislinkedBuilds(VersionRange("0.45", "0.46", "bnb_internals.md §6; issue #1610"),
+                                   ("12.6", "12.8"), "2.34", "12.4",
+                                   "bnb_internals.md §6: wheel 0.45.5; issue #1610 and lora-scripts #694")
