@@ -4,8 +4,11 @@ A page is assembled from three sources, so that nothing about a rule is written 
 
 - the declaration (``@rule`` in ``bnbdoctor/rules/``): title, default severity, covers, whether it
   reads a log, references;
-- the prose beside the rule modules (``bnbdoctor/rules/pages/<ID>.md``): "What it detects",
-  "Why it matters", "How to fix", optional "Example notes" and "Further reading";
+- the prose, which is the docstring of the rule's check (ruff's way: the rule's doc comment *is* its
+  page): "What it detects", "Why it matters", "How to fix", optional "Severity note", "Example
+  notes" and "Further reading". ``{{ module.NAME.attr }}`` in the prose is replaced by that value of
+  ``bnbdoctor.knowledge.<module>`` (e.g. ``{{ imports.TRITON_OPS_IMPORT.below_text }}``), so a page
+  and the code it documents read one boundary;
 - the rule's example case (``tests/rule_cases/<ID>/``, ``"example": true``), *run*: the Example
   section is what bnbdoctor prints for it today.
 
@@ -15,7 +18,10 @@ References end with the sources the failure catalog gives for each covered id.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +32,8 @@ from bnbdoctor.rules.base import Rule
 from bnbdoctor.ruledocs.cases import ROOT, RuleCase, case_facts, cases_of
 
 DOCS = ROOT / "docs" / "rules"
-PROSE = ROOT / "bnbdoctor" / "rules" / "pages"
+INDEX_TEMPLATE = Path(__file__).with_name("index_template.md")
+_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\.([A-Za-z_][\w.]*)\s*\}\}")
 #: Prose sections, in page order; the first three are required.
 REQUIRED = ("What it detects", "Why it matters", "How to fix")
 OPTIONAL = ("Example notes", "Further reading", "Severity note")
@@ -64,11 +71,24 @@ def split_sections(text: str) -> dict[str, str]:
     return out
 
 
+def expand(text: str) -> str:
+    """Replace ``{{ module.NAME.attr }}`` with the value from ``bnbdoctor.knowledge.<module>``."""
+
+    def value(match: re.Match[str]) -> str:
+        module = importlib.import_module(f"bnbdoctor.knowledge.{match.group(1)}")
+        found: object = module
+        for part in match.group(2).split("."):
+            found = getattr(found, part)
+        return str(found() if callable(found) else found)
+
+    return _PLACEHOLDER.sub(value, text)
+
+
 def prose_of(rule: Rule) -> Prose:
-    path = PROSE / f"{rule.id}.md"
-    if not path.is_file():
-        raise PageError(f"{rule.id}: no prose at {path.relative_to(ROOT)}")
-    sections = split_sections(path.read_text(encoding="utf-8"))
+    doc = inspect.getdoc(rule.check)
+    if not doc:
+        raise PageError(f"{rule.id}: its check {rule.check.__name__} has no docstring (the rule's prose)")
+    sections = split_sections(expand(doc))
     unknown = sorted(set(sections) - set(REQUIRED) - set(OPTIONAL))
     missing = [name for name in REQUIRED if not sections.get(name, "").strip()]
     if unknown or missing:
@@ -195,7 +215,7 @@ def _table(rules: list[Rule]) -> list[str]:
 
 
 def render_index(rules: list[Rule]) -> str:
-    template = (PROSE / "README.md").read_text(encoding="utf-8")
+    template = INDEX_TEMPLATE.read_text(encoding="utf-8")
     machine = [r for r in rules if r.machine_checkable]
     fit = [r for r in rules if "fit" in r.needs]
     logs = [r for r in rules if r.reads_log]

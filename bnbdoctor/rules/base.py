@@ -13,9 +13,9 @@ a rule touches its module and its case folder (``tests/rule_cases/<ID>/``) and n
   from a machine's facts (``bnbdoctor explain`` keeps the machine rule's finding when both fire);
 - ``log_gate``: for a machine rule that concludes from an *absence* (torch missing, no compiled
   library), what a log must show before the conclusion may stand on a log's partial facts;
-- the documentation prose: ``bnbdoctor/rules/pages/<ID>.md`` beside the modules (shipped with the
-  package); ``python -m bnbdoctor.rules --docs`` builds ``docs/rules/`` from declarations, prose and
-  the rule's cases.
+- the documentation prose: the check's docstring ("What it detects", "Why it matters", "How to
+  fix"); ``python -m bnbdoctor.ruledocs`` builds ``docs/rules/`` from declarations, docstrings and
+  the output of running each rule on its example case.
 """
 
 from __future__ import annotations

@@ -91,6 +91,51 @@ def _installed_library(facts: Facts) -> WheelLibrary | None:
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1755"),
 )
 def below_minimum(facts: Facts) -> list[Hit] | Skip:
+    """## What it detects
+
+    The rule needs the `gpu` facts and is skipped when no NVIDIA GPU is visible. It reports one finding for each visible GPU whose compute capability is known and below 6.0, the Pascal minimum stated by current bitsandbytes documentation. The GPU is named as Kepler (3.x), Maxwell (5.x) or "pre-Pascal".
+
+    The suggested fix comes from bnbdoctor's records of real PyPI wheels: it looks for the newest release, for this operating system and torch's CUDA major version, that ships a CUDA library whose SASS or PTX still runs on the GPU. If there is one, the finding suggests pinning it. If not, it says that no recorded release has kernels for the GPU.
+
+    The check looks only at the GPU. It does not look at the installed bitsandbytes version, so it also fires when the installed release still ships kernels for a Maxwell card (for example 0.47.0).
+
+    ## Why it matters
+
+    A CUDA library contains machine code (SASS) for a list of architectures and, sometimes, PTX that the driver can compile for newer ones. A GPU older than everything in the list cannot run any kernel. The first call fails with `Error no kernel image is available for execution on the device at line 479 in file ...ops.cu`.
+
+    - Kepler (3.x): the docs say that `bitsandbytes >= 0.39.1 no longer includes Kepler binaries in pip installations`. Old logs show the loader giving up: `CUDA SETUP: Required library version not found: libbitsandbytes_cuda101_nocublaslt.so. Maybe you need to compile it from source?` followed by `CUDA SETUP: Defaulting to libbitsandbytes_cpu.so...`.
+    - Maxwell (5.0/5.2): supported but deprecated in the 0.45–0.47 docs. From 0.48.0 the docs say that Maxwell support *is not included in PyPI distributions* and must be built from source. The real wheels agree: the 0.47.0 CUDA 11.8–12.6 libraries still contain sm_50, the 0.48.2 ones start at sm_60.
+
+    ## Example notes
+
+    With a Maxwell card and torch cu124, the fix line instead reads `bitsandbytes 0.47.0 is the newest release whose prebuilt kernels still run on Maxwell (best effort, unmaintained)` and offers `pip install "bitsandbytes==0.47.0"`.
+
+    ## How to fix
+
+    - Use a GPU with compute capability 6.0 or newer. This is the only supported option.
+    - Maxwell, best effort: pin the last release with Maxwell kernels for torch's CUDA major, as the finding suggests:
+
+      ```bash
+      pip install "bitsandbytes==0.47.0"
+      ```
+
+    - Build from source for the card, at your own risk (maintainers no longer test these architectures):
+
+      ```bash
+      git clone https://github.com/bitsandbytes-foundation/bitsandbytes.git && cd bitsandbytes
+      cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=52 -S . && make
+      pip install .
+      ```
+
+    - Otherwise, use a quantization method that does not depend on bitsandbytes.
+
+    ## Further reading
+
+    - https://huggingface.co/docs/bitsandbytes/v0.48.1/installation (Maxwell removed from PyPI builds)
+    - https://huggingface.co/docs/bitsandbytes/v0.43.0/installation (Kepler binaries dropped in 0.39.1)
+    - https://huggingface.co/docs/bitsandbytes/errors ("No kernel image available")
+    - https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1806 (CUDA: drop Maxwell compatibility)
+    """
     if not visible_gpus(facts):
         return Skip("no visible NVIDIA GPU")
     hits = []
@@ -156,6 +201,47 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
                 "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/529"),
 )
 def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
+    """## What it detects
+
+    The rule needs the `gpu` facts and is skipped when no NVIDIA GPU is visible. It reports one finding for each visible GPU that has compute capability 6.0 or newer (older GPUs are [BNB103](BNB103.md)'s) and either:
+
+    - has compute capability below 7.5, so it has no int8 tensor cores (Pascal 6.x, Volta 7.0, Xavier 7.2); or
+    - has compute capability 7.5 but its name contains `GTX 1630`, `GTX 1650` or `GTX 1660`, and the installed bitsandbytes is older than 0.46. These Turing cards have no tensor cores, and bitsandbytes' `supports_igemmlt()` excludes them by name (the function is called up to 0.44.x).
+
+    Only LLM.int8() (`load_in_8bit=True`) is affected, so the finding is a warning.
+
+    ## Why it matters
+
+    LLM.int8() multiplies the int8 part of each layer with cuBLASLt's int8 tensor-core kernels (`igemmlt`), which need Turing (7.5) or newer. On older GPUs:
+
+    - 0.37 to 0.44 load a `_nocublaslt` library and use a slower 8-bit matmul. From 0.45.0 the Python side no longer branches on compute capability, but the GPU still has no int8 tensor cores. The legacy loader says so: `WARNING: Compute capability < 7.5 detected! Only slow 8-bit matmul is supported for your GPU!`. This is a warning, not the failure. If something else breaks, the cause is elsewhere in the log.
+    - 0.36 and older have no slow path. They abort in the matmul with `ERROR: Your GPU does not support Int8 Matmul!` and an `igemmlt` assertion (`Assertion 'false' failed`).
+    - 0.36.0 and 0.37.0 can crash on import on these GPUs with `NameError: name 'cuda_setup' is not defined`. The bug is in the warning code for capability < 7.5.
+
+    4-bit quantization (NF4/FP4) and the 8-bit optimizers do not use these kernels. They work from compute capability 6.0.
+
+    ## How to fix
+
+    - Prefer 4-bit quantization on these GPUs. With transformers:
+
+      ```python
+      from transformers import BitsAndBytesConfig
+      config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")
+      ```
+
+    - If you need 8-bit, expect it to be slower. On bitsandbytes 0.37.0 or older, upgrade first, for the slow path and the `NameError` fix:
+
+      ```bash
+      pip install -U bitsandbytes
+      ```
+
+    - For fast LLM.int8(), use a Turing (RTX 20xx, T4) or newer GPU.
+
+    ## Further reading
+
+    - https://huggingface.co/docs/bitsandbytes/main/en/installation (LLM.int8() needs compute capability 7.5+)
+    - https://huggingface.co/docs/transformers/v4.49.0/en/quantization/bitsandbytes
+    """
     if not visible_gpus(facts):
         return Skip("no visible NVIDIA GPU")
     bnb = bnb_of(facts)
@@ -224,6 +310,50 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     references=(BNB_DOCS_INSTALL,),
 )
 def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
+    """## What it detects
+
+    The rule needs the `gpu`, `python` and `platform` facts. It first predicts which native library the installed bitsandbytes will load. The prediction follows that release's own selection logic: `torch.version.cuda`, `BNB_CUDA_VERSION`, and the `libbitsandbytes_*` files actually present. It is skipped when:
+
+    - no CUDA library would be selected (CPU, ROCm or XPU torch, no usable GPU, unknown bitsandbytes version); or
+    - bnbdoctor has no architecture record for that file. The records come from the real PyPI wheels: the same minor release if recorded (0.45.0 uses 0.45.5's), else the newest recorded release before it.
+
+    For each visible GPU with compute capability 6.0 or newer (older ones are [BNB103](BNB103.md)'s), it reports an error when the library holds neither of these:
+
+    - SASS for the same major architecture with a minor version not above the GPU's (sm_80 code runs on 8.6, not the other way round);
+    - PTX for an architecture at or below the GPU's, which the driver can JIT-compile.
+
+    The finding lists the architectures in the library and, when there are some, other libraries in the same wheel that would run on the GPU.
+
+    ## Why it matters
+
+    bitsandbytes chooses its library by CUDA version only, never by GPU. So a supported GPU can still get a library without code for it. Every kernel launch then fails with `Error no kernel image is available for execution on the device at line N in file .../ops.cu`, or `invalid device function`. Real cases from the wheels:
+
+    - 0.46.1 `cuda128`/`cuda129` start at sm_75, and 0.47.0–0.49.2 `cuda128`/`cuda129` start at sm_70. Pascal (6.x) with a cu128 torch has no kernels, while the `cuda118`–`cuda126` libraries of the same wheels include sm_60.
+    - 0.50.2 `cuda130`/`cuda132` start at sm_75, so Pascal and Volta need a CUDA 12 torch.
+    - 0.41.1/0.42.0 contain no PTX at all, so GPUs newer than their newest SASS (sm_90) are not covered.
+
+    A source build for other targets gives the same symptom (`invalid device function`), as does a library built against a different CUDA runtime than the one loaded.
+
+    ## How to fix
+
+    Install a torch build whose CUDA version maps to a library with the GPU's architecture. The finding lists some candidates (at most four). For the V100 above, bitsandbytes 0.46.1's `cuda126` library contains sm_70, so a cu126 torch works:
+
+    ```bash
+    pip install --force-reinstall "torch==2.7.1" --index-url https://download.pytorch.org/whl/cu126
+    python -m bitsandbytes
+    ```
+
+    Alternatives:
+
+    - From 0.44, `BNB_CUDA_VERSION=126` makes bitsandbytes load `libbitsandbytes_cuda126` regardless of torch. The matching `libcudart` must then be found by the loader.
+    - Build from source for the exact architecture, e.g. `cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=61 -S . && make && pip install .` (ROCm: `-DBNB_ROCM_ARCH=gfx1100`).
+
+    ## Further reading
+
+    - https://huggingface.co/docs/bitsandbytes/main/en/installation (targets per PyPI build)
+    - https://huggingface.co/docs/bitsandbytes/errors ("No kernel image available")
+    - https://docs.nvidia.com/deploy/cuda-compatibility/
+    """
     selection = predicted_selection(facts)
     bnb = bnb_of(facts)
     assert facts.platform is not None
@@ -278,6 +408,46 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/448",),
 )
 def mixed_gpus(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule needs the `gpu` facts. It is skipped when fewer than two visible GPUs have a known compute capability, and for bitsandbytes 0.45 and newer, whose library choice no longer depends on the GPUs (BNB104 and BNB105 judge each GPU there). It passes when all of them have the same capability, or when all fall in the same one of three tiers:
+
+    - below 6.0: unsupported by current bitsandbytes;
+    - 6.0 to 7.4: supported, but without int8 tensor cores;
+    - 7.5 and newer: fast LLM.int8().
+
+    When the visible GPUs span more than one tier, it reports one warning. The warning names the GPU with the highest capability and the GPUs in lower tiers, and suggests a `CUDA_VISIBLE_DEVICES` that keeps only the GPUs in the top tier. Indices are NVML's, which is `nvidia-smi`'s PCI bus order.
+
+    ## Why it matters
+
+    bitsandbytes reduces all visible GPUs to one number, the **highest** compute capability. Up to 0.44.x that number picks the library for the whole process: the cuBLASLt build when it is 7.5 or more, the `_nocublaslt` build otherwise. Work that then runs on a GPU from another generation uses code chosen for a different one:
+
+    - old loaders reporting the wrong card, e.g. `CUDA SETUP: Highest compute capability among GPUs detected: 6.1` on a box with an A6000, then `Error named symbol not found at line 528 in file .../ops.cu`;
+    - int8 matmul on the weaker card: `cuBLAS API failed with status 15` followed by `Exception: cublasLt ran into an error!` (status 15 is `CUBLAS_STATUS_NOT_SUPPORTED`).
+
+    From 0.45.0 the `_nocublaslt` variant is gone and the library depends only on torch's CUDA version. The risk that remains is placement. With `device_map="auto"`, accelerate spreads layers over every visible GPU, so the older card runs them slowly ([BNB104](BNB104.md)) or not at all ([BNB105](BNB105.md)).
+
+    ## Example notes
+
+    The finding's explanation (one library chosen for the whole process) describes releases up to 0.44.x. With 0.50.2, as here, what remains is the placement and int8 speed difference described above.
+
+    ## How to fix
+
+    Hide the older GPUs from CUDA. The suggested indices are `nvidia-smi`'s. CUDA numbers the fastest GPU 0 by default, so set `CUDA_DEVICE_ORDER` to make CUDA use the same PCI bus order:
+
+    ```bash
+    nvidia-smi -L
+    export CUDA_DEVICE_ORDER=PCI_BUS_ID
+    export CUDA_VISIBLE_DEVICES=0
+    ```
+
+    Or keep the quantized model on one card: `device_map={"": 0}` in `from_pretrained`. On releases before 0.45 also upgrade bitsandbytes (`pip install -U bitsandbytes`).
+
+    ## Further reading
+
+    - https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html (`CUDA_VISIBLE_DEVICES`)
+    - https://stackoverflow.com/questions/13781738/how-does-cuda-assign-device-ids-to-gpus (CUDA numbers the fastest GPU 0 by default)
+    """
     gpus = [d for d in visible_gpus(facts) if d.cc]
     if len(gpus) < 2:
         return Skip("fewer than two visible GPUs")

@@ -64,6 +64,41 @@ def _python_line(facts: Facts) -> str:
     log_gate=LogGate("a log shows torch missing only with \"No module named 'torch'\"", signatures=("torch_not_installed",)),
 )
 def torch_missing(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule needs the `python` facts: the interpreter bnbdoctor examines, chosen by `--python`, an active virtual environment or conda environment, or `PATH`. It fires when PyTorch is not installed in that interpreter. bnbdoctor finds this out by reading installed metadata; it never imports torch.
+
+    The suggested command takes the highest CUDA version the NVIDIA driver supports and picks the newest PyTorch wheel index at or below it (preferring the same CUDA major). If there is no usable driver, it suggests a plain `pip install torch`.
+
+    ## Why it matters
+
+    bitsandbytes is a PyTorch extension. It imports torch when it is imported, and it asks torch for the CUDA version it should load a library for. Without torch, `import bitsandbytes` stops at that first import, and so does any transformers or PEFT code that loads a model in 8 or 4 bits.
+
+    A missing torch is often a sign that bnbdoctor is looking at a different interpreter from the one the failing program uses, for example a system Python instead of the project's virtual environment.
+
+    ## How to fix
+
+    First make sure bnbdoctor examines the interpreter you actually run:
+
+    ```bash
+    python -c "import sys; print(sys.executable)"
+    bnbdoctor --python /path/to/that/python
+    ```
+
+    If torch really is missing there, install a CUDA build that your driver can run (PyTorch's install selector gives the exact command), then bitsandbytes:
+
+    ```bash
+    pip install torch --index-url https://download.pytorch.org/whl/cu124
+    pip install -U bitsandbytes
+    ```
+
+    Current bitsandbytes releases need a recent torch (0.50 requires PyTorch 2.4 or newer); see [BNB206](BNB206.md).
+
+    ## Further reading
+
+    - https://pytorch.org/get-started/previous-versions
+    - https://huggingface.co/docs/bitsandbytes/v0.50.0/installation (system requirements)
+    """
     torch = torch_of(facts)
     if torch is None or torch.installed:
         return None
@@ -92,6 +127,41 @@ def torch_missing(facts: Facts) -> Hit | None:
                      shows=_log_shows_cpu_torch),
 )
 def torch_cpu_build(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule needs the `python` and `gpu` facts. It fires when all three hold:
+
+    - torch is installed;
+    - torch is a CPU-only build: `torch.version.cuda`, `torch.version.hip` and the XPU version are all unset (a `+cpu` wheel, or a CPU build from conda);
+    - NVML reports at least one visible NVIDIA GPU.
+
+    The suggested command reinstalls the same torch version from the newest PyTorch CUDA index that the driver supports.
+
+    ## Why it matters
+
+    With a CPU build, `torch.cuda.is_available()` is False even though the GPU works. bitsandbytes therefore loads its CPU library (or none), and every 8-bit and 4-bit GPU feature fails. The messages rarely name the real cause:
+
+    - 0.43–0.45 read `torch.version.cuda` to build the library name, and with `None` they log `Could not load bitsandbytes native library: 'NoneType' object has no attribute 'split'`.
+    - The CPU library warns `The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit multiplication, and GPU quantization are unavailable.`. The package was not mis-built; the CPU library was simply chosen.
+    - The first native call then fails, for example `AttributeError: 'NoneType' object has no attribute 'cadam32bit_grad_fp32'` or `... 'cquantize_blockwise_fp16_nf4'`.
+    - transformers checks for a GPU before it uses bitsandbytes, and says something misleading: ``ImportError: Using `bitsandbytes` 8-bit quantization requires Accelerate: `pip install accelerate` and the latest version of bitsandbytes ...``.
+
+    ## How to fix
+
+    Confirm the build, then reinstall torch from a CUDA index your driver supports (`nvidia-smi` shows the highest CUDA version):
+
+    ```bash
+    python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
+    pip install --force-reinstall "torch==2.5.1" --index-url https://download.pytorch.org/whl/cu124
+    ```
+
+    Keep the version number and choose the index from PyTorch's previous-versions page. In Jupyter or Colab, restart the kernel afterwards. Packages installed into a running kernel are not picked up. For an AMD GPU with a ROCm build of torch, this rule does not apply; use a bitsandbytes release with ROCm support instead.
+
+    ## Further reading
+
+    - https://pytorch.org/get-started/previous-versions
+    - https://huggingface.co/docs/transformers/v4.49.0/en/quantization/bitsandbytes
+    """
     torch = torch_of(facts)
     gpus = visible_gpus(facts)
     if not (torch and torch.installed) or torch.build != "cpu" or not gpus:
@@ -127,6 +197,33 @@ def torch_cpu_build(facts: Facts) -> Hit | None:
                      signatures=("bnb_not_installed",)),
 )
 def bnb_missing(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule needs the `python` facts. It fires when no bitsandbytes distribution or package folder is found in the interpreter bnbdoctor examines, whether chosen with `--python`, by the active virtual environment or conda environment, or from `PATH`. bnbdoctor reads installed metadata and files without importing bitsandbytes.
+
+    ## Why it matters
+
+    In that interpreter, `import bitsandbytes` raises `ModuleNotFoundError`, and so does every library that loads models in 8 or 4 bits through it (transformers, PEFT, accelerate). When bitsandbytes *is* installed somewhere, the usual cause is a second interpreter: the program runs in one environment, and `pip install` went to another (a different virtual environment, conda env, user site, or notebook kernel).
+
+    Until it is installed, the checks that need its version ([BNB204](BNB204.md), [BNB206](BNB206.md)) are reported as skipped.
+
+    ## How to fix
+
+    Install bitsandbytes with the same interpreter that runs your code. Calling pip through that interpreter avoids installing into the wrong environment:
+
+    ```bash
+    /path/to/python -m pip install -U bitsandbytes
+    /path/to/python -m bitsandbytes
+    ```
+
+    If it is already installed elsewhere, point bnbdoctor at the interpreter you actually use:
+
+    ```bash
+    bnbdoctor --python /path/to/python
+    ```
+
+    In Jupyter, install from within the kernel (`%pip install -U bitsandbytes`) and restart the kernel.
+    """
     bnb = bnb_of(facts)
     if bnb is None or bnb.installed:
         return None
@@ -151,6 +248,44 @@ def bnb_missing(facts: Facts) -> Hit | None:
     references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723"),
 )
 def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule needs the `python` and `platform` facts. It is skipped when bitsandbytes is not installed or its version is unknown. It is also skipped when bnbdoctor has no entry for the OS and architecture, e.g. macOS on Intel or Linux on ppc64le; no prebuilt binaries exist there, so the only route is a source build.
+
+    Otherwise it compares the installed version with the first release that bnbdoctor records for the platform, and reports an error when the installed one is older:
+
+    | platform | first release |
+    |---|---|
+    | Linux x86_64 | 0.41.0 |
+    | Windows x86_64 | 0.43.0 (first official Windows wheels) |
+    | Linux aarch64 | 0.46.0 (`manylinux_2_24_aarch64`) |
+    | macOS arm64 | 0.49.0 (`macosx_14_0_arm64`) |
+    | Windows arm64 | 0.50.0 (`win_arm64`) |
+
+    When the install contains only Linux `.so` files on another OS, the finding says so. The Linux x86_64 row is a floor that bnbdoctor sets, not the first release with Linux binaries: older Linux releases also had them, so on Linux this finding means "older than bnbdoctor supports".
+
+    ## Why it matters
+
+    Up to 0.42, bitsandbytes was a `py3-none-any` wheel that contained only Linux x86-64 ELF libraries. It installs anywhere, but the loader then fails:
+
+    - Windows, 0.38–0.42: the legacy setup searches for Linux `.so` files and crashes with `argument of type 'WindowsPath' is not iterable`. It also prints Linux advice (`LD_LIBRARY_PATH`, `find / -name ...`) that does not apply on Windows.
+    - Windows loading the ELF file: `OSError: [WinError 193] %1 is not a valid Win32 application`.
+    - macOS: `dlopen(...libbitsandbytes_cpu.so ...)` fails with "not a mach-o file".
+    - Older legacy loaders on Windows find no `libcuda.so`, conclude there is no GPU, and load the CPU-only library (`WARNING: No GPU detected! ... Proceeding to load CPU-only library...`).
+
+    In every case bitsandbytes ends up without a usable native library, and quantized models fail; transformers often reports its misleading "requires Accelerate ... and the latest version of bitsandbytes" ImportError.
+
+    ## How to fix
+
+    Upgrade to a release that ships binaries for the platform (use the version from the finding):
+
+    ```bash
+    pip install -U "bitsandbytes>=0.43.0"
+    python -m bitsandbytes
+    ```
+
+    On Windows you can also run the workload under WSL2. On Intel Macs there is no prebuilt package: use a CUDA machine or a non-bitsandbytes quantization method (MLX, llama.cpp/GGUF).
+    """
     bnb, platform, torch = bnb_of(facts), facts.platform, torch_of(facts)
     assert platform is not None
     if not (bnb and bnb.installed and bnb.version):
@@ -198,6 +333,41 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1041", BNB_DOCS_INSTALL),
 )
 def legacy_setup(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule needs the `python` facts. It fires when bitsandbytes is installed and either its package contains the `bitsandbytes/cuda_setup/` folder, or its version is older than 0.43.1. Either one means the release uses the legacy `CUDASetup` loader. The finding is a warning: the legacy loader works on many machines, but it is behind a whole family of confusing failures.
+
+    ## Why it matters
+
+    Up to 0.43.0, importing bitsandbytes runs `cuda_setup/main.py`. It searches for a CUDA runtime (`libcudart.so*`) in `$CONDA_PREFIX/lib`, then `LD_LIBRARY_PATH`, then every other environment variable whose value contains `/`, then `/usr/local/cuda/lib64`. Before 0.41 the runtime it found decided which library was loaded. From 0.41 the version comes from `torch.version.cuda`, and the search only feeds messages. Its output is what most old bug reports are made of:
+
+    - `CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup paths...`. pip-installed torch keeps its runtime inside site-packages, where the search never looks.
+    - `The following directories listed in your path were found to be non-existent: {...}`. This is noise caused by URLs and other path-like variables, not the failure.
+    - `Found duplicate ['libcudart.so', 'libcudart.so.11.0', 'libcudart.so.12.0'] files: {...}.. We'll flip a coin and try one of these, in order to fail forward.`. Often these are one library reached through symlinks.
+    - A CUDA 10 runtime found on the system path: `CUDA SETUP: CUDA version lower than 11 are currently not supported for LLM.int8()`, then `Defaulting to libbitsandbytes_cpu.so...`.
+    - Whenever the expected library is missing while CUDA works, the import fails with `CUDA Setup failed despite GPU being available. Please run the following command to get more information: python -m bitsandbytes`. This is a wrapper; the real cause is earlier in the log.
+
+    0.43.1 (PR #1041) removed this setup from the import path. The libcudart search only survives in `python -m bitsandbytes`, and the library is chosen from torch's CUDA version alone.
+
+    ## How to fix
+
+    Upgrade; then restart the Python process or notebook kernel:
+
+    ```bash
+    pip install -U bitsandbytes
+    python -m bitsandbytes
+    ```
+
+    If you must stay on a legacy release:
+
+    - Put the directory holding the `libcudart.so` that matches `torch.version.cuda` first in `LD_LIBRARY_PATH` (`find / -name 'libcudart.so*' 2>/dev/null`), and drop CUDA 10 and other CUDA versions from it.
+    - In conda environments, keep torch and bitsandbytes from the same ecosystem (pip torch with PyPI bitsandbytes), or install a matching `cudatoolkit`.
+    - Use a CUDA 11 or newer torch build.
+
+    ## Further reading
+
+    - https://huggingface.co/docs/bitsandbytes/errors
+    """
     bnb, torch = bnb_of(facts), torch_of(facts)
     if not (bnb and bnb.installed) or not (bnb.legacy_cuda_setup or legacy_cuda_setup(bnb.version)):
         return None
@@ -235,6 +405,43 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
     references=(BNB_DOCS_INSTALL,),
 )
 def requirements(facts: Facts) -> list[Hit] | Skip:
+    """## What it detects
+
+    The rule needs the `python` facts. It is skipped when bitsandbytes is not installed or its version is unknown. It reads two requirements from the installed bitsandbytes metadata: `Requires-Python`, and the `torch` entry of `Requires-Dist`. If the metadata carries neither, it falls back to a built-in table: 0.49.x needs Python `>=3.10` and torch `>=2.3,<3`, 0.50 and later need Python `>=3.10` and torch `>=2.4,<3`.
+
+    It then checks the examined interpreter's Python version and the installed torch version against them. Local build tags such as `+cu121` are ignored, and pre-releases count. It reports one error per requirement that is not met. A requirement it cannot parse, or a torch that is not installed (see [BNB201](BNB201.md)), is not checked.
+
+    ## Why it matters
+
+    What bitsandbytes requires, by release (from its package metadata):
+
+    | bitsandbytes | Python | torch |
+    |---|---|---|
+    | 0.45.1 – 0.45.5 | >= 3.8 | >= 2.0, < 3 |
+    | 0.46, 0.47 | >= 3.9 | >= 2.2, < 3 |
+    | 0.48 | >= 3.9 | >= 2.3, < 3 |
+    | 0.49 | >= 3.10 | >= 2.3, < 3 |
+    | 0.50 | >= 3.10 | >= 2.4, < 3 |
+
+    A normal `pip install` enforces these. A mismatch gets in through other routes: `--no-deps`, `--ignore-requires-python`, mixing conda and pip, copying site-packages between environments, or downgrading torch after installing bitsandbytes. Newer releases use torch APIs that older torch lacks (0.46 moved to `torch.library` custom operators), so the failure shows up at import or at the first quantized operation. The error text does not mention the version.
+
+    ## How to fix
+
+    Either bring Python/torch up to the requirement, or install a bitsandbytes release that supports what you have:
+
+    ```bash
+    pip install "torch>=2.4,<3" --index-url https://download.pytorch.org/whl/cu124
+    # or keep torch 2.2 and use the last release that accepts it
+    pip install "bitsandbytes<0.48"
+    ```
+
+    For an old Python: 3.9 works with bitsandbytes up to 0.48.x, and 3.8 with up to 0.45.5. Check the result with `pip check` and `python -m bitsandbytes`.
+
+    ## Further reading
+
+    - https://huggingface.co/docs/bitsandbytes/v0.50.0/installation (Python >= 3.10, PyTorch >= 2.4)
+    - https://huggingface.co/docs/bitsandbytes/v0.48.1/installation (Python >= 3.9, PyTorch >= 2.3)
+    """
     python, bnb, torch = facts.python, bnb_of(facts), torch_of(facts)
     assert python is not None
     if not (bnb and bnb.installed and bnb.version):
@@ -290,8 +497,85 @@ class ImportBreakage:
     shown: str  # the other package's evidence value; {other} is its version
     fix: str
     commands: tuple[str, ...]
+    doc: str  # the rule's documentation prose (see bnbdoctor.ruledocs.pages)
     severity: Severity = Severity.ERROR
     log_gate: LogGate | None = None
+
+
+_TRITON_OPS_DOC = """## What it detects
+
+The rule needs the `python` facts. It fires when all of these hold:
+
+- bitsandbytes is installed and its version is known to be {{ imports.TRITON_OPS_IMPORT.first_text }} or newer and
+  older than {{ imports.TRITON_OPS_IMPORT.below_text }};
+- `triton` (or `pytorch-triton-rocm`) is installed in the same interpreter;
+- that triton is version {{ imports.TRITON_WITHOUT_OPS.first_text }} or newer.
+
+An unknown bitsandbytes version does not fire.
+
+## Why it matters
+
+Older bitsandbytes releases contain optional Triton kernels (`bitsandbytes/triton/`) that are imported whenever
+triton is installed. They import `triton.ops.matmul_perf_model`. Triton {{ imports.TRITON_WITHOUT_OPS.first_text }},
+the version that torch {{ imports.TORCH_WITH_TRITON_WITHOUT_OPS.first_text }} installs, removed `triton.ops`. So
+`import bitsandbytes` itself fails, and with it anything that imports it (transformers quantizers, PEFT, unsloth):
+
+```
+    from triton.ops.matmul_perf_model import early_config_prune, estimate_matmul_time
+ModuleNotFoundError: No module named 'triton.ops'
+```
+
+bitsandbytes fixed this by carrying its own copy of the performance model (PR #1413). The first release without
+the `triton.ops` import is {{ imports.TRITON_OPS_IMPORT.below_text }} (tags {{ imports.TRITON_OPS_IMPORT.last_text }} and
+{{ imports.TRITON_OPS_IMPORT.below_text }} in the bitsandbytes repository); users report {{ imports.TRITON_OPS_REPORTED_WORKING }} and later working.
+
+## How to fix
+
+Upgrade bitsandbytes:
+
+```bash
+pip install -U "bitsandbytes>={{ imports.TRITON_OPS_IMPORT.below_text }}"
+python -c "import bitsandbytes"
+```
+
+If you cannot upgrade, the alternative is to stay on torch < {{ imports.TORCH_WITH_TRITON_WITHOUT_OPS.first_text }}
+with triton < {{ imports.TRITON_WITHOUT_OPS.first_text }} (for example
+`pip install "triton<{{ imports.TRITON_WITHOUT_OPS.first_text }}"` together with an older torch build). Note that torch {{ imports.TORCH_WITH_TRITON_WITHOUT_OPS.first_text }} itself requires triton
+{{ imports.TRITON_WITHOUT_OPS.first_text }}.
+"""
+
+_SCIPY_DOC = """## What it detects
+
+The rule needs the `python` facts. It fires when the installed bitsandbytes is {{ imports.SCIPY_IMPORT.first_text }}
+or newer but older than {{ imports.SCIPY_IMPORT.below_text }}, and no `scipy` distribution is installed in the same
+interpreter. Other versions, and an unknown version, do not fire.
+
+## Why it matters
+
+{{ imports.SCIPY_IMPORT.first_text }} added the NF4 4-bit data type and began importing `scipy`
+(`from scipy.stats import norm` in `bitsandbytes/functional.py`) at import time. However,
+{{ imports.SCIPY_IMPORT.first_text }}–{{ imports.SCIPY_IMPORT.last_text }} do not list scipy as a dependency
+(`pip show bitsandbytes` shows an empty `Requires:`). In slim Docker images and fresh virtual environments scipy is
+therefore absent, and importing bitsandbytes, or transformers' bitsandbytes integration, fails:
+
+```
+    from . import cuda_setup, utils, research
+ModuleNotFoundError: No module named 'scipy'
+```
+
+{{ imports.SCIPY_IMPORT.below_text }} declares scipy in `install_requires`, so pip installs it automatically.
+
+## How to fix
+
+Install scipy into the same interpreter, or upgrade bitsandbytes (which also removes the legacy loader, see
+[BNB205](BNB205.md)):
+
+```bash
+pip install scipy
+# or
+pip install -U bitsandbytes
+```
+"""
 
 
 IMPORT_BREAKAGES = (
@@ -313,6 +597,7 @@ IMPORT_BREAKAGES = (
         f"triton below {TRITON_WITHOUT_OPS.first_text} together with torch below "
         f"{TORCH_WITH_TRITON_WITHOUT_OPS.first_text}.",
         commands=(f'pip install -U "bitsandbytes{TRITON_OPS_IMPORT.after().pip_spec()}"',),
+        doc=_TRITON_OPS_DOC,
     ),
     ImportBreakage(
         "BNB208", "scipy-missing-for-old-bnb", "scipy is installed when the bitsandbytes release imports it",
@@ -327,6 +612,7 @@ IMPORT_BREAKAGES = (
         shown="not installed",
         fix="Install scipy, or upgrade bitsandbytes.",
         commands=("pip install scipy",),
+        doc=_SCIPY_DOC,
         log_gate=LogGate("a log shows scipy missing only with \"No module named 'scipy'\"",
                          signatures=("scipy_missing",)),
     ),
@@ -354,6 +640,7 @@ def import_breakage_check(row: ImportBreakage) -> Check:
         )
 
     check.__name__ = check.__qualname__ = row.name.replace("-", "_")
+    check.__doc__ = row.doc
     return check
 
 

@@ -111,6 +111,43 @@ def _underpacked(fit: FitFacts) -> bool:
       needs=("fit",), covers=("dispatch_cpu_disk_valueerror", "fp32_cpu_offload_kwarg_typeerror"),
       references=(_TRANSFORMERS_QUANT_DOCS,))
 def check_exceeds_budget(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule reads the `fit` facts that `bnbdoctor fit` computes and is skipped without them. It reports one finding when the predicted `from_pretrained(..., quantization_config=BitsAndBytesConfig(...), device_map=...)` call raises `ValueError: Some modules are dispatched on the CPU or the disk`, and no simulated change to the call alone (`device_map="sequential"`, an explicit `max_memory`, a newer transformers) keeps every module on the GPUs. When one does, BNB402 reports the case instead: the GPUs can hold the model.
+
+    The finding quotes the exact error text of the installed transformers, the model's size as transformers counts it, and for each device the budget at each step (the memory given, `get_balanced_memory`'s cap, the bnb quantizer's x0.9, the room kept on GPU 0 for the largest layer) against what was placed there. It names the first module that did not fit where the packer left the GPU. The fix lists the remedies that passed the same simulation: 4-bit instead of 8-bit, `llm_int8_enable_fp32_cpu_offload=True` with a custom device map and the CPU RAM it needs, the least GPU memory that fits, or the fewest GPUs of the given size.
+
+    When the engine could not run the user's transformers (BNB408), the rule still reports a total-size estimate, as a **warning** titled "will probably raise".
+
+    ## Why it matters
+
+    transformers refuses to dispatch bnb 4/8-bit layers to the CPU or disk unless `llm_int8_enable_fp32_cpu_offload=True` is set and a dict device map is passed. It sizes the model before loading any weight: nn.Linear weights at 0.5 byte (4-bit) or 1 byte (8-bit), but embeddings, `lm_head`, `llm_int8_skip_modules`, `_keep_in_fp32_modules` and fused MoE experts in the model dtype. Then it keeps 10% of every budget for the quantizer and room on GPU 0 for the largest layer. A model whose "4-bit size" looks smaller than the GPU can still be refused.
+
+    Older transformers told users to set `load_in_8bit_fp32_cpu_offload=True`; `BitsAndBytesConfig` has no such argument and raises `TypeError: __init__() got an unexpected keyword argument 'load_in_8bit_fp32_cpu_offload'`. The flag is `llm_int8_enable_fp32_cpu_offload`, which is what the remedies use.
+
+    ## Example notes
+
+    The fit report before the findings prints the code of each remedy, for example the device map for the CPU offload as a Python dict.
+
+    ## How to fix
+
+    - Load in 4-bit instead of 8-bit when the finding lists it.
+    - Use GPUs with at least the memory the finding names, or more of them.
+    - Offload to the CPU deliberately: `BitsAndBytesConfig(..., llm_int8_enable_fp32_cpu_offload=True)` and the dict device map printed in the fit report. The offloaded modules stay unquantized and run on the CPU: generation is many times slower.
+
+      ```python
+      bnb_config = BitsAndBytesConfig(load_in_4bit=True, llm_int8_enable_fp32_cpu_offload=True)
+      model = AutoModelForCausalLM.from_pretrained(path, quantization_config=bnb_config, device_map=device_map)
+      ```
+
+    - Otherwise, use a smaller model.
+
+    [bnbdoctor fit](../fit.md) explains how the placement is computed.
+
+    ## Further reading
+
+    - https://github.com/huggingface/transformers/blob/main/src/transformers/quantizers/quantizer_bnb_4bit.py (`validate_environment`)
+    """
     fit = _fit(facts)
     approximate = fit.verdict == "likely_raises"
     if fit.verdict != "raises" and not approximate:
@@ -157,6 +194,31 @@ def check_exceeds_budget(facts: Facts) -> Hit | None:
                               "dispatch_cpu_disk_valueerror"),
       references=(_ISSUE_46823, _PR_47203, _PR_47211))
 def check_underpacking(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule reads the `fit` facts and reports one finding when the predicted call raises the dispatch `ValueError` (or puts the whole model on the CPU) although a change to the call alone makes it fit on the same GPUs: `device_map="sequential"`, an explicit `max_memory`, or a newer transformers verified on this machine (BNB407). Each of these was simulated with the same engine.
+
+    The explanation says which of transformers' placement rules left GPU memory unused:
+
+    - `get_balanced_memory` caps every GPU but the last at *model size / number of GPUs + 1.25 x the largest no-split block or leaf*, also when `max_memory` is given;
+    - with `max_memory=None` and one GPU, from_pretrained takes 90% of the free memory and the bnb quantizer 90% again (81% in all);
+    - the packer keeps room on GPU 0 for the largest layer still to place, and never goes back to a device it has left: the finding names the module that did not fit and what remained.
+
+    ## Why it matters
+
+    The error tells users to find more GPU memory, while the memory is there: a different `device_map` or `max_memory`, or an explicit device map, loads the same model on the same GPUs. In transformers before 5.14.0 (#47203) and 5.18.0 (#47211) the balanced caps were sized from the first no-split block and the mean leaf, so large unquantized embeddings or MoE layers collapsed the model onto the last GPU (transformers #46823: MiniMax-M3 on 8 x 178 GB; Llama-3-8B in 4-bit on 8 x 4 GiB). The caps still cause it in current releases, for example Qwen3-235B-A22B in 4-bit on 8 x 78 GiB.
+
+    ## How to fix
+
+    Use one of the remedies the finding lists; the fit report prints the code for each. In order of preference:
+
+    - `device_map="sequential"`: it fills each GPU to its budget without the balanced caps.
+    - An explicit `max_memory`, which is reduced once (x0.9) instead of twice.
+    - The explicit device map the report prints as Python; from_pretrained uses a dict as given.
+    - Upgrade transformers when BNB407 verified that a newer release places the model.
+
+    [bnbdoctor fit](../fit.md) explains how the placement is computed.
+    """
     fit = _fit(facts)
     if not _underpacked(fit):
         return None
@@ -196,6 +258,25 @@ def check_underpacking(facts: Facts) -> Hit | None:
       "device_map puts the quantized model on a GPU, not wholly on the CPU",
       needs=("fit",), covers=("dispatch_cpu_disk_valueerror",))
 def check_all_cpu(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule reads the `fit` facts and reports one finding when the predicted device map puts the whole model on the CPU (`{"": "cpu"}`). This happens when not even the first module fits the GPU budget: the packer moves straight to the CPU.
+
+    ## Why it matters
+
+    transformers raises the dispatch `ValueError` only for a map that mixes GPUs with `cpu` or `disk`. A map that is entirely `cpu` passes its check, so the load succeeds without a word and the model runs on bitsandbytes' CPU backend, far slower than on a GPU. The same happens when CUDA is not visible to torch at all.
+
+    ## How to fix
+
+    - Give the GPU more memory, or use more GPUs, as the finding says.
+    - If a GPU is present but not used, check that torch sees it: run `bnbdoctor` (without `fit`).
+
+    [bnbdoctor fit](../fit.md) explains how the placement is computed.
+
+    ## Further reading
+
+    - https://huggingface.co/docs/transformers/main/en/main_classes/quantization#offload-between-cpu-and-gpu
+    """
     fit = _fit(facts)
     if fit.verdict != "all_cpu":
         return None
@@ -216,6 +297,27 @@ def check_all_cpu(facts: Facts) -> Hit | None:
       "No modules are offloaded to the CPU with llm_int8_enable_fp32_cpu_offload",
       needs=("fit",), covers=("fp32_cpu_offload_kwarg_typeerror",), references=(_TRANSFORMERS_QUANT_DOCS,))
 def check_fp32_offload(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule reads the `fit` facts and reports one finding when the call sets `llm_int8_enable_fp32_cpu_offload=True` (`bnbdoctor fit --fp32-offload`) and the predicted device map puts modules on `cpu` or `disk`. transformers accepts such a map, so there is no error; the finding says how much of the model runs on the CPU.
+
+    ## Why it matters
+
+    Offloaded modules run on the CPU on every forward pass. With a string `device_map` (`"auto"`), the map is computed after the modules were converted to bnb layers, so the offloaded layers are sized and loaded as quantized layers on the CPU; with a dict device map they are excluded from quantization and stay in the model dtype, which takes more CPU RAM. Either way generation is many times slower than on the GPU, which is easy to miss when the load succeeds.
+
+    The flag is `llm_int8_enable_fp32_cpu_offload`. Older transformers error text named `load_in_8bit_fp32_cpu_offload`, which `BitsAndBytesConfig` rejects with `TypeError: __init__() got an unexpected keyword argument 'load_in_8bit_fp32_cpu_offload'`.
+
+    ## How to fix
+
+    - Accept the speed, knowingly, or
+    - use one of the listed remedies that keeps every module on a GPU (more GPU memory, `device_map="sequential"`, an explicit map).
+
+    [bnbdoctor fit](../fit.md) explains how the placement is computed.
+
+    ## Further reading
+
+    - https://github.com/huggingface/transformers/issues/26153
+    """
     fit = _fit(facts)
     if fit.verdict != "fp32_offload":
         return None
@@ -237,6 +339,24 @@ def check_fp32_offload(facts: Facts) -> Hit | None:
       "Tensors bitsandbytes leaves unquantized are a small part of the model",
       needs=("fit",), covers=("accelerate_4bit_device_map_imbalance",), references=(_BNB_1849, _PR_47211))
 def check_unquantized(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule reads the `fit` facts and reports one finding when a quarter or more of the model, as transformers counts it, stays unquantized. It lists the largest such tensors by kind: embeddings, `lm_head`, fused MoE experts, modules in `llm_int8_skip_modules`, norms. The severity is **warning** when fused MoE experts are a quarter of the model or more, and **info** otherwise (embeddings and `lm_head` of a small model).
+
+    ## Why it matters
+
+    bitsandbytes replaces only modules whose type is exactly `nn.Linear`. transformers keeps embeddings, `lm_head` (and tied weights), `llm_int8_skip_modules` and `_keep_in_fp32_modules` in the model dtype. The fused 3-D expert tensors of transformers v5 MoE models (`Qwen3MoeExperts`, `DeepseekV3Experts`, ...) are not `nn.Linear`, so bitsandbytes does not quantize them at all (bitsandbytes #1849): a "4-bit" Qwen3-235B-A22B is 428.5 GiB, not 110 GiB as a uniform division suggests.
+
+    These tensors are also single atoms for the device-map packer. A large bf16 embedding or `lm_head` decides which GPU is left (BNB402) and makes `device_map="auto"` imbalanced across GPUs.
+
+    ## How to fix
+
+    - Budget for these tensors in the model dtype when choosing GPUs.
+    - For MoE models in transformers v5, use a checkpoint pre-quantized in a format that quantizes the experts, or GPUs sized for the bf16 experts.
+    - Keep `llm_int8_skip_modules` short: every module listed stays in the model dtype.
+
+    [bnbdoctor fit](../fit.md) explains how the placement is computed.
+    """
     fit = _fit(facts)
     if not fit.model_bytes or fit.unquantized_bytes is None:
         raise Skip("no sizes")
@@ -276,6 +396,29 @@ HEADROOM_SHARE = 0.03
       "Every GPU keeps at least 3% of its memory free after the quantization state transformers does not count",
       needs=("fit",))
 def check_headroom(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule reads the `fit` facts and is skipped unless the predicted placement fits on the GPUs. It reports one finding when a GPU keeps less than 3% of its memory free once the quantization state of the weights placed there is added: the NF4/FP4 absmax (0.0625 byte per weight, 0.016 with `bnb_4bit_use_double_quant=True`, measured with bitsandbytes 0.50.2) or the int8 row statistics (4 bytes per output row).
+
+    ## Why it matters
+
+    transformers counts quantized weights at 0.5 or 1 byte and leaves 10% of each budget (`adjust_max_memory`) for everything else. The quantization state, the CUDA context, activations and the KV cache all come out of that 10%. A placement that uses the budget to the last megabyte loads without the `ValueError`, then runs out of memory while loading or at the first `generate()`.
+
+    bnbdoctor adds only the quantization state, which it can compute exactly; it does not model the CUDA context, activations or the KV cache.
+
+    ## How to fix
+
+    - Pass a smaller `max_memory` for this GPU, so that modules move to the next one.
+    - Enable `bnb_4bit_use_double_quant=True`: 0.016 byte of state per weight instead of 0.0625.
+    - Use a GPU with more memory.
+
+    [bnbdoctor fit](../fit.md) explains how the placement is computed.
+
+    ## Further reading
+
+    - https://huggingface.co/docs/bitsandbytes/main/en/reference/nn/linear4bit
+    - https://huggingface.co/docs/transformers/main/en/quantization/bitsandbytes
+    """
     fit = _fit(facts)
     if fit.verdict != "fits":
         raise Skip("the model does not fit on the GPUs")
@@ -322,6 +465,38 @@ def check_headroom(facts: Facts) -> Hit | None:
       needs=("fit",), covers=("dispatch_valueerror_device_map_underpacking",),
       references=(_ISSUE_46823, _PR_47203, _PR_47211))
 def check_upgrade(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule reads the `fit` facts. When the installed transformers predates the under-packing fixes (#47203 in 5.14.0, #47211 in 5.18.0), the call uses a balanced device map (`auto`, `balanced`, `balanced_low_0`) and the prediction is an error or an all-CPU map, `bnbdoctor fit` re-runs the same placement with a newer transformers, if one is available on this machine:
+
+    - another copy on the patient interpreter's `sys.path` (for example site-packages behind an older copy on `PYTHONPATH`);
+    - a folder given with `--compare-transformers DIR` (`pip install --target DIR transformers`).
+
+    If the newer release places the model on the GPUs, the finding is a **warning** that says so and names the version and folder it was verified with. If no newer transformers is available, the finding is **info**: upgrading may help, but bnbdoctor cannot verify it offline and does not claim it.
+
+    ## Why it matters
+
+    `get_balanced_memory` caps every GPU but the last. Before #47203 the buffer added to the caps was sized from the first block of each no-split class (a small dense layer in front of large MoE layers); before #47211 it ignored large leaves such as a bf16 `embed_tokens` or `lm_head`. The caps were then smaller than a single block, the packer skipped GPU after GPU and spilled to the CPU: Llama-3-8B in 4-bit raises on 8 x 4 GiB with transformers 5.13.1 and fits with 5.18 and later.
+
+    ## Example notes
+
+    BNB402 is reported for the same call, with `device_map="sequential"` as a remedy that works without upgrading.
+
+    ## How to fix
+
+    ```bash
+    pip install -U "transformers>=5.18"
+    ```
+
+    To verify an upgrade without touching the environment first:
+
+    ```bash
+    pip install --target /tmp/tf-new transformers
+    bnbdoctor fit ./model ... --compare-transformers /tmp/tf-new
+    ```
+
+    [bnbdoctor fit](../fit.md) explains how the placement is computed.
+    """
     fit = _fit(facts)
     upgrade = next((r for r in fit.remedies if r.kind == "upgrade_transformers"), None)
     if upgrade is None or upgrade.status not in ("passes", "unverified"):
@@ -354,6 +529,33 @@ def check_upgrade(facts: Facts) -> Hit | None:
       "The placement was computed by the installed transformers with bitsandbytes itself",
       needs=("fit",))
 def check_engine(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule reads the `fit` facts and reports one finding when the placement was not computed by the installed transformers with the real bitsandbytes:
+
+    - **approximate mode**: torch, transformers or accelerate cannot be imported in the patient interpreter, or transformers is outside the range the engine replicates (5.12 to 5.x). The sizes then come from the `*.safetensors` headers (or the config) by tensor name, the verdict compares totals with the GPU budgets after x0.9 (`likely_fits` / `likely_raises`), and no device map or remedy is computed;
+    - **stand-in mode**: bitsandbytes is missing or fails to import. A stand-in module provides `Linear4bit` and `Linear8bitLt` as plain `nn.Linear` subclasses, so transformers' own module selection and placement run unchanged. The placement is still exact (the tests compare it with real bitsandbytes), but the real load needs a working bitsandbytes.
+
+    ## Why it matters
+
+    The approximate verdict can be wrong near the limit: it does not apply the balanced caps, the GPU 0 reservation or the packing order, which decide most borderline cases (BNB402). The stand-in verdict is exact, but a broken bitsandbytes will fail the real load for another reason first.
+
+    ## How to fix
+
+    - Approximate mode: install torch, transformers (5.12 or newer) and accelerate in the interpreter that loads the model, or point `--python` at one that has them.
+    - Stand-in mode: run `bnbdoctor` (without `fit`) to find out why bitsandbytes does not import.
+
+      ```bash
+      bnbdoctor
+      ```
+
+    [bnbdoctor fit](../fit.md) explains how the placement is computed.
+
+    ## Further reading
+
+    - https://huggingface.co/docs/transformers/main/en/quantization/bitsandbytes
+    - https://huggingface.co/docs/bitsandbytes/main/en/installation
+    """
     fit = _fit(facts)
     if fit.engine == "transformers":
         return None

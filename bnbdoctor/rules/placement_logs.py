@@ -70,6 +70,41 @@ def fit_command(facts: Facts) -> str:
     confirm=("nvidia-smi", VERSIONS_CHECK),
 )
 def dispatch_valueerror(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule reads `facts.log` and fires when the log shows transformers' refusal to load a quantized model that `device_map` placed partly on the CPU or disk: `ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the quantized model.` It raises from `quantizer_bnb_4bit`/`quantizer_bnb_8bit.validate_environment` (and, for a dict `device_map`, from `get_hf_quantizer`).
+
+    The finding decides between the two causes from the transformers version the log shows (`transformers==X`, `pip list`, an environment report):
+
+    | transformers | verdict |
+    |---|---|
+    | before 5.14.0 | the `device_map="auto"` under-packing bug (#46823) if the model fits in the GPUs' total memory, else a real shortage |
+    | 5.14.0 – 5.17.x | #47203 is in; the biggest-leaf fix (#47211) is not: under-packing still possible with large `embed_tokens`/`lm_head` |
+    | 5.18.0 and newer | both fixes present: most likely a real shortage |
+    | not in the log | either; the finding says how to tell |
+
+    When the log also shows that CUDA is unusable, the finding says the GPU budget is zero. When a `TypeError` for the misnamed offload option follows the error, this finding drops to a warning and [BNB451](BNB451.md) leads.
+
+    ## Why it matters
+
+    bitsandbytes' 4-bit and 8-bit layers run only on the GPU. With `device_map="auto"`, accelerate's planner fills the GPUs within per-device budgets and puts what does not fit on `cpu` or `disk`; transformers then refuses, unless `llm_int8_enable_fp32_cpu_offload=True` keeps those modules in 32-bit on the CPU.
+
+    Two situations produce the same message:
+
+    - **A real shortage.** The quantized layers, plus the embeddings and `lm_head` that 4-bit does not shrink, plus reserved buffers, exceed the GPUs' memory. Typical on 8–12 GB cards, Colab/Kaggle T4s, or 13B+ models on 24 GB.
+    - **Under-packing (transformers #46823).** `get_balanced_memory` caps every GPU but the last at `total / n + buffer`, and the packer never returns to a GPU it skipped. With a buffer sized from the first no-split block (a small dense layer in front of big MoE layers) or ignoring a large bf16 `embed_tokens`/`lm_head`, a model that fits several times over collapses onto the last GPU and spills to the CPU while the other GPUs stay nearly empty. #47203 (first in 5.14.0) sizes the buffer from the largest no-split block; #47211 (first in 5.18.0) from the biggest leaf.
+
+    ## How to fix
+
+    - Real shortage: free GPU memory, use a smaller model or 4-bit instead of 8-bit, or set `max_memory`. To run the overflow on the CPU (slow, kept in 32-bit), pass `BitsAndBytesConfig(..., llm_int8_enable_fp32_cpu_offload=True)` together with a `device_map` dict that puts those modules on `"cpu"`.
+    - Under-packing: upgrade transformers, or on an older release pass `device_map="sequential"`, an explicit `device_map`, or a larger `max_memory` for the first GPU so the largest module fits there:
+
+      ```bash
+      pip install -U "transformers>=5.18.0"
+      ```
+
+    - Predict the placement offline, without loading weights: `bnbdoctor fit MODEL --quant 4bit --device-map auto`.
+    """
     if not log.seen(facts, "dispatch_cpu_disk_valueerror"):
         return None
     version = log.version(facts, "transformers")
@@ -165,6 +200,24 @@ def _later(facts: Facts, signature: str, than: str) -> bool:
     confirm=(VERSIONS_CHECK,),
 )
 def offload_option(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on `TypeError: __init__() got an unexpected keyword argument 'load_in_8bit_fp32_cpu_offload'` (also when the argument's name wraps onto the next line), an error. When the log only shows a dispatch error whose text still names `load_in_8bit_fp32_cpu_offload`, it reports an info finding so the user does not follow that advice.
+
+    ## Why it matters
+
+    Older transformers ended their dispatch error with "you need to set `load_in_8bit_fp32_cpu_offload=True`", but `BitsAndBytesConfig` has no such field: the option is `llm_int8_enable_fp32_cpu_offload`. Following the message raises the `TypeError`. The flag alone is not enough either: it must come with a custom `device_map` that names the modules to keep on the CPU, and those modules then run in 32-bit on the CPU, slowly.
+
+    ## How to fix
+
+    ```python
+    quantization_config = BitsAndBytesConfig(load_in_8bit=True, llm_int8_enable_fp32_cpu_offload=True)
+    device_map = {"transformer.word_embeddings": 0, "transformer.h": 0, "lm_head": "cpu"}  # your model's module names
+    model = AutoModelForCausalLM.from_pretrained(name, quantization_config=quantization_config, device_map=device_map)
+    ```
+
+    If the model should fit on the GPU, see [BNB450](BNB450.md) first: offloading is slow.
+    """
     error = log.seen(facts, "fp32_offload_kwarg_typeerror")
     if not error and not log.seen(facts, "dispatch_message_old_option"):
         return None
@@ -203,6 +256,25 @@ def offload_option(facts: Facts) -> Hit | None:
     confirm=("nvidia-smi", VERSIONS_CHECK),
 )
 def imbalance(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on a CUDA out-of-memory error (`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate … GPU 7 …`) when the log also shows a bitsandbytes-quantized model (`load_in_4bit`, `bnb_4bit_…`, `Linear4bit`, a bitsandbytes frame) and either `device_map="auto"`/`"balanced"` or several GPUs (a GPU index above 0). A bare out-of-memory error, without a quantized model spread over GPUs, is not reported: it has many causes.
+
+    ## Why it matters
+
+    Balanced placement budgets every GPU as if all modules shrank with quantization. Large unquantized modules (the embeddings and `lm_head` of big-vocabulary models, several GB each in bf16) cannot be split, so they pile onto the first or last GPU; that GPU runs out of memory at the first training or generation step while others hold a few hundred MB. It is the same mechanism as transformers #46823 and accelerate #3244.
+
+    ## How to fix
+
+    - Pass `max_memory` per GPU to leave headroom on the crowded GPU, e.g. `max_memory={i: "20GiB" for i in range(n)}`, or write the `device_map` by hand.
+    - Upgrade transformers (#47203 and #47211 size the balancing buffer from the largest modules):
+
+      ```bash
+      pip install -U "transformers>=5.18.0"
+      ```
+
+    - For training, prefer one full model copy per GPU (DDP with `device_map={"": local_rank}`) when it fits.
+    """
     if not log.seen(facts, "cuda_out_of_memory"):
         return None
     quantized = quant_bits(facts) is not None or log.seen(facts, "quantization_config") or bool(

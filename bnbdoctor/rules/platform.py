@@ -22,6 +22,45 @@ WSL_LIB = "/usr/lib/wsl/lib"
     log_gate=LogGate("the log does not show libcuda.so failing to load", signatures=("libcuda_not_found", "no_gpu_detected")),
 )
 def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule needs the `platform` facts and is skipped unless the machine runs under WSL2. It fires in two cases:
+
+    - `/usr/lib/wsl/lib` does not exist. Under WSL2, the Windows NVIDIA driver exposes its Linux-side libraries (`libcuda.so`, `libnvidia-ml.so`, `nvidia-smi`) there.
+    - The folder exists, but the dynamic loader will not search it: it is neither in `LD_LIBRARY_PATH` nor listed in a file under `/etc/ld.so.conf` / `/etc/ld.so.conf.d/`.
+
+    It passes when the folder exists and is on the loader path.
+
+    ## Why it matters
+
+    WSL2 has no Linux NVIDIA driver. CUDA programs reach the Windows driver through the stub libraries in `/usr/lib/wsl/lib`. If the loader cannot find them, CUDA cannot start: `torch.cuda.is_available()` is False and bitsandbytes falls back to its CPU library.
+
+    - Legacy loaders (0.37–0.41) `dlopen("libcuda.so")` themselves and report `CUDA SETUP: WARNING! libcuda.so not found!` and then `WARNING: No GPU detected! ... Proceeding to load CPU-only library...`.
+    - The plain loader error is `libcuda.so: cannot open shared object file: No such file or directory`. This can happen even when `ldconfig` lists `libcuda.so.1`, because the unversioned name is then missing from the cache.
+    - Every later 8-bit or 4-bit operation fails the way [BNB101](BNB101.md) describes.
+
+    ## How to fix
+
+    If the folder exists, put it on the loader path (add the `export` line to `~/.bashrc` to keep it), then check that the loader finds `libcuda`:
+
+    ```bash
+    ls /usr/lib/wsl/lib
+    export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH
+    ldconfig -p | grep libcuda
+    cat /etc/ld.so.conf.d/ld.wsl.conf
+    ```
+
+    WSL normally registers the folder in `/etc/ld.so.conf.d/ld.wsl.conf`. If that file was removed, restore it with the line `/usr/lib/wsl/lib` and run `sudo ldconfig`.
+
+    If the folder is missing, install or update the NVIDIA driver **on Windows** (WSL support is part of it), update WSL from a Windows terminal, and restart it. `wsl --shutdown` stops every running WSL distribution, so save work first:
+
+    ```bash
+    wsl.exe --update
+    wsl.exe --shutdown
+    ```
+
+    Never install a Linux NVIDIA driver inside WSL2. It would replace the stubs that talk to the Windows driver.
+    """
     platform = facts.platform
     assert platform is not None
     if platform.wsl != 2:
@@ -68,6 +107,38 @@ def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1941", BNB_DOCS_INSTALL),
 )
 def jetson_wheel(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule needs the `platform` and `python` facts. It is skipped when the machine is not a Jetson, i.e. when `/etc/nv_tegra_release` is absent. On a Jetson it passes if bitsandbytes is not installed, or if the installed package ships no `libbitsandbytes_*` native library. Otherwise it reports an error.
+
+    The facts do not show where the native library came from. A build made on the device, or a wheel from the Jetson AI Lab index, therefore triggers the same finding as the PyPI wheel. If you built bitsandbytes on the board yourself, the finding does not apply to you.
+
+    ## Why it matters
+
+    bitsandbytes has published `manylinux_2_24_aarch64` wheels since 0.46.0 (releases up to 0.42 shipped no aarch64 binaries at all). These wheels are built on aarch64-sbsa machines (server ARM with the standard CUDA toolkit). Jetson boards run L4T/JetPack, which has its own CUDA stack, and the bitsandbytes documentation says the sbsa wheels are not compatible with it.
+
+    `pip install` and `import bitsandbytes` succeed. The first CUDA operation then fails:
+
+    ```
+    RuntimeError: Error named symbol not found at line 233 in file /src/csrc/ops.cu
+    ```
+
+    This is not a missing-architecture problem: sm_80 code built on the device runs on the Orin's sm_87 (PR #1939). The mismatch lies in the CUDA libraries and toolchain. On other machines the same `named symbol not found` text usually means that the library, the CUDA runtime and the driver do not belong together, for example a duplicate or wrong `libcudart`.
+
+    ## How to fix
+
+    Replace the PyPI binaries with a build made for JetPack. Either build on the device against JetPack's CUDA (sm_87 for the Orin family, sm_72 for Xavier):
+
+    ```bash
+    pip uninstall -y bitsandbytes
+    git clone https://github.com/bitsandbytes-foundation/bitsandbytes.git && cd bitsandbytes
+    cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=87 -S . && make -j4
+    pip install .
+    python -m bitsandbytes
+    ```
+
+    or install the prebuilt package from the Jetson AI Lab index (`https://pypi.jetson-ai-lab.io/`, e.g. the `jp6/cu126` channel). That is a third-party build, not one published by bitsandbytes.
+    """
     platform, bnb = facts.platform, bnb_of(facts)
     assert platform is not None
     if not platform.jetson_release:

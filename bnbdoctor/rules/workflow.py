@@ -89,6 +89,29 @@ def _torch_index(facts: Facts) -> str | None:
     confirm=("nvidia-smi", TORCH_CHECK),
 )
 def driver_insufficient(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on two messages about the driver:
+
+    - `Error CUDA driver version is insufficient for CUDA runtime version at line … in file …ops.cu` (CUDA error 35, raised from a bitsandbytes kernel);
+    - torch's `The NVIDIA driver on your system is too old (found version 11000)`, whose number is the driver's CUDA version (11000 = 11.0).
+
+    It is the log twin of [BNB101](BNB101.md) and [BNB102](BNB102.md), which judge the same failure from the driver NVML reports; on a machine, run those.
+
+    ## Why it matters
+
+    A CUDA runtime cannot start without a driver at least as new as itself. "Insufficient" means either that the machine has no NVIDIA driver or GPU at all (a laptop with only an Intel or AMD integrated GPU), or that the driver is older than the runtime torch ships. bitsandbytes' 8-bit optimizers and quantization kernels are CUDA-only, so nothing of it can run; with "too old", torch cannot initialise CUDA and bitsandbytes falls back or fails at setup.
+
+    ## How to fix
+
+    - Run `nvidia-smi`. No NVIDIA GPU: bitsandbytes' CUDA features cannot work here; turn off the 8-bit optimizer (use a regular AdamW) and 8/4-bit loading, or use a machine with an NVIDIA GPU.
+    - An old driver: update it until `nvidia-smi` reports a "CUDA Version" at least `torch.version.cuda`, or install a torch build for the CUDA version the driver supports (pytorch.org lists older builds), then a matching bitsandbytes.
+
+    ```bash
+    nvidia-smi
+    python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
+    ```
+    """
     old = log.first(facts, "driver_too_old")
     if old is not None:
         driver = facts.gpu.driver_cuda_version if facts.gpu else None
@@ -141,6 +164,26 @@ def driver_insufficient(facts: Facts) -> Hit | None:
     confirm=("nvidia-smi", "cat /proc/driver/nvidia/version", "ldconfig -p | grep libcuda"),
 )
 def error_803(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on CUDA error 803 in any of its spellings: `CUDA exception! Error code: system has unsupported display driver / cuda driver combination` (the legacy CUDA setup), `Error 803: system has unsupported display driver / cuda driver combination` (torch's `cudaGetDeviceCount()`), and the same text raised from a kernel. It is the log twin of [BNB102](BNB102.md).
+
+    ## Why it matters
+
+    Error 803 means the driver's user-space library (`libcuda.so`) that was loaded does not match the kernel module that is running, or is too old for the runtime: a driver upgraded without a reboot, a forward-compatibility `libcuda` from `cuda-compat` on `LD_LIBRARY_PATH`, or a container whose driver libraries differ from the host's. CUDA cannot initialise, bitsandbytes sees no GPU and loads its CPU library, and later calls fail (often with `Error named symbol not found`).
+
+    ## How to fix
+
+    - Reboot after a driver upgrade; reinstall the driver if `nvidia-smi` fails.
+    - Remove `cuda-compat` folders from `LD_LIBRARY_PATH`.
+    - In a container, use the host's driver: `docker run --gpus all` with the NVIDIA container toolkit.
+
+    ```bash
+    nvidia-smi
+    cat /proc/driver/nvidia/version
+    ldconfig -p | grep libcuda
+    ```
+    """
     if not log.seen(facts, "cuda_error_803"):
         return None
     return Hit(
@@ -173,6 +216,29 @@ def error_803(facts: Facts) -> Hit | None:
     confirm=("nvidia-smi", TORCH_CHECK, "ldconfig -p | grep libcuda"),
 )
 def no_gpu_detected(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on the legacy CUDA setup's `CUDA SETUP: WARNING! libcuda.so not found!` and `WARNING: No GPU detected! Check your CUDA paths. Proceeding to load CPU-only library...`, on `libcuda.so: cannot open shared object file`, and on bitsandbytes' `Torch says CUDA is not available`. The explanation depends on what else the log shows:
+
+    - a driver error (CUDA error 803, "driver version is insufficient") explains it: an info finding;
+    - WSL2 (a `microsoft-standard-WSL2` kernel): the Windows driver's folder is missing from the loader path;
+    - Windows with the legacy loader: releases before 0.43 cannot find a GPU on Windows at all;
+    - otherwise: no driver, a container without the NVIDIA runtime, or a CPU-only torch.
+
+    It is the log twin of [BNB101](BNB101.md), [BNB107](BNB107.md) and [BNB204](BNB204.md).
+
+    ## Why it matters
+
+    The legacy loader (bitsandbytes up to 0.43.0) probes the driver by opening `libcuda.so`. When that fails it concludes there is no GPU and loads `libbitsandbytes_cpu.so`; every 8-bit/4-bit GPU call then fails later with messages that do not mention the GPU. Under WSL2 the driver is a stub in `/usr/lib/wsl/lib`, which is often not on the loader path.
+
+    ## How to fix
+
+    - Check that `nvidia-smi` lists the GPU and that `torch.cuda.is_available()` is True.
+    - Containers: start them with `--gpus all` (NVIDIA container toolkit).
+    - WSL2: `export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH`; keep the Windows driver current and do not install a Linux driver inside WSL.
+    - Windows: install bitsandbytes 0.43.0 or newer.
+    - Then upgrade bitsandbytes: current releases follow torch and no longer probe `libcuda.so`.
+    """
     if not log.seen(facts, "no_gpu_detected", "libcuda_not_found"):
         return None
     lines = log.line_evidence(facts, "libcuda_not_found", "no_gpu_detected")
@@ -235,6 +301,24 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
     confirm=("nvidia-smi --query-gpu=name,compute_cap --format=csv", PYTHON_M_BNB),
 )
 def no_kernel_image(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on `Error no kernel image is available for execution on the device at line … in file …ops.cu` and torch's `CUDA error: no kernel image is available for execution on the device`. It names the GPUs the log shows, and says when the kernel error points at a Windows build folder (a community-built DLL). It is the log twin of [BNB103](BNB103.md) and [BNB105](BNB105.md): when the log shows the GPU's compute capability (or a GPU name bnbdoctor knows), BNB103 reports it instead.
+
+    ## Why it matters
+
+    A CUDA library contains machine code for a list of GPU architectures (and sometimes PTX that newer GPUs can compile); a GPU outside that list cannot run any of its kernels. Community Windows DLLs of 2023 were compiled for a few architectures only. GPUs older than a release supports hit the same error: Kepler (3.x) left the PyPI wheels in 0.39.1, Maxwell (5.x) in 0.48.0.
+
+    ## How to fix
+
+    - Install an official build that contains your GPU's architecture: `pip install -U bitsandbytes` (Windows wheels since 0.43.0).
+    - Maxwell: pin the last release with Maxwell kernels, `pip install "bitsandbytes==0.47.0"`. Kepler: no current build.
+    - Otherwise build from source for your compute capability (`cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=<cc>`), or switch the 8-bit optimizer off.
+
+    ```bash
+    nvidia-smi --query-gpu=name,compute_cap --format=csv
+    ```
+    """
     if not log.seen(facts, "no_kernel_image"):
         return None
     community = any("\\" in m.text and "ops.cu" in m.text for m in log.matches(facts, "no_kernel_image"))
@@ -272,6 +356,20 @@ def no_kernel_image(facts: Facts) -> Hit | None:
     confirm=("nvidia-smi --query-gpu=name,compute_cap --format=csv", PYTHON_M_BNB),
 )
 def invalid_device_function(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on `Error invalid device function at line … in file …ops.cu` / `…ops.hip`, torch's `CUDA error: invalid device function`, and ROCm's `hipErrorNoBinaryForGpu`. It never fires on bitsandbytes' own advice line `If you get CUDA error: invalid device function errors, the above might be the cause`, which quotes the error without having it. It is the log twin of [BNB105](BNB105.md).
+
+    ## Why it matters
+
+    The kernel the code asked for is not in the loaded library for this device: a source build for other SM targets (CUDA) or other gfx targets (ROCm), or a library built against another CUDA runtime than the one loaded. bitsandbytes' duplicate-runtime warning names this error for the second case.
+
+    ## How to fix
+
+    - Build for your exact architecture: CUDA `cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=<cc>`; ROCm `cmake -DCOMPUTE_BACKEND=hip -DBNB_ROCM_ARCH=<gfx>` (e.g. `gfx1100` for an RX 7900 XTX).
+    - Or install an official wheel that includes it.
+    - Keep one CUDA/ROCm runtime, matching that build, on the loader path.
+    """
     if not log.seen(facts, "invalid_device_function", "hip_no_binary_for_gpu"):
         return None
     rocm = any(".hip" in m.text or "hip" in m.text.lower() for m in
@@ -306,6 +404,26 @@ def invalid_device_function(facts: Facts) -> Hit | None:
     confirm=(PYTHON_M_BNB, "nvidia-smi"),
 )
 def named_symbol(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule fires on `Error named symbol not found at line … in file …ops.cu`. On a Jetson (the log shows `tegra`, `Jetson` or `/etc/nv_tegra_release`) it reports the PyPI aarch64 wheel on L4T; when the log shows GPUs of different generations under the legacy loader it stays silent and [BNB508](BNB508.md) explains the error. It is the log twin of [BNB108](BNB108.md) and [BNB106](BNB106.md).
+
+    ## Why it matters
+
+    The CUDA runtime could not resolve a kernel in the loaded library: the library, the runtime it runs against and the driver do not belong together. Common causes are a wrong or duplicate `libcudart` picked by the legacy loader, a driver problem (CUDA error 803), or a build made for another setup. On Jetson the aarch64 PyPI wheels are built for server ARM (sbsa) with the standard toolkit, not for L4T, so their kernel symbols do not resolve (it is not a missing architecture).
+
+    ## How to fix
+
+    - Reinstall or upgrade bitsandbytes from PyPI so its library follows torch's CUDA version:
+
+      ```bash
+      pip install -U --force-reinstall --no-deps bitsandbytes
+      python -m bitsandbytes
+      ```
+
+    - Keep only the CUDA runtime matching `torch.version.cuda` on `LD_LIBRARY_PATH`; check the driver with `nvidia-smi`.
+    - Jetson: build bitsandbytes on the device (`cmake -DCOMPUTE_BACKEND=cuda`) or use a wheel built for JetPack (the Jetson AI Lab index).
+    """
     if not log.seen(facts, "named_symbol_not_found"):
         return None
     if log.seen(facts, "mixed_gpu_generations") and log.legacy_loader(facts):
@@ -351,6 +469,31 @@ def named_symbol(facts: Facts) -> Hit | Skip | None:
     confirm=("nvidia-smi --query-gpu=name,compute_cap --format=csv", "pip show bitsandbytes"),
 )
 def int8_matmul(facts: Facts) -> list[Hit]:
+    """## What it detects
+
+    Three messages about GPUs without int8 tensor cores (compute capability below 7.5):
+
+    - `ERROR: Your GPU does not support Int8 Matmul!` and the `igemmlt … Assertion 'false' failed` that follows (releases up to 0.36): an error;
+    - `NameError: name 'cuda_setup' is not defined` (the 0.37.0 import crash on those GPUs): an error;
+    - `WARNING: Compute capability < 7.5 detected! Only slow 8-bit matmul is supported for your GPU!`: info, since it is a warning and not the failure.
+
+    It is the log twin of [BNB104](BNB104.md), which reports the same from the GPU's compute capability.
+
+    ## Why it matters
+
+    LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need Turing (7.5) or newer. Releases up to 0.36 used builds without cuBLASLt on older GPUs and stopped on an assertion; 0.37.0 added a slower fallback (and, in 0.37.0 only, a crash in the check). 4-bit quantization and 8-bit optimizers work on these GPUs.
+
+    ## How to fix
+
+    - Upgrade bitsandbytes (0.37.1 or newer has the slower 8-bit path):
+
+      ```bash
+      pip install -U "bitsandbytes>=0.37.1"
+      ```
+
+    - Prefer 4-bit (`load_in_4bit=True`, `bnb_4bit_quant_type="nf4"`) on these GPUs, or use a Turing or newer GPU for fast LLM.int8().
+    - The slow-matmul warning alone needs no fix: look further in the log for the failure.
+    """
     hits = []
     if log.seen(facts, "int8_matmul_unsupported"):
         hits.append(Hit(
@@ -403,6 +546,25 @@ def int8_matmul(facts: Facts) -> list[Hit]:
     confirm=("nvidia-smi --query-gpu=index,name,compute_cap --format=csv", "pip show bitsandbytes"),
 )
 def cublaslt(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on `cuBLAS API failed with status 15` / `Exception: cublasLt ran into an error!`, and on GPUs of different generations in one legacy-loader process (the log names GPUs on both sides of the 6.0/7.5 thresholds, or bitsandbytes' `Highest compute capability among GPUs detected` disagrees with a GPU it names), together with the kernel error that follows (`named symbol not found`, `no kernel image`). It is the log twin of [BNB106](BNB106.md).
+
+    ## Why it matters
+
+    Releases before 0.45 choose one native library and one int8 layout for the whole process, from the GPU with the highest compute capability. An older card next to a newer one then runs code built for the other: cuBLASLt returns "not supported" (status 15), or kernels fail to load. Unsupported architectures and 8-bit on some ROCm forks fail the same way.
+
+    ## How to fix
+
+    - Expose one GPU generation to the process (set `CUDA_DEVICE_ORDER=PCI_BUS_ID` so indices match `nvidia-smi`):
+
+      ```bash
+      export CUDA_DEVICE_ORDER=PCI_BUS_ID
+      export CUDA_VISIBLE_DEVICES=1
+      ```
+
+    - Keep the model on one GPU family, upgrade bitsandbytes (0.45+ no longer chooses by the highest GPU), or use 4-bit.
+    """
     if not log.seen(facts, "cublaslt_error", "mixed_gpu_generations"):
         return None
     mixed = log.seen(facts, "mixed_gpu_generations")
@@ -445,6 +607,22 @@ def cublaslt(facts: Facts) -> Hit | None:
     confirm=("pip show bitsandbytes", PYTHON_M_BNB),
 )
 def windows_legacy(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on `argument of type 'WindowsPath' is not iterable` and on `[WinError 193] %1 is not a valid Win32 application` (in any language, e.g. `不是有效的 Win32 应用程序`). It is the log twin of [BNB204](BNB204.md) and [BNB312](BNB312.md).
+
+    ## Why it matters
+
+    Before 0.43.0 bitsandbytes had no Windows support: the wheel holds Linux `.so` files and its CUDA setup searches for Linux libraries. On Windows it either hands a `WindowsPath` to code expecting a string, or asks `LoadLibrary` to load an ELF file. The "Solution" lines it prints (`LD_LIBRARY_PATH`, `find / -name libcudart.so`) are Linux advice and do not apply.
+
+    ## How to fix
+
+    Install a release with Windows wheels, or run under WSL2:
+
+    ```bash
+    pip install -U "bitsandbytes>=0.43.0"
+    ```
+    """
     if not log.seen(facts, "windows_path_not_iterable", "windows_linux_library"):
         return None
     crash = log.seen(facts, "windows_path_not_iterable")
@@ -476,6 +654,20 @@ def windows_legacy(facts: Facts) -> Hit | None:
     confirm=("pip show bitsandbytes", "uname -m"),
 )
 def macos(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires when macOS's loader rejects a bitsandbytes library: `not a mach-o file`, or `mach-o file, but is an incompatible architecture`. It is the log twin of [BNB204](BNB204.md) and [BNB313](BNB313.md).
+
+    ## Why it matters
+
+    Releases before 0.49 ship Linux ELF libraries only, so `dlopen` fails on a Mac, bitsandbytes falls back, and every quantized operation fails (transformers then reports a misleading ImportError). Macs have no CUDA: the CUDA kernels behind `load_in_8bit`/`load_in_4bit` never run there.
+
+    ## How to fix
+
+    - Do not use `load_in_8bit`/`load_in_4bit` with these releases on macOS.
+    - bitsandbytes 0.49+ publishes an Apple Silicon build (CPU/MPS backends); check its documentation for what is supported.
+    - For quantized inference on a Mac use MLX or llama.cpp (GGUF), or move to a CUDA machine.
+    """
     if not log.seen(facts, "macos_not_macho"):
         return None
     return Hit(
@@ -508,6 +700,20 @@ def macos(facts: Facts) -> Hit | None:
     confirm=(TORCH_CHECK,),
 )
 def torch_cuda_none(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on the signs of a torch without CUDA under a CUDA bitsandbytes: `Could not load bitsandbytes native library: 'NoneType' object has no attribute 'split'` (from `cuda_specs.py`), a `libbitsandbytes_cudaNone` file name, and torch's `Torch not compiled with CUDA enabled`. It is the log twin of [BNB202](BNB202.md), which fires instead when the log also names the GPU.
+
+    ## Why it matters
+
+    bitsandbytes builds its library name from `torch.version.cuda`, which is `None` for CPU-only and ROCm builds of PyTorch. No CUDA operation of bitsandbytes can work with that torch.
+
+    ## How to fix
+
+    - Check torch: `python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"`.
+    - NVIDIA GPU: install a CUDA build of PyTorch (the selector on pytorch.org gives the `--index-url`).
+    - AMD GPU: a ROCm torch with a bitsandbytes release that supports ROCm.
+    """
     if not log.seen(facts, "torch_cuda_none"):
         return None
     torch = torch_of(facts)
@@ -540,6 +746,25 @@ def torch_cuda_none(facts: Facts) -> Hit | None:
     confirm=("pip show bitsandbytes triton scipy",),
 )
 def module_missing(facts: Facts) -> list[Hit]:
+    """## What it detects
+
+    The rule fires when importing bitsandbytes fails on a missing module: `No module named 'triton.ops'` (also a traceback line `from triton.ops… import`, and the message cut after `triton.o`), and `No module named 'scipy'`. It is the log twin of [BNB207](BNB207.md) and [BNB208](BNB208.md), which fire instead when the log shows the versions they need.
+
+    ## Why it matters
+
+    - bitsandbytes 0.39 to 0.45.0 import `triton.ops.matmul_perf_model` when they load; triton 3.2 (shipped with torch 2.6) removed `triton.ops`.
+    - bitsandbytes 0.39.0 to 0.41.x import scipy for the NF4 data type without declaring it as a dependency.
+
+    ## How to fix
+
+    - triton: upgrade bitsandbytes (0.45.1 removed the import), or pin triton below 3.2 together with torch below 2.6:
+
+      ```bash
+      pip install -U "bitsandbytes>=0.45.1"
+      ```
+
+    - scipy: `pip install scipy`, or upgrade bitsandbytes.
+    """
     hits = []
     if log.seen(facts, "triton_ops_missing"):
         hits.append(Hit(
@@ -581,6 +806,24 @@ def module_missing(facts: Facts) -> list[Hit]:
     confirm=("pip show bitsandbytes", PYTHON_M_BNB),
 )
 def legacy_libcudart(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on the legacy CUDA setup's `CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup paths...` (and the 0.43.1–0.45 diagnostics' `CUDA runtime files not found in any environmental path`), citing the `did not contain ['libcudart.so', …]` lines before it. It is the log twin of [BNB205](BNB205.md) and [BNB303](BNB303.md); when BNB205 fires on the same log (it does whenever the log shows the legacy setup and torch's CUDA), its finding carries these lines.
+
+    ## Why it matters
+
+    Releases up to 0.43.0 search `CONDA_PREFIX`, `LD_LIBRARY_PATH` and every other path-like variable for `libcudart.so`. The search is fragile: it discards hits it found (#958), misreads colon-separated lists (#1112), and never looks inside site-packages, where pip's torch keeps its CUDA runtime. It therefore fails on ordinary pip installs and its advice points at the wrong CUDA. On Windows it looks for Linux file names and cannot succeed.
+
+    ## How to fix
+
+    Upgrade bitsandbytes: since 0.43.1 the loader follows `torch.version.cuda` and needs no `LD_LIBRARY_PATH` changes.
+
+    ```bash
+    pip install -U "bitsandbytes>=0.43.1"
+    ```
+
+    On the legacy releases, add the folder of a `libcudart.so` matching torch's CUDA to `LD_LIBRARY_PATH`.
+    """
     if not log.seen(facts, "legacy_libcudart_not_found"):
         return None
     windows = log.is_windows(facts)
@@ -615,6 +858,24 @@ def legacy_libcudart(facts: Facts) -> Hit | None:
     confirm=("pip show bitsandbytes", "echo $LD_LIBRARY_PATH"),
 )
 def duplicates(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on the legacy setup's `Found duplicate ['libcudart.so', 'libcudart.so.11.0', 'libcudart.so.12.0'] files: {…}.. We'll flip a coin` and on the diagnostics' `Found duplicate CUDA runtime files (see below).` It is a warning: the message alone proves nothing. It is the log twin of [BNB305](BNB305.md).
+
+    ## Why it matters
+
+    The legacy CUDA setup found more than one `libcudart` on the searched paths and picked one. That matters only when they are different CUDA versions and the one used differs from torch's; then `invalid device function`, `named symbol not found` or `CUBLAS_STATUS_INVALID_VALUE` follow. `libcudart.so` and `libcudart.so.11.0` in one folder are usually a file and its symlink.
+
+    ## How to fix
+
+    - Check whether the files are distinct: `readlink -f` each path.
+    - Keep one CUDA runtime matching `torch.version.cuda` on `LD_LIBRARY_PATH`/`PATH`/`CUDA_HOME`.
+    - Upgrade bitsandbytes (0.43.1+ no longer scans these paths):
+
+      ```bash
+      pip install -U "bitsandbytes>=0.43.1"
+      ```
+    """
     if not log.seen(facts, "duplicate_cuda_runtimes"):
         return None
     return Hit(
@@ -644,6 +905,18 @@ def duplicates(facts: Facts) -> Hit | None:
     confirm=(PYTHON_M_BNB,),
 )
 def path_noise(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on the legacy setup's `The following directories listed in your path were found to be non-existent: {PosixPath(…)}` (and 0.43+'s shorter `The directory listed in your path is found to be non-existent`). It reports info: these lines are noise, listed so that they are not mistaken for the failure.
+
+    ## Why it matters
+
+    The legacy CUDA setup splits every environment variable that looks like a path and warns about each piece that is not a folder: URLs, notebook kernel arguments, proxy settings, Windows paths. Colab logs carry dozens of them. The actual failure, if any, is elsewhere in the log (often the first `CUDA SETUP:` error or `Loading binary` line).
+
+    ## How to fix
+
+    Ignore these lines. Upgrading bitsandbytes makes them shorter or removes them.
+    """
     if not log.seen(facts, "nonexistent_paths"):
         return None
     return Hit(
@@ -669,6 +942,24 @@ def path_noise(facts: Facts) -> Hit | None:
     confirm=("pip show bitsandbytes", TORCH_CHECK, PYTHON_M_BNB),
 )
 def library_missing(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule fires when the log shows that bitsandbytes has no library for the CUDA version in use: `Required library version not found: libbitsandbytes_cudaXYZ.so` (legacy), `Could not find the bitsandbytes CUDA binary at …` (0.43.1–0.45), `Configured CUDA binary not found at …` (0.46–0.49), `No compatible CUDA binary found at …` (0.50+), or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists. It stays silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists ([BNB309](BNB309.md)). It is the log twin of [BNB301](BNB301.md).
+
+    ## Why it matters
+
+    bitsandbytes picks `libbitsandbytes_cuda<version>` from torch's CUDA version (the detected runtime on releases before 0.41). When the package has no such file (the release predates that CUDA version, or it is a third-party build for another CUDA, such as a conda-forge package), it falls back to its CPU library (0.43.1–0.45), raises at import (legacy) or at the first GPU call (0.46+). No bitsandbytes build supports CUDA 10.x, and LLM.int8() needs CUDA 11 or newer.
+
+    ## How to fix
+
+    - CUDA 10.x: install a CUDA 11.8 or 12.x build of PyTorch (its wheels bring their own runtime), remove CUDA 10 folders from `LD_LIBRARY_PATH`, then upgrade bitsandbytes; an old driver may need an update first.
+    - Otherwise: install the current bitsandbytes from PyPI, keeping torch and bitsandbytes from the same channel, or build bitsandbytes for your CUDA version.
+
+    ```bash
+    pip install -U bitsandbytes
+    python -m bitsandbytes
+    ```
+    """
     if not log.seen(facts, "bnb_library_not_found", "cuda_older_than_11"):
         return None
     if log.seen(facts, "bnb_cuda_version_override"):
@@ -723,6 +1014,24 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     confirm=("pip show bitsandbytes", PYTHON_M_BNB),
 )
 def windows_dll(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on `Could not find module '…libbitsandbytes_cudaXYZ.dll' (or one of its dependencies). Try using the full path with constructor syntax.` (When the missing DLL is `libbitsandbytes_cpu.dll`, nothing was compiled and [BNB309](BNB309.md) reports it.) It is the log twin of [BNB311](BNB311.md).
+
+    ## Why it matters
+
+    The DLL itself is usually there: what fails is a DLL it imports, typically the CUDA runtime or cuBLAS of the CUDA version it was built for. Python 3.8+ does not search `PATH` for a DLL's dependencies, so a CUDA toolkit on `PATH` does not help. Releases before 0.43 had no official Windows build; each community DLL expects one specific CUDA version.
+
+    ## How to fix
+
+    Install the official Windows wheels, which use the CUDA libraries torch ships:
+
+    ```bash
+    pip install -U "bitsandbytes>=0.43.0"
+    ```
+
+    With a community build, install the CUDA runtime it was built for and do not mix it with another CUDA version.
+    """
     if not log.seen(facts, "windows_dll_not_loaded"):
         return None
     first = log.first(facts, "windows_dll_not_loaded")
@@ -757,6 +1066,33 @@ def windows_dll(facts: Facts) -> Hit | None:
     confirm=("echo $LD_LIBRARY_PATH", TORCH_CUDA_LIBS_CHECK),
 )
 def cuda_mixed(facts: Facts) -> list[Hit]:
+    """## What it detects
+
+    The rule fires on three signs of CUDA libraries from two installs in one process:
+
+    - `libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, version libnvJitLink.so.12`;
+    - `undefined symbol: __fatbinwrap_…` when loading bitsandbytes;
+    - `undefined symbol: cudaRuntimeGetVersion` from the legacy CUDA setup (a conda environment without its own CUDA runtime).
+
+    It is the log twin of [BNB304](BNB304.md), which finds the same by resolving the libraries on the machine.
+
+    ## Why it matters
+
+    - torch's pip-installed `libcusparse.so.12` needs the `libnvJitLink.so.12` shipped next to it; an older copy from a system CUDA folder on `LD_LIBRARY_PATH` wins the search. Not a bitsandbytes bug, but it stops every import of torch.
+    - A `__fatbinwrap` symbol missing means the C++ part and the CUDA part were built or loaded with different CUDA versions (early releases with several CUDA installs).
+    - The legacy setup took its CUDA runtime from outside the environment (an old `/usr/local/cuda`, or a conda env without cudatoolkit), not the one torch uses.
+
+    ## How to fix
+
+    - Remove system CUDA folders from `LD_LIBRARY_PATH` when using pip's torch (or put `site-packages/nvidia/nvjitlink/lib` first), and keep `nvidia-nvjitlink-cu12` at least as new as `nvidia-cusparse-cu12`.
+    - Make `PATH` and `LD_LIBRARY_PATH` point to one CUDA install matching torch.
+    - Keep torch and bitsandbytes from one ecosystem and upgrade bitsandbytes, whose loader follows `torch.version.cuda`.
+
+    ```bash
+    echo $LD_LIBRARY_PATH
+    pip install -U nvidia-nvjitlink-cu12 bitsandbytes
+    ```
+    """
     hits = []
     if log.seen(facts, "nvjitlink_undefined_symbol"):
         hits.append(Hit(
@@ -812,6 +1148,20 @@ def cuda_mixed(facts: Facts) -> list[Hit]:
     confirm=(PYTHON_M_BNB, TORCH_CHECK),
 )
 def cpu_fallback(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires when the log shows bitsandbytes on its CPU library: `The installed version of bitsandbytes was compiled without GPU support`, `Defaulting to libbitsandbytes_cpu.so`, `Loading binary …libbitsandbytes_cpu.so`, `Proceeding to load CPU-only library`, and CUDA-only functions missing from it (`undefined symbol: cget_col_row_stats`, Windows' `function 'cadam32bit_grad_fp32' not found`). It is an error when the log shows nothing that explains the fallback, and info ("a consequence of the cause above") when it does. The explanation names the platform's reason when the log shows it (Windows with a release before 0.43, macOS). It is the log twin of [BNB301](BNB301.md), [BNB308](BNB308.md) and [BNB202](BNB202.md).
+
+    ## Why it matters
+
+    Despite its wording, "compiled without GPU support" does not mean a bad build: the loader chose `libbitsandbytes_cpu` because it found no usable CUDA library (no GPU visible to torch, no library for torch's CUDA version, or a platform without GPU builds). Every 8-bit optimizer and 8/4-bit GPU call then fails with messages such as `'NoneType' object has no attribute 'cadam32bit_grad_fp32'` or `undefined symbol: cget_col_row_stats`.
+
+    ## How to fix
+
+    - Read the lines before the fallback, or run `python -m bitsandbytes`, for the reason.
+    - Usual fixes: a CUDA build of torch with `torch.cuda.is_available()` True, then `pip install -U bitsandbytes` (0.43.0+ on Windows).
+    - Do not copy a CUDA library over `libbitsandbytes_cpu.so`: it hides the symptom and breaks later.
+    """
     if not log.seen(facts, "cpu_library_selected", "compiled_without_gpu_support", "cpu_library_missing_symbol"):
         return None
     severity, because = _severity_as_consequence(facts)
@@ -860,6 +1210,24 @@ def cpu_fallback(facts: Facts) -> Hit | None:
     confirm=(PYTHON_M_BNB,),
 )
 def native_unavailable(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on the messages that follow a failed library load: `AttributeError: 'NoneType' object has no attribute 'c…'` (`cquantize_blockwise_fp16_nf4`, `cint8_vector_quant`, `cuDeviceGetCount`, …), 0.46+'s `Attempted to use bitsandbytes native library functionality but it's not available`, and the umbrella `CUDA Setup failed despite GPU being available` / `CUDA SETUP: Setup Failed!` / `CUDA detection failed!`. Like [BNB519](BNB519.md), it is info when the log shows the cause and an error when it does not. It is the log twin of [BNB309](BNB309.md) and [BNB301](BNB301.md).
+
+    ## Why it matters
+
+    These messages carry no diagnosis: the native library failed to load earlier, `lib` is `None`, and the first C call fails. The cause is the first loader error in the log (a missing CUDA library, a `GLIBC`/`CXXABI` version, a `WindowsPath` crash, `BNB_CUDA_VERSION`, a missing binary). Maintainers' first advice is that the bitsandbytes version is outdated.
+
+    ## How to fix
+
+    - Scroll up to the first `Could not load bitsandbytes native library` / `CUDA SETUP:` error and fix that; `python -m bitsandbytes` prints it directly.
+    - First try upgrading bitsandbytes and restarting the notebook kernel:
+
+      ```bash
+      pip install -U bitsandbytes
+      python -m bitsandbytes
+      ```
+    """
     if not log.seen(facts, "native_library_unavailable", "cuda_setup_failed"):
         return None
     severity, because = _severity_as_consequence(facts, "cpu_library_selected", "compiled_without_gpu_support")
@@ -895,6 +1263,25 @@ def native_unavailable(facts: Facts) -> Hit | None:
     confirm=(TORCH_CHECK, "pip show transformers accelerate bitsandbytes", PYTHON_M_BNB),
 )
 def transformers_importerror(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on transformers' `ImportError: Using bitsandbytes 8-bit quantization requires Accelerate: pip install accelerate and the latest version of bitsandbytes` and `… requires the latest version of bitsandbytes`. It is info when the log shows an earlier bitsandbytes failure that explains it.
+
+    ## Why it matters
+
+    The message comes from transformers, not bitsandbytes: `is_bitsandbytes_available()` returned False. Since transformers 4.3x that check also requires `torch.cuda.is_available()`, so a CPU-only torch, a runtime without a GPU (a Colab CPU runtime, a Mac), a bitsandbytes that fails to import, or packages installed into a running kernel all produce this misleading text even with both packages installed.
+
+    ## How to fix
+
+    - Check `torch.cuda.is_available()` first: install a CUDA build of torch or pick a GPU runtime (Colab: Runtime › Change runtime type › GPU).
+    - Restart the kernel after installing packages.
+    - Upgrade transformers, accelerate and bitsandbytes; `python -m bitsandbytes` shows bitsandbytes' own error, if any.
+
+    ```bash
+    python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
+    pip install -U transformers accelerate bitsandbytes
+    ```
+    """
     if not log.seen(facts, "transformers_bnb_importerror"):
         return None
     severity, because = _severity_as_consequence(facts)
@@ -929,6 +1316,22 @@ def transformers_importerror(facts: Facts) -> Hit | None:
     confirm=("pip show bitsandbytes peft transformers accelerate", PYTHON_M_BNB),
 )
 def stale_modules(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires when a bitsandbytes module imports a name that another bitsandbytes module lacks: `ImportError: cannot import name 'X' from 'bitsandbytes.Y'` (for example `sync_gpu` from `bitsandbytes.utils`), and the paraphrase `can not import 'sync_gpu'`.
+
+    ## Why it matters
+
+    After `pip install -U bitsandbytes` inside a running notebook, the modules already imported stay in memory next to the new files on disk, so a new module imports from an old one. Outdated packages built on bitsandbytes (an old PEFT) add to it. `python -m bitsandbytes` in a fresh process usually reports success, which makes this confusing.
+
+    ## How to fix
+
+    Restart the runtime or kernel after upgrading, and upgrade the packages built on bitsandbytes together with it:
+
+    ```bash
+    pip install -U bitsandbytes peft transformers accelerate
+    ```
+    """
     if not log.seen(facts, "stale_bnb_modules"):
         return None
     return Hit(
@@ -956,6 +1359,27 @@ def stale_modules(facts: Facts) -> Hit | None:
     confirm=('python -c "import peft; print(peft.__version__)"',),
 )
 def peft_merge(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on PEFT's `UserWarning: Merge lora module to 4-bit linear may get different generations due to rounding errors.` (and the `Unmerge` and 8-bit variants). It is a warning: nothing fails, but the merged model differs from the adapter's outputs.
+
+    ## Why it matters
+
+    `merge_and_unload()` on a bitsandbytes 4-bit layer dequantizes the weight, adds the LoRA update and quantizes the sum to 4-bit again, so rounding error is unavoidable. PEFT's maintainers say there is no way to avoid it at this precision; the warning only makes users aware. QLoRA trained the adapter against the dequantized base, so the faithful merge happens in 16-bit.
+
+    ## How to fix
+
+    If output fidelity matters, do not merge into the quantized model:
+
+    - keep the adapter unmerged; or
+    - load the base model in bf16/fp16 (no `quantization_config`), attach the adapter, `merge_and_unload()` and save; then quantize the merged 16-bit model once if you need a 4-bit model:
+
+    ```python
+    base = AutoModelForCausalLM.from_pretrained(base_id, torch_dtype=torch.bfloat16)
+    merged = PeftModel.from_pretrained(base, adapter_id).merge_and_unload()
+    merged.save_pretrained("merged-bf16")  # quantize this once, when loading it later
+    ```
+    """
     if not log.seen(facts, "peft_merge_quantized_warning"):
         return None
     bits = "8" if any("8-bit" in m.text for m in log.matches(facts, "peft_merge_quantized_warning")) else "4"
@@ -983,6 +1407,23 @@ def peft_merge(facts: Facts) -> Hit | None:
     confirm=('python -c "import peft; print(peft.__version__)"',),
 )
 def peft_legacy_merge(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on old PEFT's `ValueError: Cannot merge LORA layers when the model is loaded in 8-bit mode` (raised for 4-bit models too).
+
+    ## Why it matters
+
+    PEFT releases before PR #851 (mid-2023) refused to merge into any bitsandbytes-quantized model and used the 8-bit wording for 4-bit models as well. Newer PEFT merges, with the rounding warning of [BNB530](BNB530.md).
+
+    ## How to fix
+
+    - Merge into an unquantized base instead (load it in bf16/fp16, attach the adapter, `merge_and_unload()`, save); or
+    - upgrade PEFT if a merge into the quantized model is what you want:
+
+      ```bash
+      pip install -U peft
+      ```
+    """
     if not log.seen(facts, "peft_legacy_merge_error"):
         return None
     return Hit(
@@ -1011,6 +1452,25 @@ def peft_legacy_merge(facts: Facts) -> Hit | None:
     confirm=("nvidia-smi", 'python -c "import peft, transformers; print(peft.__version__, transformers.__version__)"'),
 )
 def different_devices(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on `RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!` (and `cuda:1 and cuda:0`), noting `torch.nn.DataParallel` when the log shows `Caught RuntimeError in replica N on device N`. The message is generic PyTorch, so the confidence is medium unless the log shows a quantized model.
+
+    ## Why it matters
+
+    Part of a quantized computation lives on another device than the activations: `device_map` offloaded some layers (or their `quant_state`) to the CPU or split them across GPUs; `DataParallel` replicas keep the 4-bit `quant_state` on device 0; or, with LoRA on CPU-offloaded bitsandbytes layers, the base result stays on the CPU while the LoRA update is on the GPU.
+
+    ## How to fix
+
+    - Load the quantized model on one device when it fits: `device_map={"": 0}`.
+    - For several GPUs use accelerate/torchrun DDP with `device_map={"": local_rank}` instead of `DataParallel`.
+    - Avoid CPU offload with bitsandbytes layers; move inputs to the device of the model's first layer.
+    - Upgrade peft (device fixes in PR #3418):
+
+      ```bash
+      pip install -U peft accelerate transformers
+      ```
+    """
     if not log.seen(facts, "tensors_different_devices"):
         return None
     replica = log.seen(facts, "dataparallel_replica_error")
@@ -1043,6 +1503,19 @@ def different_devices(facts: Facts) -> Hit | None:
     confirm=("nvidia-smi", "pip show bitsandbytes"),
 )
 def device_guard(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on bitsandbytes' device guard: `All input tensors need to be on the same GPU, but found some tensors to not be on a GPU:`.
+
+    ## Why it matters
+
+    bitsandbytes' functional ops check that the input, the weight and the `quant_state` tensors (absmax, code, bias) are on the same CUDA device. Applications with their own VRAM managers (ComfyUI and Forge low-VRAM modes with NF4 models) move part of a quantized module to the CPU. Maintainers class these as application issues.
+
+    ## How to fix
+
+    - Keep the whole quantized module and its `quant_state` on the GPU: disable low-VRAM offloading for bitsandbytes models, free VRAM before sampling.
+    - Update the custom node or application and report it there.
+    """
     if not log.seen(facts, "bnb_device_guard"):
         return None
     return Hit(
