@@ -23,7 +23,15 @@ pytest.importorskip("textual")
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Input, Label, RadioButton, TabbedContent
-from tui_support import SIZE, SMALL, Notes, _quiet_app, asynctest, make_app  # noqa: F401 - _quiet_app: autouse fixture
+from tui_support import (  # noqa: F401 - _quiet_app: the autouse fixture
+    SIZE,
+    SMALL,
+    Notes,
+    _quiet_app,
+    asynctest,
+    make_app,
+    until,
+)
 
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.hosts.base import NvmlAnswer
@@ -110,7 +118,7 @@ def test_session_exit_code_follows_the_last_report() -> None:
     assert session.exit_code(None) is ExitCode.OK
     report = session.diagnose()
     assert report.summary.errors and session.exit_code(report) is ExitCode.FINDINGS
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a session needs a host"):
         Session()
 
 
@@ -391,8 +399,10 @@ async def test_facts_search_filters_and_highlights() -> None:
         await pilot.pause()
         assert tree.has_focus
         await pilot.press("v", "v", "v")  # on through Explain and Fit, back to the findings
-        await pilot.pause()
-        assert views.active == "findings" and findings_list(app).has_focus
+        # The Explain and Fit tabs mount when first shown, and each focuses into itself once
+        # mounted: wait for the last of those events, not for one pause.
+        assert await until(pilot, lambda: views.active == "findings" and findings_list(app).has_focus), (
+            views.active, app.focused)
 
 
 @asynctest

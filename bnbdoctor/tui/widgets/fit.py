@@ -13,13 +13,13 @@ notification. :mod:`bnbdoctor.fit` is imported only when the tab is used.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import (
@@ -35,6 +35,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from bnbdoctor.report import Report
+from bnbdoctor.tui.clipboard import copy_and_tell
 from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE
 from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
 
@@ -100,7 +101,7 @@ class FitView(ToolView):
     """The Fit tab."""
 
     TOOL = "Fit"
-    BINDINGS = [Binding("escape", "leave_field", "Leave the field", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave_field", "Leave the field", show=False)]
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="fit-row-model", classes="tool-row"):
@@ -145,7 +146,7 @@ class FitView(ToolView):
 
     def on_mount(self) -> None:
         for field in self.query(Input):
-            field.cursor_blink = self.doctor.CURSOR_BLINK
+            field.cursor_blink = self.settings.cursor_blink
         table = self.query_one("#fit-budgets", DataTable)
         table.add_columns(*BUDGET_COLUMNS[:-1])
         table.add_column(BUDGET_COLUMNS[-1], width=WHY_WIDTH)
@@ -218,7 +219,7 @@ class FitView(ToolView):
             self.status.stop(Content.styled("✖ no fit facts in the report", "$text-error"))
             return
         status: list[str | tuple[str, str]] = [("Simulated: ", "$text-muted"), request_line(fit)]
-        if self.doctor.show_timings:
+        if self.settings.show_timings:
             status.append((f"  ({elapsed:.1f} s)", "$text-muted"))
         self.status.stop(Content.assemble(*status))
         for widget in self.query_one("#fit-results").children:
@@ -330,7 +331,7 @@ class FitView(ToolView):
     def _show_engine(self, fit: FitFacts) -> None:
         from bnbdoctor.fit.render import engine_line
 
-        shown = fit if self.doctor.show_timings else replace(fit, timings={})
+        shown = fit if self.settings.show_timings else replace(fit, timings={})
         lines = [f"Engine: {engine_line(shown)}"]
         if fit.engine_note:
             lines.append(f"note: {fit.engine_note}")
@@ -367,7 +368,7 @@ class FitView(ToolView):
         if not remedy.code:
             self.notify(f"Remedy {shown} is a change of hardware: no code to copy.", severity="warning")
             return False
-        self.doctor.copy_and_tell(remedy.code, f"Remedy {shown}: {remedy.title}")
+        copy_and_tell(self, remedy.code, f"Remedy {shown}: {remedy.title}")
         return True
 
     # -- events ------------------------------------------------------------------------------------
