@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, fixture_names
@@ -18,7 +19,7 @@ def bnbdoctor(*args: str, stdin: str | None = None) -> subprocess.CompletedProce
                           cwd=ROOT, timeout=120, input=stdin)
 
 
-def finding_ids(report: dict) -> list[tuple[str, str]]:
+def finding_ids(report: dict[str, Any]) -> list[tuple[str, str]]:
     return [(f["rule_id"], f["title"]) for f in report["findings"]]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,12 @@ SIZE = (100, 34)
 SMALL = (80, 24)
 
 
-def asynctest(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+def asynctest(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
     """Run an async test in its own event loop (no pytest async plugin needed)."""
 
     @functools.wraps(test)
     def run(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(test(*args, **kwargs))  # type: ignore[arg-type]
+        asyncio.run(test(*args, **kwargs))
 
     return run
 

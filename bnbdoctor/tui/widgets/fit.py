@@ -12,6 +12,7 @@ notification. :mod:`bnbdoctor.fit` is imported only when the tab is used.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
@@ -41,7 +42,7 @@ from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
 
 if TYPE_CHECKING:
     from bnbdoctor.facts import FitDevice, FitFacts, FitRemedy
-    from bnbdoctor.fit import FitOptions
+    from bnbdoctor.fit.options import FitOptions
 
 #: The choices of the form (``bnbdoctor.fit.options`` has the same; a test checks it).
 QUANTS = ("4bit", "8bit")
@@ -91,7 +92,7 @@ def passing(fit: FitFacts) -> list[FitRemedy]:
 def fit_options(model: str, quant: str, device_map: str, gpus: str = "", cpu_memory: str = "",
                 max_memory: str = "") -> FitOptions:
     """The form's fields as :class:`~bnbdoctor.fit.FitOptions` (empty fields left out)."""
-    from bnbdoctor.fit import FitOptions
+    from bnbdoctor.fit.options import FitOptions
 
     return FitOptions(model=model.strip(), quant=quant, device_map=device_map, gpus=gpus.strip() or None,
                       cpu_memory=cpu_memory.strip() or None, max_memory=max_memory.strip() or None)
@@ -184,7 +185,7 @@ class FitView(ToolView):
             self.query_one("#fit-results", VerticalScroll).focus(scroll_visible)
 
     def bad_input(self) -> tuple[type[BaseException], ...]:
-        from bnbdoctor.fit import FitInputError
+        from bnbdoctor.fit.options import FitInputError
 
         return (FitInputError,)
 
@@ -202,8 +203,8 @@ class FitView(ToolView):
                   "gpus": self.field("gpus").value, "cpu_memory": self.field("cpu").value,
                   "max_memory": self.field("max-memory").value}
 
-        def task(progress):  # type: ignore[no-untyped-def]
-            from bnbdoctor.fit import run_fit
+        def task(progress: Callable[[str], None]) -> Report:
+            from bnbdoctor.fit.core import run_fit
 
             return run_fit(fit_options(**fields), progress=progress)
 
