@@ -23,7 +23,12 @@ def finding_ids(report: dict[str, Any]) -> list[tuple[str, str]]:
     return [(f["rule_id"], f["title"]) for f in report["findings"]]
 
 
-@pytest.mark.parametrize("name", fixture_names())
+#: Round-tripped in the fast suite too; the other recorded machines only with the slow tests.
+FAST_ROUND_TRIPS = ("a100-healthy", "kepler-k80", "windows-bnb041")
+
+
+@pytest.mark.parametrize("name", [name if name in FAST_ROUND_TRIPS else pytest.param(name, marks=pytest.mark.slow)
+                                  for name in fixture_names()])
 def test_round_trip_every_fixture(name: str, tmp_path: Path) -> None:
     first = bnbdoctor("--fixture", name, "--json")
     saved = tmp_path / "report.json"
@@ -96,6 +101,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow  # a CLI run per case; test_hostile_values_are_one_line checks the parser in process
 def test_bad_reports_are_one_line_exit_2(tmp_path: Path) -> None:
     for label, content in _hostile(tmp_path).items():
         path = tmp_path / f"{label.replace(' ', '_')}.json"

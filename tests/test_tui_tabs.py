@@ -100,6 +100,7 @@ def cxxabi_log() -> str:
 # -- Explain --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @asynctest
 async def test_explain_a_pasted_log_ranks_the_root_cause_first(monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app()
@@ -141,6 +142,7 @@ async def test_explain_a_pasted_log_ranks_the_root_cause_first(monkeypatch: pyte
         assert app.clipboard == top.remediation.commands[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pasted", ["", "hello there\x00\x01\x02 \x1b[31mnot a log\x1b[0m\nlorem ipsum\n"])
 def test_explain_without_a_known_failure_says_so(pasted: str) -> None:
     async def run() -> None:
@@ -164,6 +166,7 @@ def test_explain_without_a_known_failure_says_so(pasted: str) -> None:
     asyncio.run(run())
 
 
+@pytest.mark.slow
 @asynctest
 async def test_explain_loads_a_log_file_and_a_missing_one_is_a_notification(monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app()
@@ -201,6 +204,7 @@ def test_fit_form_offers_what_bnbdoctor_fit_accepts() -> None:
     assert options.cpu_memory is None and options.max_memory is None
 
 
+@pytest.mark.slow
 @asynctest
 async def test_fit_shows_the_verdict_budgets_map_and_copies_a_remedy(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("transformers")
@@ -268,6 +272,7 @@ async def test_fit_shows_the_verdict_budgets_map_and_copies_a_remedy(monkeypatch
         assert notes.last["severity"] == "warning"
 
 
+@pytest.mark.slow
 @asynctest
 async def test_fit_bad_input_is_a_one_line_notification(monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app()
@@ -292,6 +297,7 @@ async def test_fit_bad_input_is_a_one_line_notification(monkeypatch: pytest.Monk
         assert notes.last["severity"] == "warning"
 
 
+@pytest.mark.slow
 @asynctest
 async def test_quitting_while_a_fit_runs_is_immediate() -> None:
     pytest.importorskip("transformers")
@@ -311,6 +317,7 @@ async def test_quitting_while_a_fit_runs_is_immediate() -> None:
 # -- keys ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @asynctest
 async def test_v_cycles_all_four_tabs_and_run_shows_only_where_it_applies() -> None:
     app = make_app()
@@ -347,6 +354,7 @@ def test_help_describes_the_explain_and_fit_tabs() -> None:
 # -- snapshot -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_snapshot_fit_tab_after_a_run(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
