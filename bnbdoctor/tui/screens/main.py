@@ -5,7 +5,9 @@ The app owns the runs and the report; this screen shows them (``show_running``,
 toggle the passed checks, switch view, search the facts, run the Explain or Fit tab. The Explain
 and Fit tabs (:mod:`~bnbdoctor.tui.widgets.explain`, :mod:`~bnbdoctor.tui.widgets.fit`) run their
 own analyses; the summary line and the machine above the tabs are about the probes, so they are
-hidden there (screen class ``-tool``).
+hidden there (screen class ``-tool``). Like the widgets, the screen never imports the app: its
+display choices come as a :class:`~bnbdoctor.tui.settings.UiSettings`, copying goes through
+Textual's ``App`` API and exporting through the app's ``export`` action.
 """
 
 from __future__ import annotations
