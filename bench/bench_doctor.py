@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 #: Every command runs from an empty folder, as a user runs them from a project: from the repository
@@ -38,16 +39,31 @@ def measure(argv: list[str]) -> tuple[float, float, int]:
     return wall, usage.ru_maxrss / 1024, proc.returncode
 
 
-def bench(name: str, argv: list[str], runs: int) -> dict[str, object]:
+@dataclass
+class Result:
+    """One command's figures (the --json file holds these fields)."""
+
+    name: str
+    argv: list[str]
+    wall_s: float  # median
+    wall_min_s: float
+    rss_mib: float  # median peak RSS
+    exit_codes: list[int]
+    wall_ratio_vs_bitsandbytes: float = 0.0
+    rss_ratio_vs_bitsandbytes: float = 0.0
+
+
+def bench(name: str, argv: list[str], runs: int) -> Result:
     measure(argv)  # warm the page cache once, like a second invocation by a user
-    walls, rss, codes = [], [], set()
+    walls: list[float] = []
+    rss: list[float] = []
+    codes: set[int] = set()
     for _ in range(runs):
         wall, peak, code = measure(argv)
         walls.append(wall)
         rss.append(peak)
         codes.add(code)
-    return {"name": name, "argv": argv, "wall_s": statistics.median(walls), "wall_min_s": min(walls),
-            "rss_mib": statistics.median(rss), "exit_codes": sorted(codes)}
+    return Result(name, argv, statistics.median(walls), min(walls), statistics.median(rss), sorted(codes))
 
 
 def installed_copy(root: Path) -> str | None:
@@ -61,8 +77,8 @@ def installed_copy(root: Path) -> str | None:
         wheels = Path(tempfile.mkdtemp())
         subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(root)],
                        check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--force-reinstall", *map(str, wheels.glob("*.whl"))],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--force-reinstall",
+                        *map(str, wheels.glob("*.whl"))], check=True, stdout=subprocess.DEVNULL)
     except (OSError, subprocess.CalledProcessError) as exc:
         print(f"(no installed copy: {exc})", file=sys.stderr)
         return None
@@ -88,23 +104,22 @@ def main() -> int:
         ("python -m torch.utils.collect_env", [py, "-m", "torch.utils.collect_env"]),
     ]
     results = [bench(name, argv, args.runs) for name, argv in cases]
-    anchor = next(r for r in results if r["name"] == "python -m bitsandbytes")
+    anchor = next(r for r in results if r.name == "python -m bitsandbytes")
     print(f"{'command':<40} {'wall (median)':>14} {'peak RSS':>10} {'wall ratio':>11} {'RSS ratio':>10}  exit")
     for r in results:
-        wall_ratio = r["wall_s"] / anchor["wall_s"]  # type: ignore[operator]
-        rss_ratio = r["rss_mib"] / anchor["rss_mib"]  # type: ignore[operator]
-        r["wall_ratio_vs_bitsandbytes"], r["rss_ratio_vs_bitsandbytes"] = wall_ratio, rss_ratio
-        print(f"{r['name']:<40} {r['wall_s'] * 1000:>11.0f} ms {r['rss_mib']:>6.0f} MiB "
-              f"{'1/' + format(1 / wall_ratio, '.1f'):>11} {'1/' + format(1 / rss_ratio, '.1f'):>10}  {r['exit_codes']}")
+        r.wall_ratio_vs_bitsandbytes = wall_ratio = r.wall_s / anchor.wall_s
+        r.rss_ratio_vs_bitsandbytes = rss_ratio = r.rss_mib / anchor.rss_mib
+        print(f"{r.name:<40} {r.wall_s * 1000:>11.0f} ms {r.rss_mib:>6.0f} MiB "
+              f"{'1/' + format(1 / wall_ratio, '.1f'):>11} {'1/' + format(1 / rss_ratio, '.1f'):>10}  {r.exit_codes}")
     doctor = results[0]
-    print(f"\ntarget ({doctor['name']}): bnbdoctor wall <= 1/20 and RSS <= 1/5 of python -m bitsandbytes: "
-          f"wall 1/{1 / doctor['wall_ratio_vs_bitsandbytes']:.1f} "  # type: ignore[operator]
-          f"({'met' if doctor['wall_ratio_vs_bitsandbytes'] <= 1 / 20 else 'NOT met'}), "  # type: ignore[operator]
-          f"RSS 1/{1 / doctor['rss_ratio_vs_bitsandbytes']:.1f} "  # type: ignore[operator]
-          f"({'met' if doctor['rss_ratio_vs_bitsandbytes'] <= 1 / 5 else 'NOT met'})")  # type: ignore[operator]
+    print(f"\ntarget ({doctor.name}): bnbdoctor wall <= 1/20 and RSS <= 1/5 of python -m bitsandbytes: "
+          f"wall 1/{1 / doctor.wall_ratio_vs_bitsandbytes:.1f} "
+          f"({'met' if doctor.wall_ratio_vs_bitsandbytes <= 1 / 20 else 'NOT met'}), "
+          f"RSS 1/{1 / doctor.rss_ratio_vs_bitsandbytes:.1f} "
+          f"({'met' if doctor.rss_ratio_vs_bitsandbytes <= 1 / 5 else 'NOT met'})")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"runs": args.runs, "results": results}, indent=2))
+        args.json.write_text(json.dumps({"runs": args.runs, "results": [asdict(r) for r in results]}, indent=2))
     return 0
 
 

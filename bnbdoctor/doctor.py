@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.hosts.base import Host
@@ -36,14 +37,15 @@ def in_background(fn: Callable[[], T], name: str = "bnbdoctor-task") -> Callable
     """Start ``fn()`` in a daemon thread now; the returned ``wait(cancelled=None, poll_s=0.05)``
     returns its result or re-raises its exception, or raises :class:`Cancelled` as soon as
     ``cancelled()`` turns true (a hung NVML call or dlopen never holds up the caller)."""
-    box: dict[str, object] = {}
+    results: list[T] = []  # fn's result, once it has returned
+    errors: list[BaseException] = []  # or what it raised
     done = threading.Event()
 
     def call() -> None:
         try:
-            box["value"] = fn()
+            results.append(fn())
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-            box["error"] = exc
+            errors.append(exc)
         finally:
             done.set()
 
@@ -53,10 +55,9 @@ def in_background(fn: Callable[[], T], name: str = "bnbdoctor-task") -> Callable
         while not done.wait(poll_s if cancelled is not None else None):
             if cancelled is not None and cancelled():
                 raise Cancelled()
-        error = box.get("error")
-        if isinstance(error, BaseException):
-            raise error
-        return box["value"]  # type: ignore[return-value]
+        if errors:
+            raise errors[0]
+        return results[0]
 
     return wait
 

@@ -332,7 +332,9 @@ class FitTensor:
 class FitRemedy:
     """A change to the from_pretrained call, simulated with the same engine."""
 
-    kind: str  # sequential | max_memory | explicit_map | quant_4bit | min_gpu_memory | more_gpus | fp32_offload | upgrade_transformers
+    # sequential | max_memory | explicit_map | quant_4bit | min_gpu_memory | more_gpus | fp32_offload
+    # | upgrade_transformers
+    kind: str
     status: str  # passes | fails | unverified | error
     title: str
     verdict: str | None = None  # the simulated verdict (see FitFacts.verdict)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
 
 from bnbdoctor.facts import Facts
 
@@ -95,5 +94,5 @@ class Skip(Exception):
     """Raised (or returned) by a check that does not apply to these facts."""
 
 
-CheckOutput = Union[Hit, Iterable[Hit], Skip, None]
+CheckOutput = Hit | Iterable[Hit] | Skip | None
 Check = Callable[[Facts], CheckOutput]

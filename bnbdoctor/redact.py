@@ -92,7 +92,7 @@ class Redactor:
         if isinstance(value, list):
             return [self.walk(v) for v in value]
         if isinstance(value, dict):
-            out = {}
+            out: dict[str, Any] = {}
             for key, item in value.items():
                 if key in _DROPPED_KEYS and item is not None:
                     self._note("gpu-id", str(item))

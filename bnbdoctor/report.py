@@ -10,11 +10,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import IntEnum
+from typing import Protocol
 
 from bnbdoctor import __version__
 from bnbdoctor.facts import SCHEMA_VERSION, Facts
 from bnbdoctor.findings import CheckResult, Finding, Severity
-from bnbdoctor.rules.engine import Diagnosis
 
 
 class ExitCode(IntEnum):
@@ -30,6 +30,21 @@ class ExitCode(IntEnum):
     OK = 0, "No error findings (warnings are allowed unless --strict)."
     FINDINGS = 1, "At least one error finding (or a warning, with --strict)."
     FAILURE = 2, "A usage error, unreadable input, or bnbdoctor itself failed."
+
+
+class Outcome(Protocol):
+    """What the rules concluded, as :func:`build_report` reads it
+    (:class:`bnbdoctor.rules.engine.Diagnosis`). A protocol, so that the report, which every
+    renderer reads, does not depend on the rule engine."""
+
+    @property
+    def findings(self) -> list[Finding]: ...
+
+    @property
+    def passed(self) -> list[CheckResult]: ...
+
+    @property
+    def skipped(self) -> list[CheckResult]: ...
 
 
 @dataclass
@@ -73,7 +88,7 @@ class Report:
         return ExitCode.OK
 
 
-def build_report(facts: Facts, diagnosis: Diagnosis, started: float | None = None) -> Report:
+def build_report(facts: Facts, diagnosis: Outcome, started: float | None = None) -> Report:
     """Assemble a report; ``started`` (a perf_counter value) adds the total wall time."""
     counts = {s: sum(1 for f in diagnosis.findings if f.severity is s) for s in Severity}
     timings = {f"probe.{run.name}": round(run.duration_s, 4) for run in facts.probes}

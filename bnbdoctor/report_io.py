@@ -1,14 +1,17 @@
 """Reading a saved report back (``--from``) and redacting one before it leaves the machine.
 
 A report is untrusted input: it may be truncated, not JSON, from another schema, or hostile
-(huge strings, deep nesting, wrong types). Each problem is one :class:`ReportError` line.
+(huge strings or numbers, deep nesting, wrong types, text that is not Unicode). Each problem is
+one :class:`ReportError` line.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from bnbdoctor.facts import SCHEMA_VERSION, Facts
@@ -19,9 +22,14 @@ from bnbdoctor.serde import DecodeError, from_dict, to_jsonable
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 MAX_STRING = 200_000
 MAX_DEPTH = 40
+#: No field of a report (byte counts, versions, line numbers) comes near this; a larger integer
+#: would overflow the float arithmetic of the renderers.
+MAX_INT = 2**64
+#: Longest key shown in an error's path; a longer (or unprintable) key is shown abbreviated.
+MAX_KEY_SHOWN = 60
 #: schema version -> function upgrading a report dict to the next version. Empty while only
 #: version 1 exists; a future version adds its step here instead of rejecting old reports.
-MIGRATIONS: dict[int, Any] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 _FENCED_JSON = re.compile(r"```json\s*\n(\{.*?\})\s*\n```", re.DOTALL)
 
 
@@ -43,18 +51,69 @@ def _read(source: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _is_unicode(text: str) -> bool:
+    """False for a string holding a lone surrogate (a ``\\udce9`` escape in the JSON): it is not
+    text, and writing it out would fail. bnbdoctor itself never writes one."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _key_path(where: str, key: str) -> str:
+    """``where.key`` for an error message, abbreviated so that the message stays one short line."""
+    if key.isprintable() and len(key) <= MAX_KEY_SHOWN and _is_unicode(key):
+        return f"{where}.{key}"
+    return f"{where}.{ascii(key[:MAX_KEY_SHOWN])[1:-1]}…"
+
+
 def _check_shape(value: Any, where: str = "report", depth: int = 0) -> None:
-    """Reject nesting and string sizes no real report has, before decoding."""
+    """Reject nesting, sizes and values no real report has, before decoding."""
     if depth > MAX_DEPTH:
         raise ReportError(f"{where}: nested deeper than {MAX_DEPTH} levels; not a bnbdoctor report")
-    if isinstance(value, str) and len(value) > MAX_STRING:
-        raise ReportError(f"{where}: a string of {len(value)} characters; not a bnbdoctor report")
-    if isinstance(value, dict):
+    if isinstance(value, str):
+        if len(value) > MAX_STRING:
+            raise ReportError(f"{where}: a string of {len(value)} characters; not a bnbdoctor report")
+        if not _is_unicode(value):
+            raise ReportError(f"{where}: text that is not valid Unicode (a lone surrogate); not a bnbdoctor report")
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int):
+        if abs(value) >= MAX_INT:
+            raise ReportError(f"{where}: a number of {len(str(abs(value)))} digits; not a bnbdoctor report")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ReportError(f"{where}: a number that is not finite ({value}); not a bnbdoctor report")
+    elif isinstance(value, dict):
         for key, item in value.items():
-            _check_shape(item, f"{where}.{key}", depth + 1)
+            path = _key_path(where, key)
+            if not _is_unicode(key):
+                raise ReportError(f"{path}: a key that is not valid Unicode (a lone surrogate); "
+                                  "not a bnbdoctor report")
+            _check_shape(item, path, depth + 1)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _check_shape(item, f"{where}[{index}]", depth + 1)
+
+
+def _loads(text: str, source: str) -> Any:
+    """``json.loads``, each way it can fail turned into one line."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ReportError(f"{source}: nested too deeply to be a bnbdoctor report") from None
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                          "was it cut off?") from None
+    except ValueError as exc:
+        # Not a JSONDecodeError: Python refuses to convert an integer literal of more than
+        # sys.get_int_max_str_digits() digits (4300 by default); the message names that limit.
+        if "integer string conversion" in str(exc):
+            raise ReportError(f"{source}: a number of thousands of digits; not a bnbdoctor report") from None
+        raise ReportError(f"{source} is not valid JSON ({' '.join(str(exc).split())[:200]})") from None
 
 
 def parse_report(text: str, source: str = "report") -> dict[str, Any]:
@@ -67,13 +126,7 @@ def parse_report(text: str, source: str = "report") -> dict[str, Any]:
         if match is None:
             raise ReportError(f"{source} is neither JSON nor a Markdown report with a ```json block")
         stripped = match.group(1)
-    try:
-        data = json.loads(stripped)
-    except RecursionError:
-        raise ReportError(f"{source}: nested too deeply to be a bnbdoctor report") from None
-    except ValueError as exc:
-        raise ReportError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
-                          "was it cut off?") from None
+    data = _loads(stripped, source)
     if not isinstance(data, dict):
         raise ReportError(f"{source} holds a JSON {type(data).__name__}, not a bnbdoctor report object")
     if data.get("tool") != "bnbdoctor":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import types
 from enum import Enum
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -25,7 +26,7 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         return {"anyOf": options}
     if tp is type(None):
         return {"type": "null"}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         name = tp.__name__
         if name not in defs:
             defs[name] = {}  # placeholder against recursion
@@ -42,8 +43,8 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         args = [a for a in get_args(tp) if a is not Ellipsis]
         return {"type": "array", "items": _schema(args[0], defs) if args else {}}
     if origin is dict:
-        args = get_args(tp)
-        return {"type": "object", "additionalProperties": _schema(args[1], defs) if args else {}}
+        key_value = get_args(tp)
+        return {"type": "object", "additionalProperties": _schema(key_value[1], defs) if key_value else {}}
     simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
     if tp in simple:
         return {"type": simple[tp]}
@@ -63,4 +64,4 @@ def report_schema() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(report_schema(), indent=2))
+    sys.stdout.write(json.dumps(report_schema(), indent=2) + "\n")

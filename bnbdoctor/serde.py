@@ -11,7 +11,7 @@ import dataclasses
 import types
 import typing
 from enum import Enum
-from functools import lru_cache
+from functools import cache
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 T = TypeVar("T")
@@ -34,7 +34,7 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls)
 
@@ -61,7 +61,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
             except DecodeError as exc:
                 errors.append(str(exc))
         raise DecodeError(errors[0] if errors else f"{where}: unexpected null")
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise DecodeError(f"{where}: expected an object, got {type(data).__name__}")
         hints = _hints(tp)
@@ -84,7 +84,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
         if origin is tuple and args and args[-1] is not Ellipsis:
             if len(args) != len(data):
                 raise DecodeError(f"{where}: expected {len(args)} items, got {len(data)}")
-            return tuple(_decode(a, d, f"{where}[{i}]") for i, (a, d) in enumerate(zip(args, data)))
+            return tuple(_decode(a, d, f"{where}[{i}]") for i, (a, d) in enumerate(zip(args, data, strict=True)))
         item = args[0] if args else Any
         items = [_decode(item, d, f"{where}[{i}]") for i, d in enumerate(data)]
         return tuple(items) if origin is tuple else items

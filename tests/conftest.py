@@ -22,7 +22,7 @@ def bnb_dir() -> Path:
     spec = importlib.util.find_spec("bitsandbytes")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("bitsandbytes is not installed in the test environment")
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 @pytest.fixture(scope="session")

@@ -135,6 +135,7 @@ def test_a_line_without_newline_for_megabytes_is_cut_not_kept() -> None:
     assert report.source["truncated_lines"] == "1"
 
 
+@pytest.mark.slow  # explains 50 MB
 def test_a_50_mb_log_is_explained_in_linear_time() -> None:
     real = (DATA / "real_logs" / "cxxabi_not_found.txt").read_bytes()
     noise = b"".join(b"{'loss': 1.%03d, 'learning_rate': 0.0002, 'epoch': 0.%d}\n" % (i, i % 10) for i in range(1000))

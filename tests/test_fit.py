@@ -34,6 +34,8 @@ from bnbdoctor.serde import from_dict
 
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
+#: Every test reads the module fixtures that run the engine and the real from_pretrained (seconds).
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "fit"

@@ -264,14 +264,17 @@ def _one_line(result: tuple[int, str, str], contains: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("bnbdoctor: error: ") and contains in lines[0], err
 
 
+@pytest.mark.slow  # cli_runs: bnbdoctor fit runs the engine for each case
 def test_unknown_model_type(cli_runs: dict[str, tuple[int, str, str]]) -> None:
     _one_line(cli_runs["unknown"], "does not know model_type 'not_a_model_type'")
 
 
+@pytest.mark.slow  # cli_runs: bnbdoctor fit runs the engine for each case
 def test_remote_code_refused_without_flag(cli_runs: dict[str, tuple[int, str, str]]) -> None:
     _one_line(cli_runs["custom-refused"], "--trust-remote-code")
 
 
+@pytest.mark.slow  # cli_runs: bnbdoctor fit runs the engine for each case
 def test_remote_code_runs_with_flag(cli_runs: dict[str, tuple[int, str, str]]) -> None:
     code, out, err = cli_runs["custom-trusted"]
     assert code == 1, err
@@ -279,6 +282,7 @@ def test_remote_code_runs_with_flag(cli_runs: dict[str, tuple[int, str, str]]) -
     assert fit["model_class"] == "MyModelForCausalLM" and fit["verdict"] == "raises"
 
 
+@pytest.mark.slow  # cli_runs: bnbdoctor fit runs the engine for each case
 def test_transformers_out_of_range_falls_back_to_approximate(cli_runs: dict[str, tuple[int, str, str]]) -> None:
     code, out, _err = cli_runs["approximate"]
     report = json.loads(out)
@@ -293,6 +297,7 @@ def test_transformers_out_of_range_falls_back_to_approximate(cli_runs: dict[str,
     assert code == 0  # an estimate is a warning, not an error
 
 
+@pytest.mark.slow  # cli_runs: bnbdoctor fit runs the engine for each case
 def test_broken_bitsandbytes_uses_the_standin(cli_runs: dict[str, tuple[int, str, str]]) -> None:
     code, out, _err = cli_runs["standin"]
     fit = json.loads(out)["facts"]["fit"]

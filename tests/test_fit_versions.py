@@ -119,6 +119,8 @@ class _PythonPathHost(LiveHost):
                 os.environ["PYTHONPATH"] = saved
 
 
+@pytest.mark.network  # results: pip installs transformers {OLD} (cached in .pytest_cache)
+@pytest.mark.slow
 def test_old_release_raises_like_from_pretrained(results: dict[str, Any]) -> None:
     fit = results["report"].facts.fit
     expected = results["oracle"]["results"][0]
@@ -130,6 +132,8 @@ def test_old_release_raises_like_from_pretrained(results: dict[str, Any]) -> Non
     assert set(fit.placement.values()) == {7, "cpu"}
 
 
+@pytest.mark.network  # results: pip installs transformers {OLD} (cached in .pytest_cache)
+@pytest.mark.slow
 def test_current_release_fits_and_the_upgrade_is_verified(results: dict[str, Any]) -> None:
     report = results["report"]
     fit = report.facts.fit
@@ -142,6 +146,8 @@ def test_current_release_fits_and_the_upgrade_is_verified(results: dict[str, Any
     assert next(f for f in report.findings if f.rule_id == "BNB407").severity.value == "warning"
 
 
+@pytest.mark.network  # results: pip installs transformers {OLD} (cached in .pytest_cache)
+@pytest.mark.slow
 def test_sequential_passes_on_the_old_release_too(results: dict[str, Any]) -> None:
     fit = results["report"].facts.fit
     sequential = next(r for r in fit.remedies if r.kind == "sequential")

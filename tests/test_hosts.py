@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,7 +72,7 @@ def test_secret_looking_names_are_refused_even_if_listed() -> None:
     assert check_allowed("ld_library_path") == "LD_LIBRARY_PATH"
 
 
-def _write_fixture(folder: Path, manifest: dict) -> Path:
+def _write_fixture(folder: Path, manifest: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "machine.json").write_text(json.dumps({"format": 1, **manifest}))
     (folder / "root").mkdir(exist_ok=True)
@@ -120,14 +121,15 @@ def test_fixture_commands_and_missing_commands(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "content, message",
+    ("content", "message"),
     [
         ("not json", "not valid JSON"),
         ("[]", "must hold a JSON object"),
         ('{"format": 7, "os": {"system": "Linux", "machine": "x86_64"}}', "format 7"),
         ('{"format": 1}', "'os' needs"),
         ('{"format": 1, "os": {"system": "Linux", "machine": "x", "colour": 1}}', "unknown 'os' keys"),
-        ('{"format": 1, "os": {"system": "Linux", "machine": "x"}, "nvml": {"devices": [{"name": 1}]}}', "malformed 'nvml'"),
+        ('{"format": 1, "os": {"system": "Linux", "machine": "x"}, "nvml": {"devices": [{"name": 1}]}}',
+         "malformed 'nvml'"),
     ],
 )
 def test_malformed_fixtures_raise_one_clear_error(tmp_path: Path, content: str, message: str) -> None:

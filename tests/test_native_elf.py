@@ -75,21 +75,22 @@ def _readelf(*args: str) -> str:
     ).stdout
 
 
-def _readelf_dynamic(path: Path) -> dict[str, object]:
+def _readelf_dynamic(path: Path) -> dict[str, str | list[str] | None]:
     """needed / soname / rpath / runpath from `readelf -dW`."""
-    out: dict[str, object] = {"needed": [], "soname": None, "rpath": [], "runpath": []}
+    lists: dict[str, list[str]] = {"needed": [], "rpath": [], "runpath": []}
+    soname: str | None = None
     for line in _readelf("-dW", str(path)).splitlines():
         m = re.search(r"\((NEEDED|SONAME|RPATH|RUNPATH)\)\s+.*?: \[(.*)\]$", line)
         if not m:
             continue
         tag, value = m.groups()
         if tag == "NEEDED":
-            out["needed"].append(value)  # type: ignore[union-attr]
+            lists["needed"].append(value)
         elif tag == "SONAME":
-            out["soname"] = value
+            soname = value
         else:
-            out[tag.lower()].extend(value.split(":"))  # type: ignore[union-attr]
-    return out
+            lists[tag.lower()].extend(value.split(":"))
+    return {**lists, "soname": soname}
 
 
 def _readelf_versions(path: Path) -> tuple[list[str], dict[str, list[str]]]:
@@ -457,7 +458,7 @@ def test_bad_bytes_report_error(data: bytes, expected: str) -> None:
 
 def test_accepts_bytearray_and_memoryview() -> None:
     data = (ELF_DATA / "bnb" / "libbitsandbytes_cpu.so").read_bytes()
-    assert parse_elf(bytearray(data)) == parse_elf(data) == parse_elf(memoryview(data))  # type: ignore[arg-type]
+    assert parse_elf(bytearray(data)) == parse_elf(data) == parse_elf(memoryview(data))
 
 
 def _fuzz_source() -> bytes:

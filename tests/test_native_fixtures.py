@@ -14,12 +14,14 @@ import shutil
 import subprocess
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import FIXTURES, ROOT, fixture_names
 
 from bnbdoctor.doctor import diagnose
-from bnbdoctor.facts import AbiNeed, Facts, ResolvedDependency
+from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency, SelectedLibrary
+from bnbdoctor.findings import Finding
 from bnbdoctor.hosts.fixture import FixtureHost
 from bnbdoctor.knowledge.versions import release_tuple
 from bnbdoctor.native.elf import parse_elf
@@ -43,6 +45,23 @@ def facts(name: str) -> Facts:
     return report(name).facts
 
 
+def native_of(name: str) -> NativeFacts:
+    native = facts(name).native
+    assert native is not None, name
+    return native
+
+
+def selection_of(name: str) -> SelectedLibrary:
+    selection = native_of(name).selection
+    assert selection is not None, name
+    return selection
+
+
+def os_of(name: str) -> str | None:
+    machine = facts(name).platform
+    return machine.os if machine is not None else None
+
+
 def dep(name: str, soname: str) -> ResolvedDependency:
     native = facts(name).native
     assert native is not None
@@ -55,7 +74,7 @@ def need(name: str, library: str) -> AbiNeed:
     return next(a for a in native.abi if a.library == library)
 
 
-def findings(name: str, rule_id: str) -> list:
+def findings(name: str, rule_id: str) -> list[Finding]:
     return [f for f in report(name).findings if f.rule_id == rule_id]
 
 
@@ -74,12 +93,12 @@ def selected(name: str) -> bool:
     return native is not None and native.library is not None
 
 
-def wheel_library(version: str, file: str) -> dict:
+def wheel_library(version: str, file: str) -> dict[str, Any]:
     for wheel in WHEELS:
         if wheel["version"] == version and (wheel["platform_tag"] == "win_amd64") == file.endswith(".dll"):
             for lib in wheel["libraries"]:
                 if lib["file"] == file:
-                    return lib
+                    return dict(lib)
     raise KeyError((version, file))
 
 
@@ -95,17 +114,23 @@ def test_selected_library_is_a_real_stub_of_the_wheel_file(name: str) -> None:
     assert native.error is None and native.format in ("ELF", "PE")
     if name in SOURCE_BUILDS:
         return
-    bnb = facts(name).python.bitsandbytes  # type: ignore[union-attr]
-    lib = wheel_library(bnb.version, native.selection.loaded_file)  # type: ignore[union-attr]
+    python = facts(name).python
+    assert python is not None and native.selection is not None and native.selection.loaded_file is not None
+    bnb = python.bitsandbytes
+    assert bnb.version is not None
+    lib = wheel_library(bnb.version, native.selection.loaded_file)
     assert native.needed == lib["needed"]
     if native.format == "PE":
         return
     info = parse_elf(data)
     aarch64 = info.machine == "EM_AARCH64"
-    jetson = facts(name).platform.os == "linux" and facts(name).platform.arch == "aarch64"  # type: ignore[union-attr]
+    machine = facts(name).platform
+    jetson = machine is not None and machine.os == "linux" and machine.arch == "aarch64"
     assert info.machine == ("EM_AARCH64" if jetson else "EM_X86_64"), "0.41-0.42 ship x86-64 ELF files everywhere"
-    legacy = release_tuple(bnb.version) < (0, 43)  # type: ignore[operator]
-    assert native.soname == (None if legacy else native.selection.loaded_file)  # type: ignore[union-attr]
+    release = release_tuple(bnb.version)
+    assert release is not None
+    legacy = release < (0, 43)
+    assert native.soname == (None if legacy else native.selection.loaded_file)
     runpath = lib.get("runpath")
     if runpath and aarch64:
         runpath = runpath.replace("x86_64-linux", "sbsa-linux")
@@ -119,7 +144,7 @@ def test_selected_library_is_a_real_stub_of_the_wheel_file(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", [n for n in fixture_names()
-                                  if selected(n) and facts(n).platform.os == "linux"])  # type: ignore[union-attr]
+                                  if selected(n) and os_of(n) == "linux"])
 def test_system_libraries_come_from_the_distro_folders(name: str) -> None:
     folder = SYSTEM_DIR.get(name, "/lib/x86_64-linux-gnu")
     for soname in ("libc.so.6", "libstdc++.so.6"):
@@ -129,7 +154,7 @@ def test_system_libraries_come_from_the_distro_folders(name: str) -> None:
         assert found.resolved == f"{folder}/{soname}"
         assert found.via == "ld.so.cache"
         assert host_file(name, found.resolved).stat().st_size > 0
-    for abi in facts(name).native.abi:  # type: ignore[union-attr]
+    for abi in native_of(name).abi:
         if dep(name, abi.library).resolved:
             assert abi.source == "elf", f"{abi.library} was not read from a real file"
 
@@ -138,7 +163,7 @@ def test_system_libraries_come_from_the_distro_folders(name: str) -> None:
 def test_load_answer_is_recorded_for_every_selected_library(name: str) -> None:
     load = facts(name).load
     assert load is not None
-    if selected(name) and facts(name).native.selection.exists:  # type: ignore[union-attr]
+    if selected(name) and selection_of(name).exists:
         assert load.ran, load.skipped_reason
         assert (load.error is None) == bool(load.ok)
     else:
@@ -152,8 +177,7 @@ def _real_loader() -> str | None:
     return candidate
 
 
-LINUX_X86 = [n for n in fixture_names() if selected(n) and facts(n).native.machine == "EM_X86_64"  # type: ignore[union-attr]
-             and facts(n).platform.os == "linux"]  # type: ignore[union-attr]
+LINUX_X86 = [n for n in fixture_names() if selected(n) and native_of(n).machine == "EM_X86_64" and os_of(n) == "linux"]
 
 
 @pytest.mark.skipif(_real_loader() is None, reason="needs glibc's x86-64 dynamic loader")
@@ -196,8 +220,9 @@ def test_centos7_libstdcxx_lacks_cxxabi_1_3_9() -> None:
     name = "centos7-cxxabi"
     native = facts(name).native
     assert native is not None
-    assert native.selection.loaded_file == "libbitsandbytes_cuda121.so"  # type: ignore[union-attr]
-    assert native.library == "/home/chen/venvs/qlora/lib/python3.8/site-packages/bitsandbytes/libbitsandbytes_cuda121.so"
+    assert selection_of(name).loaded_file == "libbitsandbytes_cuda121.so"
+    site = "/home/chen/venvs/qlora/lib/python3.8/site-packages"
+    assert native.library == f"{site}/bitsandbytes/libbitsandbytes_cuda121.so"
     assert native.soname is None and native.runpath == []
     assert native.loader_cache == "`ldconfig -p`: 8 entries"
     stdcxx = dep(name, "libstdc++.so.6")
@@ -207,14 +232,15 @@ def test_centos7_libstdcxx_lacks_cxxabi_1_3_9() -> None:
     assert (libc.resolved, libc.candidates[0].realpath) == ("/lib64/libc.so.6", "/usr/lib64/libc-2.17.so")
     cudart = dep(name, "libcudart.so.12")
     assert cudart.via == "loaded by torch before bitsandbytes"
-    assert cudart.resolved == "/home/chen/venvs/qlora/lib/python3.8/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12"
+    assert cudart.resolved == f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12"
     abi = need(name, "libstdc++.so.6")
     assert abi.provider == "/lib64/libstdc++.so.6"
     assert abi.missing == ["CXXABI_1.3.9", "GLIBCXX_3.4.21"]
     assert abi.provider_max == {"CXXABI": "CXXABI_1.3.7", "GLIBCXX": "GLIBCXX_3.4.19"}
     assert abi.satisfied_by == []
     (hit,) = findings(name, "BNB306")
-    assert hit.title == "/lib64/libstdc++.so.6 lacks CXXABI_1.3.9, GLIBCXX_3.4.21 (needed by libbitsandbytes_cuda121.so)"
+    assert hit.title == ("/lib64/libstdc++.so.6 lacks CXXABI_1.3.9, GLIBCXX_3.4.21 "
+                         "(needed by libbitsandbytes_cuda121.so)")
     assert hit.remediation.commands == ['conda install -c conda-forge "libstdcxx-ng>=12"',
                                         "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH"]
     load = facts(name).load
@@ -228,7 +254,7 @@ def test_libcudart_missing_is_found_in_the_unlinked_cuda_11_8_toolkit() -> None:
     name = "libcudart-missing-ld-path"
     native = facts(name).native
     assert native is not None
-    assert native.selection.loaded_file == "libbitsandbytes_cuda118.so"  # type: ignore[union-attr]
+    assert selection_of(name).loaded_file == "libbitsandbytes_cuda118.so"
     assert native.runpath == ["/usr/local/cuda/lib64"]
     assert native.search_order == ["loaded by torch before bitsandbytes", "LD_LIBRARY_PATH", "RUNPATH", "ld.so.cache",
                                    "default directories"]
@@ -251,7 +277,7 @@ def test_cuda11_first_on_ld_library_path_is_irrelevant_to_a_cuda12_process() -> 
     name = "cuda11-first-ld-path-torch-cu12"
     native = facts(name).native
     assert native is not None
-    assert native.selection.loaded_file == "libbitsandbytes_cuda121.so"  # type: ignore[union-attr]
+    assert selection_of(name).loaded_file == "libbitsandbytes_cuda121.so"
     assert native.runpath == ["/usr/local/cuda-12.1/targets/x86_64-linux/lib"]
     for found in native.dependencies:
         assert found.resolved is not None
@@ -269,11 +295,14 @@ def test_ld_library_path_does_not_replace_torchs_wheel_libraries(name: str) -> N
     """torch's pip CUDA wheels link their nvidia-* folders with DT_RPATH (--force-rpath in pytorch's
     .ci/manywheel/build_cuda.sh, pytorch/builder#1150), searched before LD_LIBRARY_PATH: the toolkit
     copies on LD_LIBRARY_PATH do not replace torch's, and bitsandbytes reuses torch's by SONAME."""
-    site = facts(name).python.site_packages[0]  # type: ignore[union-attr]
+    python = facts(name).python
+    assert python is not None
+    site = python.site_packages[0]
     for soname, wheel in (("libcudart.so.12", "cuda_runtime"), ("libcublas.so.12", "cublas"),
                           ("libcublasLt.so.12", "cublas")):
         found = dep(name, soname)
-        assert (found.resolved, found.via) == (f"{site}/nvidia/{wheel}/lib/{soname}", "loaded by torch before bitsandbytes")
+        assert (found.resolved, found.via) == (f"{site}/nvidia/{wheel}/lib/{soname}",
+                                               "loaded by torch before bitsandbytes")
     assert "BNB304" not in ids(name)
     load = facts(name).load
     assert load is not None and load.preloaded == [f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12",
@@ -286,7 +315,7 @@ def test_conda_env_libstdcxx_shadows_the_system_one() -> None:
     env = "/home/maria/miniconda3/envs/bnb-dev"
     native = facts(name).native
     assert native is not None
-    assert native.selection.loaded_file == "libbitsandbytes_cuda124.so"  # type: ignore[union-attr]
+    assert selection_of(name).loaded_file == "libbitsandbytes_cuda124.so"
     assert native.search_order[:2] == ["loaded by torch before bitsandbytes",
                                        "C++ runtime already loaded in the conda env"]
     stdcxx = dep(name, "libstdc++.so.6")
@@ -311,7 +340,7 @@ def test_ubuntu2004_glibc_lacks_2_34_for_bnb_0455_cuda126() -> None:
     name = "ubuntu2004-bnb0455-cu126"
     native = facts(name).native
     assert native is not None
-    assert native.selection.loaded_file == "libbitsandbytes_cuda126.so"  # type: ignore[union-attr]
+    assert selection_of(name).loaded_file == "libbitsandbytes_cuda126.so"
     libc = dep(name, "libc.so.6")
     assert (libc.resolved, libc.via) == ("/lib/x86_64-linux-gnu/libc.so.6", "ld.so.cache")
     assert libc.candidates[0].realpath == "/usr/lib/x86_64-linux-gnu/libc-2.31.so"
@@ -349,13 +378,14 @@ def test_conda_healthy_loads_with_the_envs_own_runtime() -> None:
     stdcxx = dep(name, "libstdc++.so.6")
     assert (stdcxx.resolved, stdcxx.via) == (f"{env}/lib/libstdc++.so.6", "C++ runtime already loaded in the conda env")
     assert stdcxx.candidates[0].realpath == f"{env}/lib/libstdc++.so.6.0.30"
-    assert all(not a.missing for a in facts(name).native.abi)  # type: ignore[union-attr]
+    assert all(not a.missing for a in native_of(name).abi)
     load = facts(name).load
     assert load is not None and load.ok is True
     site = f"{env}/lib/python3.11/site-packages"
-    assert load.preloaded == [f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12", f"{site}/nvidia/cublas/lib/libcublas.so.12",
-                              f"{site}/nvidia/cublas/lib/libcublasLt.so.12", f"{env}/lib/libstdc++.so.6",
-                              f"{env}/lib/libgcc_s.so.1"]
+    assert load.preloaded == [f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12",
+                              f"{site}/nvidia/cublas/lib/libcublas.so.12",
+                              f"{site}/nvidia/cublas/lib/libcublasLt.so.12",
+                              f"{env}/lib/libstdc++.so.6", f"{env}/lib/libgcc_s.so.1"]
     assert not report(name).findings and report(name).exit_code() == 0
 
 
@@ -363,10 +393,11 @@ def test_windows_without_the_vc_redistributable() -> None:
     name = "windows-bnb050-missing-dll"
     native = facts(name).native
     assert native is not None and native.format == "PE"
-    assert native.selection.loaded_file == "libbitsandbytes_cuda121.dll"  # type: ignore[union-attr]
+    assert selection_of(name).loaded_file == "libbitsandbytes_cuda121.dll"
     assert native.needed == wheel_library("0.50.2", "libbitsandbytes_cuda121.dll")["needed"]
     cudart = dep(name, "cudart64_12.dll")
-    assert (cudart.resolved, cudart.via) == ("C:\\Users\\sam\\llm\\venv\\Lib\\site-packages\\torch\\lib\\cudart64_12.dll",
+    site_packages = "C:\\Users\\sam\\llm\\venv\\Lib\\site-packages"
+    assert (cudart.resolved, cudart.via) == (f"{site_packages}\\torch\\lib\\cudart64_12.dll",
                                             "loaded by torch before bitsandbytes")
     assert dep(name, "MSVCP140.dll").resolved is None
     assert dep(name, "api-ms-win-crt-runtime-l1-1-0.dll").via == "Windows API set (provided by the OS)"
@@ -375,7 +406,7 @@ def test_windows_without_the_vc_redistributable() -> None:
     assert "Microsoft Visual C++ Redistributable" in hit.remediation.text
     load = facts(name).load
     assert load is not None and load.error == (
-        "Could not find module 'C:\\Users\\sam\\llm\\venv\\Lib\\site-packages\\bitsandbytes\\libbitsandbytes_cuda121.dll' "
+        f"Could not find module '{site_packages}\\bitsandbytes\\libbitsandbytes_cuda121.dll' "
         "(or one of its dependencies). Try using the full path with constructor syntax.")
 
 
@@ -387,7 +418,7 @@ def test_windows_application_folder_is_the_base_interpreters() -> None:
     assert [d.name for d in native.dependencies if d.resolved is None] == ["MSVCP140.dll"]
     base = "C:\\Users\\sam\\AppData\\Local\\Programs\\Python\\Python311"
     for name in ("VCRUNTIME140.dll", "VCRUNTIME140_1.dll"):
-        assert dep("windows-bnb050-missing-dll", name).resolved.lower() == f"{base}\\{name}".lower()  # type: ignore[union-attr]
+        assert (dep("windows-bnb050-missing-dll", name).resolved or "").lower() == f"{base}\\{name}".lower()
 
 
 def test_mixed_gt1030_a6000_legacy_selection_by_highest_capability() -> None:

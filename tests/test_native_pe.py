@@ -129,6 +129,7 @@ def test_import_table_cut_off_is_an_error() -> None:
     assert info.error is not None and "PE" in info.error
 
 
+@pytest.mark.slow  # thousands of parses
 def test_every_truncation_and_random_corruption_never_raise() -> None:
     data = BNB_DLL.read_bytes()
     for cut in range(0, len(data), 5):

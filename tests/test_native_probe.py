@@ -74,8 +74,10 @@ def _synthetic(tmp_path: Path, lib_dirs: list[Path], library: Path, monkeypatch:
     return facts
 
 
-def test_cxxabi_failure_is_predicted_and_confirmed_by_the_real_loader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    facts = _synthetic(tmp_path, [ELF / "cuda12", ELF / "centos7"], ELF / "bnb" / "libbitsandbytes_cuda121.so", monkeypatch)
+def test_cxxabi_failure_is_predicted_and_confirmed_by_the_real_loader(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    facts = _synthetic(tmp_path, [ELF / "cuda12", ELF / "centos7"], ELF / "bnb" / "libbitsandbytes_cuda121.so",
+                       monkeypatch)
     native, load = facts.native, facts.load
     assert native is not None and load is not None
     stdcxx = next(d for d in native.dependencies if d.name == "libstdc++.so.6")
@@ -90,7 +92,8 @@ def test_cxxabi_failure_is_predicted_and_confirmed_by_the_real_loader(tmp_path: 
     assert any(e.label == "the real loader said" for e in findings["BNB306"].evidence)
 
 
-def test_missing_cudart_is_found_elsewhere_and_the_loader_agrees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_cudart_is_found_elsewhere_and_the_loader_agrees(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     facts = _synthetic(tmp_path, [ELF / "modern"], ELF / "bnb" / "libbitsandbytes_cuda121.so", monkeypatch)
     native, load = facts.native, facts.load
     assert native is not None and load is not None
@@ -102,7 +105,8 @@ def test_missing_cudart_is_found_elsewhere_and_the_loader_agrees(tmp_path: Path,
 
 
 def test_healthy_stub_chain_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    facts = _synthetic(tmp_path, [ELF / "cuda12", ELF / "modern"], ELF / "bnb" / "libbitsandbytes_cuda121.so", monkeypatch)
+    facts = _synthetic(tmp_path, [ELF / "cuda12", ELF / "modern"], ELF / "bnb" / "libbitsandbytes_cuda121.so",
+                       monkeypatch)
     assert facts.load is not None and facts.load.ok is True, facts.load
     ids = {f.rule_id for f in run_rules(facts, all_rules()).findings}
     assert not {i for i in ids if i.startswith("BNB3")}

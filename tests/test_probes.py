@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.hosts.base import NvmlDevice
@@ -34,7 +35,7 @@ def test_arch_spellings() -> None:
     assert normalise_arch("aarch64") == "aarch64" and normalise_arch("ppc64le") == "ppc64le"
 
 
-def _fixture(tmp_path: Path, manifest: dict, files: dict[str, str] | None = None) -> FixtureHost:
+def _fixture(tmp_path: Path, manifest: dict[str, Any], files: dict[str, str] | None = None) -> FixtureHost:
     (tmp_path / "machine.json").write_text(json.dumps({"format": 1, **manifest}))
     for path, content in (files or {}).items():
         target = tmp_path / "root" / path.lstrip("/")

@@ -28,7 +28,7 @@ def test_report_round_trip(name: str) -> None:
 
 
 def test_decode_errors_name_the_field() -> None:
+    data = to_jsonable(diagnose(FixtureHost.named(fixture_names()[0])))
+    data["summary"]["errors"] = "many"
     with pytest.raises(DecodeError, match=r"Report.summary.errors: expected int, got str"):
-        data = to_jsonable(diagnose(FixtureHost.named(fixture_names()[0])))
-        data["summary"]["errors"] = "many"
         from_dict(Report, data)

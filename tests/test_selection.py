@@ -16,9 +16,10 @@ def files(version: str, os_name: str = "linux") -> list[str]:
     return list(wheel.libraries)
 
 
-@pytest.mark.parametrize("torch_cuda, loaded", [("12.9", "libbitsandbytes_cuda128.so"), ("12.0", "libbitsandbytes_cuda121.so"),
-                                                ("11.7", "libbitsandbytes_cuda118.so"), ("13.1", "libbitsandbytes_cuda130.so"),
-                                                ("12.4", "libbitsandbytes_cuda124.so")])
+@pytest.mark.parametrize(("torch_cuda", "loaded"), [
+    ("12.9", "libbitsandbytes_cuda128.so"), ("12.0", "libbitsandbytes_cuda121.so"),
+    ("11.7", "libbitsandbytes_cuda118.so"), ("13.1", "libbitsandbytes_cuda130.so"),
+    ("12.4", "libbitsandbytes_cuda124.so")])
 def test_050_nearest_same_major(torch_cuda: str, loaded: str) -> None:
     sel = select_library(bnb_version="0.50.2", os_name="linux", shipped=files("0.50.2"), torch_cuda=torch_cuda,
                          gpu_available=True, highest_cc=(8, 0))
@@ -94,7 +95,10 @@ def test_kernel_compatibility_rules() -> None:
     cu128 = wheel.libraries["libbitsandbytes_cuda128.so"]
     assert not kernel_runs_on(cu128, (7, 0))  # V100: sm_70 is missing from 0.46.1's CUDA 12.8 build
     assert kernel_runs_on(cu128, (8, 6)) and kernel_runs_on(cu128, (8, 7))  # sm_86 cubin runs on 8.7
-    cu121 = nearest_recorded_wheel("0.50.0", "linux").libraries["libbitsandbytes_cuda121.so"]  # type: ignore[union-attr]
+    newest = nearest_recorded_wheel("0.50.0", "linux")
+    assert newest is not None
+    cu121 = newest.libraries["libbitsandbytes_cuda121.so"]
     assert kernel_runs_on(cu121, (12, 0))  # PTX compute_90 JIT-compiles forward
     assert not kernel_runs_on(cu121, (5, 2))
-    assert nearest_recorded_wheel("0.45.0", "linux").version == "0.45.5"  # type: ignore[union-attr]
+    same_minor = nearest_recorded_wheel("0.45.0", "linux")
+    assert same_minor is not None and same_minor.version == "0.45.5"

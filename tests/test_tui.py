@@ -23,7 +23,15 @@ pytest.importorskip("textual")
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Input, Label, RadioButton, TabbedContent
-from tui_support import SIZE, SMALL, Notes, _quiet_app, asynctest, make_app  # noqa: F401 - _quiet_app: autouse fixture
+from tui_support import (  # noqa: F401 - _quiet_app: the autouse fixture
+    SIZE,
+    SMALL,
+    Notes,
+    _quiet_app,
+    asynctest,
+    make_app,
+    until,
+)
 
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.hosts.base import NvmlAnswer
@@ -110,7 +118,7 @@ def test_session_exit_code_follows_the_last_report() -> None:
     assert session.exit_code(None) is ExitCode.OK
     report = session.diagnose()
     assert report.summary.errors and session.exit_code(report) is ExitCode.FINDINGS
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a session needs a host"):
         Session()
 
 
@@ -150,6 +158,7 @@ async def test_findings_come_first_then_checks_and_navigation_follows() -> None:
         assert selected(app).rule_id == report.findings[0].rule_id
 
 
+@pytest.mark.slow
 @asynctest
 async def test_detail_pane_shows_why_evidence_fix_commands_and_doc() -> None:
     app = make_app("driver-cuda118-torch-cu124")
@@ -174,6 +183,7 @@ async def test_detail_pane_shows_why_evidence_fix_commands_and_doc() -> None:
         assert len(rendered) == len(finding.remediation.commands)
 
 
+@pytest.mark.slow
 @asynctest
 async def test_detail_pane_for_kepler_names_the_compute_capability() -> None:
     app = make_app("kepler-k80")
@@ -209,6 +219,7 @@ async def test_copy_puts_the_command_on_the_clipboard_and_says_so(monkeypatch: p
         assert app.clipboard == commands[1] and "no command" in notes.last["message"]
 
 
+@pytest.mark.slow
 @asynctest
 async def test_copy_uses_osc52(monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app("driver-cuda118-torch-cu124")
@@ -222,6 +233,7 @@ async def test_copy_uses_osc52(monkeypatch: pytest.MonkeyPatch) -> None:
         assert copied == ["nvidia-smi"]
 
 
+@pytest.mark.slow
 @asynctest
 async def test_export_writes_the_report_as_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app("kepler-k80", tmp_path)
@@ -253,6 +265,7 @@ async def test_export_writes_the_report_as_json(tmp_path: Path, monkeypatch: pyt
         assert notes.last["severity"] == "error"
 
 
+@pytest.mark.slow
 @asynctest
 async def test_export_dialog_offers_every_available_format(tmp_path: Path) -> None:
     assert "markdown" in export_mod.available_formats()
@@ -278,6 +291,7 @@ async def test_export_dialog_offers_every_available_format(tmp_path: Path) -> No
         assert "redacted)" in text and "/home/azureuser" not in text
 
 
+@pytest.mark.slow
 @asynctest
 async def test_rerun_probes_again_and_keeps_the_selection() -> None:
     app = make_app("kepler-k80")
@@ -294,6 +308,7 @@ async def test_rerun_probes_again_and_keeps_the_selection() -> None:
         assert not app.main.query_one(ProbeProgress).display
 
 
+@pytest.mark.slow
 @asynctest
 async def test_a_ready_report_is_shown_without_probing_and_rerun_reapplies_rules() -> None:
     report = diagnose(FixtureHost.named("kepler-k80"))
@@ -310,6 +325,7 @@ async def test_a_ready_report_is_shown_without_probing_and_rerun_reapplies_rules
         assert app.exit_code is ExitCode.FINDINGS
 
 
+@pytest.mark.slow
 @asynctest
 async def test_help_screen_opens_and_closes() -> None:
     app = make_app("a100-healthy")
@@ -338,6 +354,7 @@ async def test_help_screen_opens_and_closes() -> None:
     assert shown
 
 
+@pytest.mark.slow
 @asynctest
 async def test_toggle_passed_checks() -> None:
     app = make_app("kepler-k80")
@@ -353,6 +370,7 @@ async def test_toggle_passed_checks() -> None:
         assert len(findings_list(app).entry_keys) == everything
 
 
+@pytest.mark.slow
 @asynctest
 async def test_facts_search_filters_and_highlights() -> None:
     app = make_app("kepler-k80")
@@ -391,10 +409,13 @@ async def test_facts_search_filters_and_highlights() -> None:
         await pilot.pause()
         assert tree.has_focus
         await pilot.press("v", "v", "v")  # on through Explain and Fit, back to the findings
-        await pilot.pause()
-        assert views.active == "findings" and findings_list(app).has_focus
+        # The Explain and Fit tabs mount when first shown, and each focuses into itself once
+        # mounted: wait for the last of those events, not for one pause.
+        assert await until(pilot, lambda: views.active == "findings" and findings_list(app).has_focus), (
+            views.active, app.focused)
 
 
+@pytest.mark.slow
 @asynctest
 async def test_theme_toggles_between_light_and_dark() -> None:
     app = make_app("a100-healthy")
@@ -419,6 +440,7 @@ class GatedHost(FixtureHost):
         return super().nvml(timeout)
 
 
+@pytest.mark.slow
 @asynctest
 async def test_a_slow_probe_never_freezes_the_screen() -> None:
     host = GatedHost("kepler-k80")
@@ -444,6 +466,7 @@ async def test_a_slow_probe_never_freezes_the_screen() -> None:
         host.gate.set()
 
 
+@pytest.mark.slow
 @asynctest
 async def test_quitting_while_probes_hang_is_immediate() -> None:
     host = GatedHost("kepler-k80")
@@ -465,6 +488,7 @@ class BrokenSession(Session):
         raise RuntimeError("boom")
 
 
+@pytest.mark.slow
 @asynctest
 async def test_a_bnbdoctor_failure_is_shown_and_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
     app = DoctorApp(BrokenSession(host=FixtureHost.named("kepler-k80")), show_timings=False)
@@ -478,6 +502,7 @@ async def test_a_bnbdoctor_failure_is_shown_and_exits_2(monkeypatch: pytest.Monk
         assert notes.calls == [] or notes.last["severity"] == "error"
 
 
+@pytest.mark.slow
 @asynctest
 async def test_exit_code_is_the_last_reports() -> None:
     app = make_app("kepler-k80")
@@ -515,14 +540,17 @@ def test_snapshot_healthy_machine(snap_compare: Any) -> None:
     assert snap_compare(snapshot_app("a100-healthy"), terminal_size=SIZE, run_before=_wait)
 
 
+@pytest.mark.slow
 def test_snapshot_error_heavy_machine(snap_compare: Any) -> None:
     assert snap_compare(snapshot_app("kepler-k80"), terminal_size=SIZE, run_before=_wait)
 
 
+@pytest.mark.slow
 def test_snapshot_error_heavy_machine_at_80x24(snap_compare: Any) -> None:
     assert snap_compare(snapshot_app("windows-bnb041"), terminal_size=SMALL, run_before=_wait)
 
 
+@pytest.mark.slow
 def test_snapshot_facts_view(snap_compare: Any) -> None:
     async def search(pilot: Any) -> None:
         await _wait(pilot)
@@ -532,6 +560,7 @@ def test_snapshot_facts_view(snap_compare: Any) -> None:
     assert snap_compare(snapshot_app("kepler-k80"), terminal_size=SIZE, run_before=search)
 
 
+@pytest.mark.slow
 def test_snapshot_help_at_80x24(snap_compare: Any) -> None:
     async def open_help(pilot: Any) -> None:
         await _wait(pilot)

@@ -82,10 +82,11 @@ def plain(widget: Static) -> str:
 
     from rich.console import Console
 
-    console = Console(file=io.StringIO(), width=200, color_system=None)
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, color_system=None)
     content = widget.content
     console.print(content if not hasattr(content, "plain") else content.plain)
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    return buffer.getvalue()
 
 
 def cxxabi_log() -> str:
@@ -99,6 +100,7 @@ def cxxabi_log() -> str:
 # -- Explain --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @asynctest
 async def test_explain_a_pasted_log_ranks_the_root_cause_first(monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app()
@@ -140,6 +142,7 @@ async def test_explain_a_pasted_log_ranks_the_root_cause_first(monkeypatch: pyte
         assert app.clipboard == top.remediation.commands[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pasted", ["", "hello there\x00\x01\x02 \x1b[31mnot a log\x1b[0m\nlorem ipsum\n"])
 def test_explain_without_a_known_failure_says_so(pasted: str) -> None:
     async def run() -> None:
@@ -163,6 +166,7 @@ def test_explain_without_a_known_failure_says_so(pasted: str) -> None:
     asyncio.run(run())
 
 
+@pytest.mark.slow
 @asynctest
 async def test_explain_loads_a_log_file_and_a_missing_one_is_a_notification(monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app()
@@ -177,7 +181,8 @@ async def test_explain_loads_a_log_file_and_a_missing_one_is_a_notification(monk
         await finished(view, pilot)
         assert view.findings.entries[0].rule_id == "BNB306"
         assert view.log_area.text.startswith("# source:")  # the file, as it is: its lines keep their numbers
-        assert 9 in view.findings.entries[0].finding.log_lines  # type: ignore[union-attr]
+        first = view.findings.entries[0].finding
+        assert first is not None and 9 in first.log_lines
         view.path_input.value = str(LOGS / "no-such-log.txt")
         await pilot.click("#explain-load")
         await finished(view, pilot)
@@ -199,6 +204,7 @@ def test_fit_form_offers_what_bnbdoctor_fit_accepts() -> None:
     assert options.cpu_memory is None and options.max_memory is None
 
 
+@pytest.mark.slow
 @asynctest
 async def test_fit_shows_the_verdict_budgets_map_and_copies_a_remedy(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("transformers")
@@ -235,7 +241,7 @@ async def test_fit_shows_the_verdict_budgets_map_and_copies_a_remedy(monkeypatch
         assert str(view.query_one("#fit-verdict").render()).startswith("✖ raises ValueError")
         error = str(view.query_one("#fit-error").render())
         assert error.startswith("ValueError: Some modules are dispatched on the CPU or the disk")
-        assert error == f"ValueError: {fit.error_text.strip()}"  # type: ignore[union-attr]
+        assert fit.error_text is not None and error == f"ValueError: {fit.error_text.strip()}"
         budgets = view.query_one("#fit-budgets", DataTable)
         assert budgets.row_count == len(fit.devices)
         assert [str(budgets.get_row_at(i)[0]) for i in range(budgets.row_count)] == ["GPU 0", "cpu"]
@@ -266,6 +272,7 @@ async def test_fit_shows_the_verdict_budgets_map_and_copies_a_remedy(monkeypatch
         assert notes.last["severity"] == "warning"
 
 
+@pytest.mark.slow
 @asynctest
 async def test_fit_bad_input_is_a_one_line_notification(monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app()
@@ -290,6 +297,7 @@ async def test_fit_bad_input_is_a_one_line_notification(monkeypatch: pytest.Monk
         assert notes.last["severity"] == "warning"
 
 
+@pytest.mark.slow
 @asynctest
 async def test_quitting_while_a_fit_runs_is_immediate() -> None:
     pytest.importorskip("transformers")
@@ -309,6 +317,7 @@ async def test_quitting_while_a_fit_runs_is_immediate() -> None:
 # -- keys ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @asynctest
 async def test_v_cycles_all_four_tabs_and_run_shows_only_where_it_applies() -> None:
     app = make_app()
@@ -345,6 +354,7 @@ def test_help_describes_the_explain_and_fit_tabs() -> None:
 # -- snapshot -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_snapshot_fit_tab_after_a_run(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")

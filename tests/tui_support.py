@@ -1,15 +1,17 @@
 """Shared helpers for the TUI tests: a quiet app (no blink or animation), an app on a recorded
-machine, and a recorder of notifications."""
+machine, a recorder of notifications, and waiting for a state the app reaches in several steps."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from bnbdoctor.hosts.fixture import FixtureHost
 from bnbdoctor.tui.app import DoctorApp
@@ -19,12 +21,12 @@ SIZE = (100, 34)
 SMALL = (80, 24)
 
 
-def asynctest(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+def asynctest(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
     """Run an async test in its own event loop (no pytest async plugin needed)."""
 
     @functools.wraps(test)
     def run(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(test(*args, **kwargs))  # type: ignore[arg-type]
+        asyncio.run(test(*args, **kwargs))
 
     return run
 
@@ -34,6 +36,18 @@ def _quiet_app(monkeypatch: pytest.MonkeyPatch) -> None:
     """No blinking cursor, spinner or animation: pilot runs and snapshots stay deterministic."""
     monkeypatch.setattr(DoctorApp, "CURSOR_BLINK", False)
     monkeypatch.setattr(DoctorApp, "ANIMATE", False)
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Pause until ``condition()`` holds (True), or ``timeout`` seconds pass (False). For a state the
+    app reaches through several events, such as a tab mounted, then focused: one ``pilot.pause()``
+    waits for the messages queued so far, not for the ones those messages post in turn."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        await pilot.pause(0.02)
+    return True
 
 
 def make_app(fixture: str = "a100-healthy", tmp_path: Path | None = None, **session: Any) -> DoctorApp:

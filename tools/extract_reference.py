@@ -50,7 +50,8 @@ def main(source: Path = DEFAULT_SOURCE) -> None:
             "libraries": libraries,
         })
     out = {
-        "source": "shared/reference/bnb_binaries.json (real PyPI wheels, inspected with pyelftools/objdump and a fatbin parser)",
+        "source": "shared/reference/bnb_binaries.json (real PyPI wheels, inspected with pyelftools/objdump and a "
+                  "fatbin parser)",
         "generated_from": raw.get("generated"),
         "wheels": wheels,
     }

@@ -40,12 +40,20 @@ import struct
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, TypedDict
 
 ROOT = Path(__file__).resolve().parents[1]
 WHEELS = ROOT / "bnbdoctor" / "data" / "bnb_wheels.json"
 
-ARCHES = {
+#: How to build for, and recognise, one architecture ("as" is a keyword: the functional form).
+Arch = TypedDict("Arch", {"as": list[str], "ld": list[str], "strip": str, "cache_flags": int, "abi": str,
+                          "machine": str})
+#: (version node, parent node, the symbols it defines)
+Node = tuple[str, str | None, list[str]]
+
+ARCHES: dict[str, Arch] = {
     "x86_64": {
         "as": ["as", "--64"],
         "ld": ["ld", "-m", "elf_x86_64"],
@@ -83,11 +91,12 @@ GLIBC_NODES = {
 }
 AARCH64_GLIBC_BASE = "2.17"  # the first glibc with an aarch64 port: every node below it is 2.17 there
 # libgcc_s.so.1: (node, first GCC release that has it)
-LIBGCC_NODES = [("GCC_3.0", 3), ("GCC_3.3", 3), ("GCC_3.3.1", 3), ("GCC_3.4", 3), ("GCC_3.4.2", 3),
-                ("GCC_3.4.4", 3), ("GCC_4.0.0", 4.0), ("GCC_4.2.0", 4.2), ("GCC_4.3.0", 4.3), ("GCC_4.7.0", 4.7),
-                ("GCC_4.8.0", 4.8), ("GCC_7.0.0", 7), ("GCC_12.0.0", 12), ("GCC_13.0.0", 13), ("GCC_14.0.0", 14)]
+LIBGCC_NODES: list[tuple[str, float]] = [
+    ("GCC_3.0", 3), ("GCC_3.3", 3), ("GCC_3.3.1", 3), ("GCC_3.4", 3), ("GCC_3.4.2", 3), ("GCC_3.4.4", 3),
+    ("GCC_4.0.0", 4.0), ("GCC_4.2.0", 4.2), ("GCC_4.3.0", 4.3), ("GCC_4.7.0", 4.7), ("GCC_4.8.0", 4.8),
+    ("GCC_7.0.0", 7), ("GCC_12.0.0", 12), ("GCC_13.0.0", 13), ("GCC_14.0.0", 14)]
 # libgomp.so.1: families, each chained like libgomp.map; (node, first GCC release that has it)
-LIBGOMP_FAMILIES = [
+LIBGOMP_FAMILIES: list[list[tuple[str, float]]] = [
     [("OMP_1.0", 4.2), ("OMP_2.0", 4.2), ("OMP_3.0", 4.4), ("OMP_3.1", 4.7), ("OMP_4.0", 4.9), ("OMP_4.5", 6),
      ("OMP_5.0", 9), ("OMP_5.0.1", 10), ("OMP_5.0.2", 11), ("OMP_5.1", 11), ("OMP_5.1.1", 13), ("OMP_5.2", 14)],
     [("GOMP_1.0", 4.2), ("GOMP_2.0", 4.4), ("GOMP_3.0", 4.7), ("GOMP_4.0", 4.9), ("GOMP_4.0.1", 5),
@@ -123,13 +132,13 @@ def stub_symbol(library: str, node: str) -> str:
     bnbdoctor's libstdc++ stubs in tests/data/elf use the same names)."""
     base = re.sub(r"[^A-Za-z0-9]", "_", node)
     if node.startswith("GLIBC_"):
-        return f"bnbdoctor_stub_{library.split('.so')[0]}_{base}"
+        return f"bnbdoctor_stub_{library.split('.so', maxsplit=1)[0]}_{base}"
     return f"bnbdoctor_stub_{base}"
 
 
-def run(cmd: list[str], **kw) -> str:
+def run(cmd: list[str], **kw: Any) -> str:
     try:
-        return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+        return str(subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout)
     except FileNotFoundError:
         sys.exit(f"error: {cmd[0]} is not installed")
     except subprocess.CalledProcessError as exc:
@@ -148,9 +157,9 @@ def _asm(functions: list[str], refs: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_elf(arch: str, out: Path, *, soname: str | None, nodes: list[tuple[str, str | None, list[str]]] = (),
-              exports: list[str] = (), refs: list[str] = (), link: list[Path] = (), runpath: str | None = None,
-              work: Path) -> None:
+def build_elf(arch: str, out: Path, *, soname: str | None, nodes: Sequence[Node] = (),
+              exports: Sequence[str] = (), refs: Sequence[str] = (), link: Sequence[Path] = (),
+              runpath: str | None = None, work: Path) -> None:
     """Link a shared library. ``nodes``: (version node, parent node, symbols it defines); a library
     with nodes exports only their symbols, one without exports ``exports`` unversioned."""
     assert not (nodes and exports), "a library has either version nodes or unversioned exports"
@@ -180,16 +189,17 @@ def build_elf(arch: str, out: Path, *, soname: str | None, nodes: list[tuple[str
     out.chmod(0o755)
 
 
-def chained(library: str, names: list[str]) -> list[tuple[str, str | None, list[str]]]:
+def chained(library: str, names: list[str]) -> list[Node]:
     """Version nodes that each inherit the previous one, as in glibc's and GCC's version maps."""
-    nodes, prev = [], None
+    nodes: list[Node] = []
+    prev: str | None = None
     for name in names:
         nodes.append((name, prev, [stub_symbol(library, name)]))
         prev = name
     return nodes
 
 
-def _elf_sections(data: bytes) -> tuple[str, list[tuple[int, int, int, int]]]:
+def _elf_sections(data: bytes | bytearray) -> tuple[str, list[tuple[int, int, int, int]]]:
     """(endian, [(sh_type, sh_offset, sh_size, sh_link)]) of a 64-bit ELF."""
     assert data[:4] == b"\x7fELF" and data[4] == 2, "expects a 64-bit ELF"
     e = "<" if data[5] == 1 else ">"
@@ -253,9 +263,10 @@ def reorder_verneed(path: Path, order: dict[str, list[str]]) -> None:
 # ---------------------------------------------------------------------------------------------
 # The recorded wheels
 # ---------------------------------------------------------------------------------------------
-def wheel_library(version: str, platform_tag: str | None, file: str) -> tuple[dict, dict]:
+def wheel_library(version: str, platform_tag: str | None, file: str) -> tuple[dict[str, Any], dict[str, Any]]:
     wheels = json.loads(WHEELS.read_text(encoding="utf-8"))["wheels"]
-    matches = [w for w in wheels if w["version"] == version and (platform_tag is None or w["platform_tag"] == platform_tag)]
+    matches = [w for w in wheels
+               if w["version"] == version and (platform_tag is None or w["platform_tag"] == platform_tag)]
     if not matches:
         tags = sorted({f"{w['version']} {w['platform_tag']}" for w in wheels})
         sys.exit(f"error: no recorded wheel {version} {platform_tag or ''} (recorded: {', '.join(tags)})")
@@ -271,9 +282,9 @@ def _aarch64_needs(needs: dict[str, list[str]]) -> dict[str, list[str]]:
     out = {}
     for lib, versions in needs.items():
         mapped = []
-        for v in versions:
-            if v.startswith("GLIBC_") and release(v) < release(AARCH64_GLIBC_BASE):
-                v = f"GLIBC_{AARCH64_GLIBC_BASE}"
+        for version in versions:
+            v = f"GLIBC_{AARCH64_GLIBC_BASE}" if (version.startswith("GLIBC_")
+                                                  and release(version) < release(AARCH64_GLIBC_BASE)) else version
             if v not in mapped:
                 mapped.append(v)
         out[lib] = mapped
@@ -295,7 +306,7 @@ def make_bnb(args: argparse.Namespace) -> None:
         work = Path(tmp)
         deps = []
         for name in lib["needed"]:
-            nodes = [(v, None, [stub_symbol(name, v)]) for v in needs.get(name, [])]
+            nodes: list[Node] = [(v, None, [stub_symbol(name, v)]) for v in needs.get(name, [])]
             dep = work / "deps" / name
             build_elf(args.arch, dep, soname=name, nodes=nodes, work=work)
             deps.append(dep)
@@ -326,7 +337,7 @@ def make_system(args: argparse.Namespace) -> None:
         names = [f"GLIBC_{v}" for v in versions]
         if name == "libc.so.6" and top >= (2, 36):
             names.append("GLIBC_ABI_DT_RELR")
-        nodes = chained(name, names) + [("GLIBC_PRIVATE", None, [stub_symbol(name, "GLIBC_PRIVATE")])]
+        nodes = [*chained(name, names), ("GLIBC_PRIVATE", None, [stub_symbol(name, "GLIBC_PRIVATE")])]
     elif name == "libgcc_s.so.1":
         nodes = chained(name, _gcc_nodes(LIBGCC_NODES, args.gcc or sys.exit("error: libgcc_s needs --gcc")))
     elif name == "libgomp.so.1":
@@ -403,7 +414,7 @@ def make_pe(args: argparse.Namespace) -> None:
         built.parent.mkdir()
         run([f"{MINGW}-gcc", "-shared", "-nostdlib", "-fno-builtin", "-Os", "-s", "-fno-asynchronous-unwind-tables",
              "-Wl,--no-insert-timestamp", "-Wl,--disable-auto-image-base", "-Wl,--image-base,0x180000000",
-             "-Wl,-e,DllMainCRTStartup", "-o", str(built), str(src)] + libs)
+             "-Wl,-e,DllMainCRTStartup", "-o", str(built), str(src), *libs])
         out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, out)
@@ -531,7 +542,7 @@ def cache_entries(root: Path, arch: str, layout: str) -> list[tuple[str, str]]:
 def _osversion(text: str | None) -> int:
     if not text:
         return 0
-    major, minor, patch = (list(release(text)) + [0, 0, 0])[:3]
+    major, minor, patch = (*release(text), 0, 0, 0)[:3]
     return (0 << 24) | (major << 16) | (minor << 8) | patch  # OS 0 = Linux
 
 
@@ -630,10 +641,12 @@ def main(argv: list[str] | None = None) -> None:
     cache = sub.add_parser("ldcache", help="/etc/ld.so.cache (or `ldconfig -p` into a manifest) for a fixture root")
     cache.add_argument("--root", required=True, help="the fixture's root/ folder")
     cache.add_argument("--arch", choices=sorted(ARCHES), default="x86_64")
-    cache.add_argument("--layout", choices=["debian", "rhel"], default="debian", help="which trusted folders ldconfig adds")
+    cache.add_argument("--layout", choices=["debian", "rhel"], default="debian",
+                       help="which trusted folders ldconfig adds")
     cache.add_argument("--generator", help="the 'Cache generated by' string (glibc >= 2.33)")
     cache.add_argument("--osabi", help="kernel version in glibc's ABI note, e.g. 3.2.0")
-    cache.add_argument("--manifest", help="record `ldconfig -p` output in this machine.json instead of writing the cache file")
+    cache.add_argument("--manifest",
+                       help="record `ldconfig -p` output in this machine.json instead of writing the cache file")
     cache.set_defaults(func=make_ldcache)
 
     args = parser.parse_args(argv)

@@ -12,8 +12,7 @@ import ntpath
 import posixpath
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 #: How long a command may run before it is killed, unless a probe asks for less.
 DEFAULT_TIMEOUT_S = 10.0
@@ -152,7 +151,7 @@ class Host(ABC):
     # -- helpers shared by every host -------------------------------------------------------
 
     @property
-    def pathmod(self) -> ModuleType:
+    def pathmod(self) -> PathModule:
         """``ntpath`` on Windows, ``posixpath`` elsewhere: pure string path functions."""
         return ntpath if self.os_info().system == "Windows" else posixpath
 
@@ -167,6 +166,16 @@ class Host(ABC):
     def describe(self) -> dict[str, Any]:
         """Where facts came from, for the report header."""
         return {"kind": self.kind, "label": self.label}
+
+
+class PathModule(Protocol):
+    """The pure string path functions bnbdoctor uses, as ``posixpath`` and ``ntpath`` provide them."""
+
+    def join(self, a: str, /, *paths: str) -> str: ...
+
+    def basename(self, p: str, /) -> str: ...
+
+    def dirname(self, p: str, /) -> str: ...
 
 
 @dataclass(frozen=True)

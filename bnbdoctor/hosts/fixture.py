@@ -103,7 +103,10 @@ class FixtureHost(Host):
         windows = self._os.system == "Windows"
         self._env = {(k.upper() if windows else k): str(v) for k, v in env.items()}
         self._nvml = _nvml_from(raw.get("nvml"), self.folder)
-        self._commands = list(raw.get("commands") or [])
+        commands = raw.get("commands") or []
+        if not isinstance(commands, list) or not all(isinstance(c, dict) for c in commands):
+            raise FixtureError(f"{self.folder / MANIFEST}: 'commands' must be a list of objects")
+        self._commands: list[dict[str, Any]] = commands
 
     @classmethod
     def named(cls, name_or_path: str) -> FixtureHost:
@@ -168,7 +171,7 @@ class FixtureHost(Host):
         isolated: bool = False,
     ) -> CommandResult:
         argv = (executable, "-B", "-c", f"<{purpose} script>")
-        pythons = [self.manifest.get("python") or {}] + list(self.manifest.get("other_pythons") or [])
+        pythons = [self.manifest.get("python") or {}, *(self.manifest.get("other_pythons") or [])]
         for python in pythons:
             if python.get("executable") not in (executable, self.realpath(executable)):
                 continue
@@ -283,13 +286,18 @@ class FixtureHost(Host):
 
 
 def _os_info_from(raw: object, folder: Path) -> OsInfo:
-    if not isinstance(raw, dict) or "system" not in raw or "machine" not in raw:
+    if not isinstance(raw, dict) or raw.get("system") is None or raw.get("machine") is None:
         raise FixtureError(f"{folder / MANIFEST}: 'os' needs at least 'system' and 'machine'")
     known = {f.name for f in fields(OsInfo)}
     unknown = set(raw) - known
     if unknown:
         raise FixtureError(f"{folder / MANIFEST}: unknown 'os' keys {sorted(unknown)}")
-    return OsInfo(**{k: (str(v) if v is not None else None) for k, v in raw.items()})  # type: ignore[arg-type]
+    return OsInfo(**{k: str(v) for k, v in raw.items() if v is not None})  # null: the field's default
+
+
+def _pair(value: Any) -> tuple[int, int] | None:
+    """A recorded ``[major, minor]`` compute capability."""
+    return (int(value[0]), int(value[1])) if value else None
 
 
 def _nvml_from(raw: object, folder: Path) -> NvmlAnswer:
@@ -302,7 +310,7 @@ def _nvml_from(raw: object, folder: Path) -> NvmlAnswer:
             NvmlDevice(
                 index=int(d["index"]),
                 name=str(d["name"]),
-                compute_capability=tuple(d["compute_capability"]) if d.get("compute_capability") else None,  # type: ignore[arg-type]
+                compute_capability=_pair(d.get("compute_capability")),
                 memory_total_bytes=d.get("memory_total_bytes"),
                 memory_free_bytes=d.get("memory_free_bytes"),
                 uuid=d.get("uuid"),
@@ -318,7 +326,7 @@ def _nvml_from(raw: object, folder: Path) -> NvmlAnswer:
             cuda_driver_version=raw.get("cuda_driver_version"),
             devices=devices,
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise FixtureError(f"{folder / MANIFEST}: malformed 'nvml' device ({exc})") from None
 
 

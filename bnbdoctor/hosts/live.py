@@ -6,6 +6,7 @@ and NVML is asked from a daemon thread that is abandoned if the driver does not 
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import platform
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from typing import Any
 
 from bnbdoctor.environment import check_allowed
 from bnbdoctor.hosts.base import (
@@ -118,16 +120,13 @@ class LiveHost(Host):
 def run_command(argv: list[str], timeout: float) -> CommandResult:
     """Run ``argv`` in its own process group; kill the whole group when time is up."""
     started = time.perf_counter()
-    popen_kwargs: dict[str, object] = {}
-    if sys.platform != "win32":
-        popen_kwargs["start_new_session"] = True
     try:
         proc = subprocess.Popen(  # noqa: S603 - argv is built by bnbdoctor, no shell
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            **popen_kwargs,  # type: ignore[arg-type]
+            start_new_session=sys.platform != "win32",  # its own process group, killed as one (POSIX only)
         )
     except (OSError, ValueError) as exc:
         return CommandResult(tuple(argv), None, error=_oserror_text(exc))
@@ -180,10 +179,12 @@ def _read_os_info() -> OsInfo:
     libc_version: str | None = None
     if sys.platform.startswith("linux"):
         try:
-            name, _, version = os.confstr("CS_GNU_LIBC_VERSION").partition(" ")  # "glibc 2.36"
-            libc_name, libc_version = name, version or None
+            answer = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"; None when not glibc (musl)
         except (AttributeError, ValueError, OSError):
-            libc_name, libc_version = None, None
+            answer = None
+        if answer:
+            name, _, version = answer.partition(" ")
+            libc_name, libc_version = name, version or None
     try:
         user: str | None = getpass.getuser()
     except (KeyError, OSError):  # no passwd entry in some containers
@@ -255,17 +256,16 @@ def _query_nvml() -> NvmlAnswer:
     except pynvml.NVMLError as exc:
         return NvmlAnswer(False, str(exc), _nvml_error_kind(pynvml, exc))
     finally:
-        try:
+        with contextlib.suppress(Exception):  # shutting down must never mask the answer
             pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001 - shutting down must never mask the answer
-            pass
 
 
-def _query_device(pynvml: object, index: int) -> NvmlDevice:
+def _query_device(pynvml: Any, index: int) -> NvmlDevice:
+    """One GPU; ``pynvml`` is the module (nvidia-ml-py ships no type information)."""
     nv = pynvml
-    handle = nv.nvmlDeviceGetHandleByIndex(index)  # type: ignore[attr-defined]
+    handle = nv.nvmlDeviceGetHandleByIndex(index)
 
-    def optional(call: str, *args: object) -> object:
+    def optional(call: str, *args: object) -> Any:
         try:
             return getattr(nv, call)(handle, *args)
         except Exception:  # noqa: BLE001 - one unanswered field is not a failed GPU
@@ -277,7 +277,7 @@ def _query_device(pynvml: object, index: int) -> NvmlDevice:
     return NvmlDevice(
         index=index,
         name=_text(optional("nvmlDeviceGetName")) or f"GPU {index}",
-        compute_capability=(int(cc[0]), int(cc[1])) if cc else None,  # type: ignore[index]
+        compute_capability=(int(cc[0]), int(cc[1])) if cc else None,
         memory_total_bytes=getattr(memory, "total", None),
         memory_free_bytes=getattr(memory, "free", None),
         uuid=_text(optional("nvmlDeviceGetUUID")),

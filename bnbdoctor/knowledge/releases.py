@@ -41,6 +41,15 @@ TORCH_MINIMUM_BY_RELEASE: tuple[tuple[str, str], ...] = (
 )
 
 
+def known_release(version: str) -> tuple[int, ...]:
+    """The release tuple of a version bnbdoctor itself records (this module's tables, the recorded
+    wheels): always parseable, so an unparseable one is a bug in the data, not a user's input."""
+    release = release_tuple(version)
+    if release is None:
+        raise ValueError(f"recorded version {version!r} is not a version")
+    return release
+
+
 def bnb_spec_for_torch(torch_version: str | None, minimum: str | None = None) -> str:
     """A pip specifier for the newest bitsandbytes that still accepts this torch, e.g.
     ``>=0.43.0,<0.46`` for torch 2.0 (so pip does not replace a CUDA torch with PyPI's)."""
@@ -49,7 +58,7 @@ def bnb_spec_for_torch(torch_version: str | None, minimum: str | None = None) ->
     if torch is None:
         return lower or ">=0"
     for first, needs in TORCH_MINIMUM_BY_RELEASE:
-        if torch[:2] < release_tuple(needs)[:2]:  # type: ignore[index]
+        if torch[:2] < known_release(needs)[:2]:
             upper = f"<{first.rsplit('.', 1)[0]}"
             return f"{lower},{upper}" if lower else upper
     return lower or ">=0"
@@ -146,12 +155,12 @@ def nearest_recorded_wheel(version: str | None, os_name: str) -> RecordedWheel |
     if release is None or os_name not in ("linux", "windows"):
         return None
     candidates = [w for w in recorded_wheels() if w.os == os_name]
-    same_minor = [w for w in candidates if release_tuple(w.version)[:2] == release[:2]]  # type: ignore[index]
+    same_minor = [w for w in candidates if known_release(w.version)[:2] == release[:2]]
     if same_minor:
         return same_minor[0]
-    older = [w for w in candidates if release_tuple(w.version) <= release]  # type: ignore[operator]
+    older = [w for w in candidates if known_release(w.version) <= release]
     if older:
-        return max(older, key=lambda w: release_tuple(w.version))  # type: ignore[arg-type,return-value]
+        return max(older, key=lambda w: known_release(w.version))
     return None
 
 

@@ -80,7 +80,7 @@ def select_library(
     suffix = library_suffix(version, os_name)
     files = set(shipped)
 
-    def result(backend: str, name: str, outcome_if_missing: str, reason: str, **extra: object) -> LibrarySelection:
+    def result(backend: str, name: str, outcome_if_missing: str, reason: str) -> LibrarySelection:
         exists = name in files
         return LibrarySelection(
             backend=backend,
@@ -89,7 +89,6 @@ def select_library(
             exists=exists,
             outcome="loads" if exists and backend != "cpu" else ("cpu_library" if exists else outcome_if_missing),
             reason=reason,
-            **extra,  # type: ignore[arg-type]
         )
 
     cpu_name = f"libbitsandbytes_cpu{suffix}"
@@ -183,9 +182,9 @@ def _nearest(backend: str, suffix: str, files: set[str], runtime: tuple[int, int
     prefix = f"libbitsandbytes_{backend}"
     if override is not None:
         if not override.isdigit():
-            return LibrarySelection(backend, f"{prefix}{override}{suffix}", None, False, "override_error",
-                                    f"{variable} must be digits", override,
-                                    message=f"{variable}={override!r}: value must be digits only (e.g. '124' for 12.4).")
+            return LibrarySelection(
+                backend, f"{prefix}{override}{suffix}", None, False, "override_error", f"{variable} must be digits",
+                override, message=f"{variable}={override!r}: value must be digits only (e.g. '124' for 12.4).")
         name = f"{prefix}{override}{suffix}"
         exists = name in files
         return LibrarySelection(backend, name, name if exists else None, exists,
@@ -194,7 +193,8 @@ def _nearest(backend: str, suffix: str, files: set[str], runtime: tuple[int, int
                                 message=None if exists else f"No compatible {backend.upper()} binary found at {name}")
     exact = f"{prefix}{runtime[0]}{runtime[1]}{suffix}"
     if exact in files:
-        return LibrarySelection(backend, exact, exact, True, "loads", f"exact match for torch's {backend.upper()} {runtime[0]}.{runtime[1]}")
+        return LibrarySelection(backend, exact, exact, True, "loads",
+                                f"exact match for torch's {backend.upper()} {runtime[0]}.{runtime[1]}")
     packaged = []
     pattern = re.compile(rf"^{prefix}(\d+){re.escape(suffix)}$")
     for name in files:

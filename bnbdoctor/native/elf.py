@@ -96,14 +96,14 @@ class _Sec:
     info: int
 
 
-def parse_elf(data: bytes) -> ElfInfo:
-    """Parse the dynamic-linking facts of an ELF file; never raises on bad input."""
+def parse_elf(data: bytes | bytearray | memoryview) -> ElfInfo:
+    """Parse the dynamic-linking facts of an ELF file (any bytes-like object); never raises on bad input."""
     acc = _Acc()
     try:
         _parse(bytes(data) if not isinstance(data, bytes) else data, acc)
     except _Corrupt as exc:
         return acc.freeze(str(exc))
-    except Exception as exc:  # pyelftools: ELFError, ELFParseError, struct.error, ...
+    except Exception as exc:  # noqa: BLE001 - pyelftools raises ELFError, ELFParseError, struct.error, ...
         return acc.freeze(f"corrupt ELF: {_one_line(exc)}")
     return acc.freeze(None)
 

@@ -137,7 +137,7 @@ def parse_ld_so_cache(data: bytes) -> LdCache:
             return LdCache(error=f"not an ld.so.cache file (magic {data[:8]!r})")
     except _Corrupt as exc:
         return LdCache(error=str(exc), format=fmt, generator=generator, entries=tuple(entries))
-    except Exception as exc:  # defensive: a bug here must not stop a diagnosis
+    except Exception as exc:  # noqa: BLE001 - defensive: a bug here must not stop a diagnosis
         msg = " ".join(str(exc).split())
         return LdCache(
             error=f"corrupt ld.so.cache: {type(exc).__name__}: {msg}"[:240],

@@ -42,7 +42,7 @@ def parse_pe(data: bytes) -> PeInfo:
         pe = pefile.PE(data=bytes(data), fast_load=True)
         machine = _MACHINES.get(pe.FILE_HEADER.Machine, f"0x{pe.FILE_HEADER.Machine:04x}")
         is_dll = bool(pe.is_dll())
-    except Exception as exc:  # pefile.PEFormatError, struct.error, ...
+    except Exception as exc:  # noqa: BLE001 - pefile raises PEFormatError, struct.error, ...
         return PeInfo(error=f"corrupt PE: {_one_line(exc)}")
     try:
         pe.parse_data_directories(
@@ -51,7 +51,7 @@ def parse_pe(data: bytes) -> PeInfo:
         regular = tuple(_name(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_IMPORT", ()))
         delay = tuple(_name(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", ()))
         problem = _import_problem(pe, len(data), bool(regular), bool(delay))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - as above: a corrupt directory is a fact, not a crash
         return PeInfo(
             error=f"corrupt PE import directory: {_one_line(exc)}", machine=machine, is_dll=is_dll
         )

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Callable
+from functools import cache
+from typing import Any
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.hosts.base import Host
 
 
-@lru_cache(maxsize=None)
+@cache
 def own_script(name: str) -> str:
     """A stdlib-only script shipped beside the probes, sent to the patient interpreter
     (bnbdoctor's own file, not the machine's: read directly, not through a host)."""

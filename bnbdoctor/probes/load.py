@@ -8,6 +8,7 @@ or hang there cannot take bnbdoctor down. ``--no-load`` skips it.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from bnbdoctor.derive import predict_selection
 from bnbdoctor.facts import LoadCheck
@@ -19,6 +20,12 @@ LOAD_TIMEOUT_S = 15.0
 
 def load_script() -> str:
     return own_script("load_script.py")
+
+
+def load_script_for(args: dict[str, Any]) -> str:
+    """The load script with its arguments (``library``, ``preload``, ``dll_directories``) in front:
+    it reads them from ``sys.argv[1]``, as when run as a file."""
+    return f"import sys; sys.argv[1:] = [{json.dumps(json.dumps(args))}]\n" + load_script()
 
 
 def _needed(data: bytes | None) -> list[str]:
@@ -53,8 +60,8 @@ def gather_load(ctx: ProbeContext) -> LoadCheck:
     windows = facts.platform is not None and facts.platform.os == "windows"
     args = {"library": library, "preload": preload,
             "dll_directories": [python.torch.lib_dir] if windows and python.torch.lib_dir else []}
-    script = f"import sys; sys.argv[1:] = [{json.dumps(json.dumps(args))}]\n" + load_script()
-    result = ctx.host.run_python(python.executable, script, timeout=LOAD_TIMEOUT_S, purpose="load", isolated=True)
+    result = ctx.host.run_python(python.executable, load_script_for(args), timeout=LOAD_TIMEOUT_S, purpose="load",
+                                 isolated=True)
     check = LoadCheck(ran=True, library=library, duration_s=result.duration_s)
     if result.timed_out:
         check.error = f"loading {library} did not finish within {LOAD_TIMEOUT_S:.0f}s"

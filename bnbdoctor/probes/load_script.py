@@ -2,7 +2,8 @@
 
 It first loads, globally, what torch would already have loaded in a real process (the paths come
 in ARGS), then the selected library, and prints the loader's verdict as JSON. Stdlib only; the
-library's constructors run, but no bitsandbytes or torch Python code does.
+library's constructors run, but no bitsandbytes or torch Python code does. Keep it compatible
+with Python 3.6 (tests/test_patient_scripts.py runs it there).
 """
 
 import ctypes

@@ -2,7 +2,8 @@
 
 bnbdoctor sends this file's source to ``python -B -c`` so that what it sees is exactly what the
 user's interpreter sees (its sys.path, its site-packages). It reads package metadata and files,
-prints one JSON object on stdout and exits. Keep it compatible with Python 3.8.
+prints one JSON object on stdout and exits. Keep it compatible with Python 3.6
+(tests/test_patient_scripts.py runs it there).
 """
 
 import ast

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from bnbdoctor.facts import Facts, ProbeRun
 from bnbdoctor.probes.base import Probe, ProbeContext, ProbeError

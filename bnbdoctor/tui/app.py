@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.worker import Worker, get_current_worker
 
+from bnbdoctor.doctor import Cancelled
 from bnbdoctor.facts import ProbeRun
 from bnbdoctor.report import ExitCode, Report
 from bnbdoctor.tui.export import ExportError, ExportRequest, available_formats, default_export_path, export_report
@@ -27,7 +28,8 @@ from bnbdoctor.tui.messages import DiagnosisFailed, ProbeFinished, ReportReady
 from bnbdoctor.tui.screens.export import ExportScreen
 from bnbdoctor.tui.screens.help import HelpScreen
 from bnbdoctor.tui.screens.main import DiagnosisScreen
-from bnbdoctor.tui.session import Cancelled, Session
+from bnbdoctor.tui.session import Session
+from bnbdoctor.tui.settings import UiSettings
 
 
 class DoctorApp(App[None]):
@@ -36,13 +38,15 @@ class DoctorApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "bnbdoctor"
     ENABLE_COMMAND_PALETTE = False
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # screen classes, used in app.tcss
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
+    # Screen classes used in app.tcss. Not annotated: Textual declares them `ClassVar[...] | None`,
+    # which mypy reads as instance attributes that a ClassVar may not override.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 - see above
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]  # noqa: RUF012 - see above
     #: Tests and snapshots turn these off (an autouse fixture): no blinking cursor, no spinner.
     CURSOR_BLINK: ClassVar[bool] = True
     ANIMATE: ClassVar[bool] = True
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),  # at 2 a.m., Ctrl+C means quit
         Binding("r", "rerun", "Re-run", tooltip="Probe again (after fixing something elsewhere)"),
@@ -54,7 +58,8 @@ class DoctorApp(App[None]):
         super().__init__()
         self.marks: dict[str, float] = {"created": time.perf_counter()}
         self.session = session
-        self.show_timings = show_timings
+        #: What the screens and tabs are told about how to show things (they never import the app).
+        self.settings = UiSettings(cursor_blink=self.CURSOR_BLINK, animate=self.ANIMATE, show_timings=show_timings)
         self.export_dir = Path(export_dir) if export_dir is not None else Path.cwd()
         self.report: Report | None = session.report
         self.running = False
@@ -62,7 +67,7 @@ class DoctorApp(App[None]):
         self.runs = 0  # completed runs (reports received), for tests and the bench
         self._generation = 0
         self._worker: Worker[None] | None = None
-        self.main = DiagnosisScreen()
+        self.main = DiagnosisScreen(self.settings)
         if not self.ANIMATE:
             self.animation_level = "none"
 
@@ -197,8 +202,3 @@ class DoctorApp(App[None]):
             return None
         self.notify(f"Report written to {written}", title="Exported", markup=False)
         return written
-
-    def copy_and_tell(self, text: str, shown: str | None = None) -> None:
-        """Copy to the clipboard (OSC 52, so it works over SSH in most terminals) and say what."""
-        self.copy_to_clipboard(text)
-        self.notify(shown or text, title="Copied to the clipboard", markup=False)

@@ -54,10 +54,9 @@ def build(data: Any, *, show_timings: bool = True, key: str = "", path: str = ""
     of file names) stay leaves only when short; longer ones get a node per item."""
     if isinstance(data, dict):
         node = FactNode(key, path, "dict")
-        for name, value in data.items():
-            name = str(name)
-            if not show_timings and name in TIMING_KEYS:
-                value = "(hidden)"
+        for raw_name, raw_value in data.items():
+            name = str(raw_name)
+            value = "(hidden)" if not show_timings and name in TIMING_KEYS else raw_value
             node.children.append(build(value, show_timings=show_timings, key=name,
                                        path=_child_path(path, name, False)))
         return node
@@ -107,6 +106,5 @@ def search(root: FactNode, query: str) -> tuple[FactNode, int]:
             return FactNode(node.key, node.path, node.kind, node.value, children)
         return None
 
-    kept = keep(root, "")
-    assert kept is not None
-    return kept, count
+    kept = keep(root, "")  # never None for the root of build() (its key is empty)
+    return (kept if kept is not None else FactNode(root.key, root.path, root.kind, root.value, [])), count

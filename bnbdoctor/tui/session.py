@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from bnbdoctor.doctor import Cancelled, diagnose, diagnose_facts, in_background  # noqa: F401 - Cancelled re-exported for the app
+from bnbdoctor.doctor import diagnose, diagnose_facts, in_background
 from bnbdoctor.facts import Facts
 from bnbdoctor.hosts.base import Host
 from bnbdoctor.probes import PROBES, ProbeOptions
@@ -92,10 +92,11 @@ class Session:
     ) -> Report:
         """Probe (with a host) and run the rules; raises :class:`Cancelled` when ``cancelled()``
         turns true while the probes run. Does not change the session: the caller keeps the report."""
-        if self.host is None:
-            assert self.facts is not None
-            return diagnose_facts(self.facts, self.rules, time.perf_counter())
-        return diagnose(self.host, self.options, self.rules, progress, cancelled)
+        if self.host is not None:
+            return diagnose(self.host, self.options, self.rules, progress, cancelled)
+        if self.facts is None:  # __post_init__ refuses such a session
+            raise ValueError("a session without a host needs facts to diagnose")
+        return diagnose_facts(self.facts, self.rules, time.perf_counter())
 
     def exit_code(self, report: Report | None) -> ExitCode:
         """The CLI's exit code for the last report shown (OK when there is none)."""

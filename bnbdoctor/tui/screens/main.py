@@ -5,16 +5,18 @@ The app owns the runs and the report; this screen shows them (``show_running``,
 toggle the passed checks, switch view, search the facts, run the Explain or Fit tab. The Explain
 and Fit tabs (:mod:`~bnbdoctor.tui.widgets.explain`, :mod:`~bnbdoctor.tui.widgets.fit`) run their
 own analyses; the summary line and the machine above the tabs are about the probes, so they are
-hidden there (screen class ``-tool``).
+hidden there (screen class ``-tool``). Like the widgets, the screen never imports the app: its
+display choices come as a :class:`~bnbdoctor.tui.settings.UiSettings`, copying goes through
+Textual's ``App`` API and exporting through the app's ``export`` action.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.screen import Screen
@@ -23,6 +25,8 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from bnbdoctor.facts import ProbeRun
 from bnbdoctor.report import Report
 from bnbdoctor.serde import to_jsonable
+from bnbdoctor.tui.clipboard import copy_and_tell
+from bnbdoctor.tui.settings import UiSettings
 from bnbdoctor.tui.widgets.detail import FindingDetail
 from bnbdoctor.tui.widgets.facts import FactsView
 from bnbdoctor.tui.widgets.findings import Entry, FindingsList
@@ -30,7 +34,6 @@ from bnbdoctor.tui.widgets.progress import ProbeProgress
 from bnbdoctor.tui.widgets.summary import SummaryBar
 
 if TYPE_CHECKING:
-    from bnbdoctor.tui.app import DoctorApp
     from bnbdoctor.tui.widgets.explain import ExplainView
     from bnbdoctor.tui.widgets.fit import FitView
 
@@ -55,7 +58,7 @@ def machine_table(report: Report) -> Table:
 class DiagnosisScreen(Screen[None]):
     """The main screen."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "copy", "Copy",
                 tooltip="Copy the first command of the selected finding (Fit: the highlighted remedy's code)"),
         *[Binding(str(n), f"copy({n})", f"Copy command {n}", show=False) for n in range(1, 10)],
@@ -68,17 +71,11 @@ class DiagnosisScreen(Screen[None]):
         Binding("escape", "leave_search", "Leave search", key_display="Esc"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, settings: UiSettings | None = None) -> None:
         super().__init__()
+        self.settings = settings or UiSettings()
         self.show_checks = True
         self.report: Report | None = None
-
-    @property
-    def doctor(self) -> DoctorApp:
-        from bnbdoctor.tui.app import DoctorApp
-
-        assert isinstance(self.app, DoctorApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -99,14 +96,14 @@ class DiagnosisScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#progress", ProbeProgress).display = False
-        self.query_one("#facts-search", Input).cursor_blink = self.doctor.CURSOR_BLINK
+        self.query_one("#facts-search", Input).cursor_blink = self.settings.cursor_blink
         self.query_one(FindingsList).focus()
 
     # -- what the app tells us -----------------------------------------------------------------
 
     def show_running(self, heading: str, names: list[str]) -> None:
         progress = self.query_one("#progress", ProbeProgress)
-        progress.start(heading, names, animate=self.doctor.ANIMATE, show_timings=self.doctor.show_timings)
+        progress.start(heading, names, animate=self.settings.animate, show_timings=self.settings.show_timings)
         if self.report is None:
             self.query_one("#detail", FindingDetail).show(None, "Waiting for the probes…" if names
                                                           else "Running the rules…")
@@ -123,12 +120,12 @@ class DiagnosisScreen(Screen[None]):
         self.report = report
         self.query_one("#progress", ProbeProgress).stop()
         self.query_one("#machine", Static).update(machine_table(report))
-        self.query_one(SummaryBar).show_report(report, self.doctor.show_timings)
+        self.query_one(SummaryBar).show_report(report, self.settings.show_timings)
         self.add_class("-summary", "-report")
         findings = self.query_one(FindingsList)
         previous = findings.selected
         findings.show(report, self.show_checks, keep=previous.key if previous else None)
-        self.query_one(FactsView).load(to_jsonable(report.facts), show_timings=self.doctor.show_timings)
+        self.query_one(FactsView).load(to_jsonable(report.facts), show_timings=self.settings.show_timings)
 
     # -- events --------------------------------------------------------------------------------
 
@@ -152,7 +149,7 @@ class DiagnosisScreen(Screen[None]):
                 self.notify("Move to a fact first.", severity="warning")
                 return
             path, value = selected
-            self.doctor.copy_and_tell(value, f"{path} = {value}" if len(value) < 60 else path)
+            copy_and_tell(self, value, f"{path} = {value}" if len(value) < 60 else path)
             return
         if view == "fit":
             fit = self.fit_view
@@ -178,7 +175,7 @@ class DiagnosisScreen(Screen[None]):
             self.notify(f"{entry.rule_id} has {len(commands)} command{'' if len(commands) == 1 else 's'}, "
                         f"not {number}.", severity="warning")
             return
-        self.doctor.copy_and_tell(commands[number - 1])
+        copy_and_tell(self, commands[number - 1])
 
     def action_run_tool(self) -> None:
         view = self.active_view
@@ -186,8 +183,9 @@ class DiagnosisScreen(Screen[None]):
         if tool is not None:  # None for a moment after the tab is first shown
             tool.run()
 
-    def action_export(self) -> None:
-        self.doctor.action_export()
+    async def action_export(self) -> None:
+        """The app owns the report and the export dialog: its ``export`` action."""
+        await self.app.run_action("export")
 
     def action_toggle_checks(self) -> None:
         self.show_checks = not self.show_checks
@@ -239,11 +237,11 @@ class DiagnosisScreen(Screen[None]):
         if view == "explain":
             from bnbdoctor.tui.widgets.explain import ExplainView
 
-            created: ExplainView | FitView = ExplainView(id="explain-view")
+            created: ExplainView | FitView = ExplainView(self.settings, id="explain-view")
         else:
             from bnbdoctor.tui.widgets.fit import FitView
 
-            created = FitView(id="fit-view")
+            created = FitView(self.settings, id="fit-view")
         await self.query_one(f"#{view}", TabPane).mount(created)
         return created
 
@@ -256,6 +254,8 @@ class DiagnosisScreen(Screen[None]):
         self.set_class(view in TOOL_VIEWS, "-tool")
         if view in TOOL_VIEWS:
             await self.tool_view(view)
+            if self.active_view != view:  # moved on while the tab was mounted: a later event focuses
+                return
         focused = self.focused
         if focused is None or not any(node is event.pane for node in focused.ancestors):
             self._focus_view(view)

@@ -21,6 +21,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from bnbdoctor.findings import CheckResult, Finding
 from bnbdoctor.tui.widgets.findings import PASSED_STYLE, SEVERITY_STYLE, SKIPPED_STYLE, Entry
 
 
@@ -53,11 +54,10 @@ def log_lines_text(lines: list[int]) -> str:
     return f"log line{'s' if len(lines) != 1 else ''} {', '.join(map(str, lines))}"
 
 
-def _confidence(entry: Entry) -> Block:
-    assert entry.finding is not None
-    level = entry.finding.confidence or ""
+def _confidence(finding: Finding) -> Block:
+    level = finding.confidence or ""
     why, style = CONFIDENCE.get(level, ("", "bold"))
-    where = log_lines_text(entry.finding.log_lines)
+    where = log_lines_text(finding.log_lines)
     parts: list[str | tuple[str, str]] = [("Confidence ", "bold"), (level, style)]
     if why:
         parts.append(f": {why}")
@@ -67,15 +67,14 @@ def _confidence(entry: Entry) -> Block:
                  f"Confidence {level}" + (f": {why}" if why else "") + (f" ({where})" if where else ""))
 
 
-def _evidence(entry: Entry) -> Block:
+def _evidence(finding: Finding) -> Block:
     """Label, value, and the fact's dotted path under the value (a Rich grid: values wrap under
     themselves, not under the labels)."""
-    assert entry.finding is not None
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True, style="bold")
     grid.add_column(overflow="fold")
     plain = []
-    for item in entry.finding.evidence:
+    for item in finding.evidence:
         value = Text(item.value)
         if item.fact:
             value.append(f"\n{item.fact}", style="dim italic")
@@ -86,24 +85,25 @@ def _evidence(entry: Entry) -> Block:
 
 def detail_blocks(entry: Entry) -> list[Block]:
     """The detail of one entry, top to bottom."""
-    if entry.finding is None:
-        return _check_blocks(entry)
-    finding = entry.finding
+    finding = entry.item
+    if not isinstance(finding, Finding):
+        return _check_blocks(entry, finding)
     icon, style, _ = SEVERITY_STYLE[finding.severity]
     head = f"{icon} {finding.severity.value.upper()}"
     blocks = [
-        Block("head", Content.assemble((head, style), "  ", (finding.rule_id, "bold"), (f"  {finding.rule_name}", "dim")),
+        Block("head",
+              Content.assemble((head, style), "  ", (finding.rule_id, "bold"), (f"  {finding.rule_name}", "dim")),
               f"{head}  {finding.rule_id}  {finding.rule_name}"),
         _text("title", finding.title),
     ]
     if finding.confidence:
-        blocks.append(_confidence(entry))
+        blocks.append(_confidence(finding))
     blocks += [
         _text("section", "Why it breaks bitsandbytes"),
         _text("body", finding.explanation),
     ]
     if finding.evidence:
-        blocks += [_text("section", "Evidence"), _evidence(entry)]
+        blocks += [_text("section", "Evidence"), _evidence(finding)]
     remediation = finding.remediation
     if remediation.text or remediation.commands:
         blocks.append(_text("section", "Fix"))
@@ -127,9 +127,7 @@ def detail_blocks(entry: Entry) -> list[Block]:
     return blocks
 
 
-def _check_blocks(entry: Entry) -> list[Block]:
-    check = entry.check
-    assert check is not None
+def _check_blocks(entry: Entry, check: CheckResult) -> list[Block]:
     if entry.kind == "passed":
         icon, style, label = PASSED_STYLE[0], PASSED_STYLE[1], "PASSED"
     else:

@@ -10,10 +10,11 @@ Highlighting a finding selects its first log line in the log.
 from __future__ import annotations
 
 import os
+from typing import ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal
 from textual.content import Content
 from textual.widgets import Button, Input, Label, TextArea
@@ -21,10 +22,11 @@ from textual.widgets.option_list import Option
 from textual.widgets.text_area import Selection
 
 from bnbdoctor.explain import ExplainError, explain_file, explain_text
-from bnbdoctor.findings import Severity
+from bnbdoctor.findings import Finding, Severity
 from bnbdoctor.report import Report
+from bnbdoctor.tui.settings import UiSettings
 from bnbdoctor.tui.widgets.detail import CONFIDENCE, FindingDetail, log_lines_text
-from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE, Entry, EntryList
+from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE, Entry, EntryList, entry_prompt
 from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
 
 NO_FAILURE = "No known bitsandbytes failure found in this log."
@@ -53,8 +55,9 @@ def known_failure(report: Report) -> bool:
 
 def explain_prompt(entry: Entry) -> Content:
     """``1. ✖ BNB306  title`` and, under it, how sure and which log lines."""
-    finding = entry.finding
-    assert finding is not None
+    finding = entry.item
+    if not isinstance(finding, Finding):  # an explain report's entries are all findings
+        return entry_prompt(entry)
     icon, style, _ = SEVERITY_STYLE[finding.severity]
     rank = f"{finding.rank}." if finding.rank is not None else "•"
     _, sure_style = CONFIDENCE.get(finding.confidence or "", ("", "bold"))
@@ -91,10 +94,10 @@ class ExplainView(ToolView):
 
     TOOL = "Explain"
     BAD_INPUT = (ExplainError, OSError)
-    BINDINGS = [Binding("escape", "leave_field", "Leave the log", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave_field", "Leave the log", show=False)]
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    def __init__(self, settings: UiSettings | None = None, *, id: str | None = None) -> None:
+        super().__init__(settings, id=id)
         self.explained_text: str | None = None  # the text the last report is about (None: a file too large)
         self._loaded: dict[int, tuple[str, str]] = {}  # generation -> (label, text) of a file loaded
 
@@ -114,8 +117,8 @@ class ExplainView(ToolView):
             yield FindingDetail(id="explain-detail")
 
     def on_mount(self) -> None:
-        self.path_input.cursor_blink = self.doctor.CURSOR_BLINK
-        self.log_area.cursor_blink = self.doctor.CURSOR_BLINK
+        self.path_input.cursor_blink = self.settings.cursor_blink
+        self.log_area.cursor_blink = self.settings.cursor_blink
         self.detail.show(None, HOW)
 
     @property
@@ -200,7 +203,7 @@ class ExplainView(ToolView):
         else:
             parts.append((f"✔ {NO_FAILURE}", "$text-success bold"))
         parts.append((f"  {label}: {lines} line{'s' if lines != 1 else ''}, {matched} recognised", "$text-muted"))
-        if self.doctor.show_timings:
+        if self.settings.show_timings:
             parts.append((f" ({elapsed:.2f} s)", "$text-muted"))
         return Content.assemble(*parts)
 

@@ -118,9 +118,10 @@ class FactsView(Vertical):
         tree = self.facts_tree
         tree.focus()
         if self.query_text:
+            needle = self.query_text.casefold()
             for line in range(tree.last_line + 1):
                 node = tree.get_node_at_line(line)
-                if node is not None and node.data is not None and self.query_text.casefold() in str(node.label).casefold():
+                if node is not None and node.data is not None and needle in str(node.label).casefold():
                     tree.move_cursor(node)
                     break
 

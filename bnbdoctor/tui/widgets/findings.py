@@ -7,6 +7,7 @@ so the detail pane can follow.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from textual.content import Content
 from textual.message import Message
@@ -29,12 +30,22 @@ SKIPPED_STYLE = ("·", "dim", "Not checked")
 
 @dataclass(frozen=True)
 class Entry:
-    """One line of the list: a finding, or a check that passed or was skipped."""
+    """One line of the list: a finding, or a check that passed or was skipped (exactly one of
+    ``finding`` and ``check`` is set)."""
 
     kind: str  # "finding" | "passed" | "skipped"
     index: int  # 0 for a rule's first hit, 1 for its second...: keys stay stable across re-runs
     finding: Finding | None = None
     check: CheckResult | None = None
+
+    def __post_init__(self) -> None:
+        if (self.finding is None) == (self.check is None):
+            raise ValueError("an Entry holds either a finding or a check")
+
+    @property
+    def item(self) -> Finding | CheckResult:
+        """The finding, or the check, this line is about."""
+        return self.finding if self.finding is not None else cast(CheckResult, self.check)  # see __post_init__
 
     @property
     def key(self) -> str:
@@ -42,10 +53,7 @@ class Entry:
 
     @property
     def rule_id(self) -> str:
-        if self.finding is not None:
-            return self.finding.rule_id
-        assert self.check is not None
-        return self.check.rule_id
+        return self.item.rule_id
 
     @property
     def commands(self) -> list[str]:
@@ -82,14 +90,13 @@ def entries(report: Report, include_checks: bool = True) -> list[tuple[str, str,
 
 def entry_prompt(entry: Entry) -> Content:
     """The label: icon, rule id, title (or what a check verified)."""
-    if entry.finding is not None:
-        icon, style, _ = SEVERITY_STYLE[entry.finding.severity]
-        return Content.assemble((f"{icon} ", style), (entry.rule_id, "bold"), "  ", entry.finding.title)
-    assert entry.check is not None
+    item = entry.item
+    if isinstance(item, Finding):
+        icon, style, _ = SEVERITY_STYLE[item.severity]
+        return Content.assemble((f"{icon} ", style), (entry.rule_id, "bold"), "  ", item.title)
     if entry.kind == "passed":
-        return Content.assemble((f"{PASSED_STYLE[0]} ", PASSED_STYLE[1]), (entry.rule_id, "bold"), "  ",
-                                entry.check.summary)
-    return Content.assemble((f"{SKIPPED_STYLE[0]} {entry.rule_id}  {entry.check.summary}", "$text-muted"))
+        return Content.assemble((f"{PASSED_STYLE[0]} ", PASSED_STYLE[1]), (entry.rule_id, "bold"), "  ", item.summary)
+    return Content.assemble((f"{SKIPPED_STYLE[0]} {entry.rule_id}  {item.summary}", "$text-muted"))
 
 
 class EntryList(OptionList):

@@ -12,14 +12,15 @@ notification. :mod:`bnbdoctor.fit` is imported only when the tab is used.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import (
@@ -35,12 +36,13 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from bnbdoctor.report import Report
+from bnbdoctor.tui.clipboard import copy_and_tell
 from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE
 from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
 
 if TYPE_CHECKING:
     from bnbdoctor.facts import FitDevice, FitFacts, FitRemedy
-    from bnbdoctor.fit import FitOptions
+    from bnbdoctor.fit.options import FitOptions
 
 #: The choices of the form (``bnbdoctor.fit.options`` has the same; a test checks it).
 QUANTS = ("4bit", "8bit")
@@ -90,7 +92,7 @@ def passing(fit: FitFacts) -> list[FitRemedy]:
 def fit_options(model: str, quant: str, device_map: str, gpus: str = "", cpu_memory: str = "",
                 max_memory: str = "") -> FitOptions:
     """The form's fields as :class:`~bnbdoctor.fit.FitOptions` (empty fields left out)."""
-    from bnbdoctor.fit import FitOptions
+    from bnbdoctor.fit.options import FitOptions
 
     return FitOptions(model=model.strip(), quant=quant, device_map=device_map, gpus=gpus.strip() or None,
                       cpu_memory=cpu_memory.strip() or None, max_memory=max_memory.strip() or None)
@@ -100,7 +102,7 @@ class FitView(ToolView):
     """The Fit tab."""
 
     TOOL = "Fit"
-    BINDINGS = [Binding("escape", "leave_field", "Leave the field", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave_field", "Leave the field", show=False)]
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="fit-row-model", classes="tool-row"):
@@ -145,7 +147,7 @@ class FitView(ToolView):
 
     def on_mount(self) -> None:
         for field in self.query(Input):
-            field.cursor_blink = self.doctor.CURSOR_BLINK
+            field.cursor_blink = self.settings.cursor_blink
         table = self.query_one("#fit-budgets", DataTable)
         table.add_columns(*BUDGET_COLUMNS[:-1])
         table.add_column(BUDGET_COLUMNS[-1], width=WHY_WIDTH)
@@ -183,7 +185,7 @@ class FitView(ToolView):
             self.query_one("#fit-results", VerticalScroll).focus(scroll_visible)
 
     def bad_input(self) -> tuple[type[BaseException], ...]:
-        from bnbdoctor.fit import FitInputError
+        from bnbdoctor.fit.options import FitInputError
 
         return (FitInputError,)
 
@@ -201,8 +203,8 @@ class FitView(ToolView):
                   "gpus": self.field("gpus").value, "cpu_memory": self.field("cpu").value,
                   "max_memory": self.field("max-memory").value}
 
-        def task(progress):  # type: ignore[no-untyped-def]
-            from bnbdoctor.fit import run_fit
+        def task(progress: Callable[[str], None]) -> Report:
+            from bnbdoctor.fit.core import run_fit
 
             return run_fit(fit_options(**fields), progress=progress)
 
@@ -218,7 +220,7 @@ class FitView(ToolView):
             self.status.stop(Content.styled("✖ no fit facts in the report", "$text-error"))
             return
         status: list[str | tuple[str, str]] = [("Simulated: ", "$text-muted"), request_line(fit)]
-        if self.doctor.show_timings:
+        if self.settings.show_timings:
             status.append((f"  ({elapsed:.1f} s)", "$text-muted"))
         self.status.stop(Content.assemble(*status))
         for widget in self.query_one("#fit-results").children:
@@ -330,7 +332,7 @@ class FitView(ToolView):
     def _show_engine(self, fit: FitFacts) -> None:
         from bnbdoctor.render.fit_lines import engine_line
 
-        shown = fit if self.doctor.show_timings else replace(fit, timings={})
+        shown = fit if self.settings.show_timings else replace(fit, timings={})
         lines = [f"Engine: {engine_line(shown)}"]
         if fit.engine_note:
             lines.append(f"note: {fit.engine_note}")
@@ -367,7 +369,7 @@ class FitView(ToolView):
         if not remedy.code:
             self.notify(f"Remedy {shown} is a change of hardware: no code to copy.", severity="warning")
             return False
-        self.doctor.copy_and_tell(remedy.code, f"Remedy {shown}: {remedy.title}")
+        copy_and_tell(self, remedy.code, f"Remedy {shown}: {remedy.title}")
         return True
 
     # -- events ------------------------------------------------------------------------------------

@@ -10,9 +10,10 @@ notification; anything else is shown as a failure, never a traceback over the sc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual.containers import Vertical
 from textual.content import Content
@@ -20,13 +21,12 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.worker import Worker, get_current_worker
 
+from bnbdoctor.doctor import Cancelled
 from bnbdoctor.report import Report
 from bnbdoctor.tui.messages import ToolFailed, ToolProgress, ToolReady
-from bnbdoctor.tui.session import Cancelled, call_abandonable
+from bnbdoctor.tui.session import call_abandonable
+from bnbdoctor.tui.settings import UiSettings
 from bnbdoctor.tui.widgets.progress import SPINNER
-
-if TYPE_CHECKING:
-    from bnbdoctor.tui.app import DoctorApp
 
 Task = Callable[[Callable[[str], None]], Report]
 
@@ -87,28 +87,23 @@ class ToolStatus(Widget):
 
 
 class ToolView(Vertical):
-    """Base of the Explain and Fit tabs: :meth:`start` runs a task; subclasses show its report."""
+    """Base of the Explain and Fit tabs: :meth:`start` runs a task; subclasses show its report.
+    ``settings`` are the app's display choices (cursor blink, animation, durations)."""
 
     #: Exceptions that mean bad input: a one-line warning notification, not a failure.
     BAD_INPUT: ClassVar[tuple[type[BaseException], ...]] = ()
     #: Title of the notifications.
     TOOL: ClassVar[str] = ""
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, settings: UiSettings | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.settings = settings or UiSettings()
         self.running = False
         self.report: Report | None = None
         self.error: str | None = None  # the last run's failure (or bad input), None after a report
         self.runs = 0  # completed runs, for tests
         self.generation = 0
         self._worker: Worker[None] | None = None
-
-    @property
-    def doctor(self) -> DoctorApp:
-        from bnbdoctor.tui.app import DoctorApp
-
-        assert isinstance(self.app, DoctorApp)
-        return self.app
 
     @property
     def status(self) -> ToolStatus:
@@ -121,7 +116,7 @@ class ToolView(Vertical):
             return False
         self.running = True
         self.generation += 1
-        self.status.start(heading, animate=self.doctor.ANIMATE, show_timings=self.doctor.show_timings)
+        self.status.start(heading, animate=self.settings.animate, show_timings=self.settings.show_timings)
         generation = self.generation
         self._worker = self.run_worker(lambda: self._work(task, generation), name=self.TOOL.lower(),
                                        group=self.TOOL.lower(), thread=True, exit_on_error=False)
@@ -132,10 +127,8 @@ class ToolView(Vertical):
         worker = get_current_worker()
 
         def progress(text: str) -> None:  # called from the task's thread, maybe after the app has quit
-            try:
+            with contextlib.suppress(RuntimeError):  # the event loop is closed
                 self.post_message(ToolProgress(text, generation))
-            except RuntimeError:  # the event loop is closed
-                pass
 
         try:
             report = call_abandonable(lambda: task(progress), lambda: worker.is_cancelled,
