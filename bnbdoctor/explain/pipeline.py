@@ -10,16 +10,18 @@ import io
 import os
 import sys
 import time
+from collections.abc import Iterable
 from typing import BinaryIO
 
 from bnbdoctor.report import Report, build_report
+from bnbdoctor.rules.base import Rule
 
 
 class ExplainError(Exception):
     """Bad input or arguments: one line on stderr, exit 2."""
 
 
-def explain_stream(stream: BinaryIO, label: str, rules=None) -> Report:  # rules: list[Rule] | None
+def explain_stream(stream: BinaryIO, label: str, rules: Iterable[Rule] | None = None) -> Report:
     """Read a log from a binary stream and diagnose it: the whole pipeline, no I/O besides the stream."""
     from bnbdoctor.explain.ranking import judge
     from bnbdoctor.logs.extract import extract
@@ -35,12 +37,12 @@ def explain_stream(stream: BinaryIO, label: str, rules=None) -> Report:  # rules
     return report
 
 
-def explain_text(text: str, label: str = "log", rules=None) -> Report:
+def explain_text(text: str, label: str = "log", rules: Iterable[Rule] | None = None) -> Report:
     """The same, for a log already in memory."""
     return explain_stream(io.BytesIO(text.encode("utf-8", "surrogatepass")), label, rules)
 
 
-def explain_file(path: str, rules=None) -> Report:
+def explain_file(path: str, rules: Iterable[Rule] | None = None) -> Report:
     """The same, for a file (``-`` is standard input). Raises :class:`ExplainError` when unreadable."""
     if path == "-":
         return explain_stream(sys.stdin.buffer, "stdin", rules)
