@@ -97,12 +97,17 @@ def _check_nested_imports(module: str, tree: ast.Module, skip: set[int]) -> None
 
 
 def read_part(module: str) -> Part:
-    """Parse one part and split it into what the assembly hoists, strips and keeps."""
+    """Read one part from bnbdoctor's own files and take it apart (:func:`parse_part`)."""
     path = _source_path(module)
     with open(path, encoding="utf-8") as handle:
         source = handle.read()
+    return parse_part(module, source, os.path.relpath(path, os.path.dirname(_ROOT)).replace(os.sep, "/"))
+
+
+def parse_part(module: str, source: str, path: str) -> Part:
+    """Split one part's source into what the assembly hoists, strips and keeps; raise on a broken rule."""
     tree = ast.parse(source, filename=path)
-    part = Part(module=module, path=os.path.relpath(path, os.path.dirname(_ROOT)).replace(os.sep, "/"), body="")
+    part = Part(module=module, path=path, body="")
     package = module.rpartition(".")[0]
     drop: list[tuple[int, int]] = []
     top: set[int] = set()
