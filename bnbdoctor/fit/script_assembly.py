@@ -21,6 +21,7 @@ import ast
 import importlib.util
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from bnbdoctor.fit.engine_parts import PARTS
@@ -61,9 +62,7 @@ def _source_path(module: str) -> str:
     return os.path.join(_ROOT, *parts[1:]) + ".py"
 
 
-def _is_type_checking(node: ast.stmt) -> bool:
-    if not isinstance(node, ast.If):
-        return False
+def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
@@ -83,9 +82,23 @@ def _bound_names(node: ast.stmt) -> list[str]:
     return names
 
 
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement in ``body``, nested ones included; imports are statements, so expressions are not visited."""
+    for node in body:
+        yield node
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+        for handler in getattr(node, "handlers", None) or []:
+            yield from _statements(handler.body)
+        for case in getattr(node, "cases", None) or []:
+            yield from _statements(case.body)
+
+
 def _check_nested_imports(module: str, tree: ast.Module, skip: set[int]) -> None:
     """Imports below module level must be absolute and not bnbdoctor's (they run as written, in the patient)."""
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if id(node) in skip or not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         if isinstance(node, ast.ImportFrom) and node.level:
@@ -139,10 +152,10 @@ def parse_part(module: str, source: str, path: str) -> Part:
                                         "functions, from earlier parts with a relative import)")
                 part.imports.add(target)
             drop.append((node.lineno, end))
-        elif _is_type_checking(node):
-            if isinstance(node, ast.If) and node.orelse:
+        elif isinstance(node, ast.If) and _is_type_checking(node):
+            if node.orelse:
                 raise AssemblyError(f"{module}, line {node.lineno}: `if TYPE_CHECKING:` with an else branch")
-            top.update(id(inner) for inner in ast.walk(node))  # never runs: its imports are the type checker's
+            top.update(id(inner) for inner in _statements(node.body))  # never runs: imports for the type checker
             drop.append((node.lineno, end))
         else:
             part.defines.update(_bound_names(node))
