@@ -16,7 +16,7 @@ import pytest
 
 from bnbdoctor.facts import BnbFacts, Facts, PlatformFacts, PythonFacts, TorchFacts
 from bnbdoctor.findings import Hit
-from bnbdoctor.fit import engine_script
+from bnbdoctor.fit.engine_parts import replica
 from bnbdoctor.knowledge import selection
 from bnbdoctor.knowledge.cuda import torch_index_for
 from bnbdoctor.knowledge.gpus import pre_pascal_family
@@ -184,9 +184,9 @@ def test_the_loader_eras_agree_with_the_library_selection_model() -> None:
 
 
 def test_the_fit_engine_range_matches_the_script_it_describes() -> None:
-    # engine_script.py runs inside the patient interpreter and cannot import bnbdoctor.knowledge
-    assert FIT_ENGINE_TRANSFORMERS.first_release == engine_script.SUPPORTED_MIN
-    assert FIT_ENGINE_TRANSFORMERS.below_release == engine_script.SUPPORTED_BELOW
+    # the engine runs inside the patient interpreter and cannot import bnbdoctor.knowledge
+    assert FIT_ENGINE_TRANSFORMERS.first_release == replica.SUPPORTED_MIN
+    assert FIT_ENGINE_TRANSFORMERS.below_release == replica.SUPPORTED_BELOW
 
 
 def test_manylinux_tags_give_their_glibc_floor() -> None:

@@ -17,6 +17,15 @@ import struct
 from typing import Any
 
 from bnbdoctor.facts import FitDevice, FitTensor
+from bnbdoctor.fit_protocol import (
+    DEVICE_MAP_SEQUENTIAL,
+    LARGEST_TENSORS,
+    QUANT_4BIT,
+    QUANT_STATE_4BIT,
+    QUANT_STATE_4BIT_DOUBLE,
+    VERDICT_LIKELY_FITS,
+    VERDICT_LIKELY_RAISES,
+)
 from bnbdoctor.hosts.base import Host
 
 _ELEMENT = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
@@ -137,7 +146,7 @@ def estimate(host: Host, config: dict[str, Any], files: list[str], quant: str, d
     if not tensors:
         return None
     tied = bool(config.get("tie_word_embeddings"))
-    per_weight = 0.5 if quant == "4bit" else 1.0
+    per_weight = 0.5 if quant == QUANT_4BIT else 1.0
     override = _DTYPE_BYTES.get(dtype or "")
     quantized = unquantized = numel_quantized = 0
     rows: list[FitTensor] = []
@@ -157,10 +166,11 @@ def estimate(host: Host, config: dict[str, Any], files: list[str], quant: str, d
         by_kind[kind] = by_kind.get(kind, 0) + size
         rows.append(FitTensor(name=name, kind=kind, shape=shape, dtype=st_dtype.lower(), bytes=size))
     rows.sort(key=lambda t: -t.bytes)
-    state = int(numel_quantized * (0.0159 if double_quant else 0.0625)) if quant == "4bit" else 0
+    state = int(numel_quantized * (QUANT_STATE_4BIT_DOUBLE if double_quant else QUANT_STATE_4BIT)) \
+        if quant == QUANT_4BIT else 0
     return {"source": source, "model_bytes": quantized + unquantized, "quantized_bytes": quantized,
             "unquantized_bytes": unquantized, "unquantized_by_kind": by_kind, "quant_state_bytes": state,
-            "largest_unquantized": rows[:8], "largest_bytes": rows[0].bytes if rows else 0}
+            "largest_unquantized": rows[:LARGEST_TENSORS], "largest_bytes": rows[0].bytes if rows else 0}
 
 
 def approximate_verdict(model_bytes: int, largest_bytes: int, budgets: dict[str, int], device_map: str,
@@ -170,12 +180,12 @@ def approximate_verdict(model_bytes: int, largest_bytes: int, budgets: dict[str,
     gpus = {k: v for k, v in budgets.items() if k.isdigit() and v > 0}
     devices: list[FitDevice] = []
     if not gpus:
-        return "likely_raises", devices
-    factor = 0.9 * (0.9 if detected and len(gpus) == 1 and device_map != "sequential" else 1.0)
+        return VERDICT_LIKELY_RAISES, devices
+    factor = 0.9 * (0.9 if detected and len(gpus) == 1 and device_map != DEVICE_MAP_SEQUENTIAL else 1.0)
     total = 0
     for key in sorted(gpus, key=int):
         budget = int(gpus[key] * factor)
         devices.append(FitDevice(device=key, given_bytes=gpus[key], budget_bytes=budget))
         total += budget
     need = model_bytes + (largest_bytes if len(gpus) > 1 else 0)
-    return ("likely_fits" if need <= total else "likely_raises"), devices
+    return (VERDICT_LIKELY_FITS if need <= total else VERDICT_LIKELY_RAISES), devices

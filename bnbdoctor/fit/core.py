@@ -20,9 +20,30 @@ from packaging.version import InvalidVersion, Version
 
 from bnbdoctor.facts import Facts, FitDevice, FitFacts, FitRemedy, FitTensor
 from bnbdoctor.fit import approx, remedies
-from bnbdoctor.fit.engine import INPUT_ERRORS, EngineAnswer, run_engine
+from bnbdoctor.fit.engine import EngineAnswer, run_engine
 from bnbdoctor.fit.model_input import ModelInput, resolve_model
 from bnbdoctor.fit.options import FitInputError, FitOptions, validate
+from bnbdoctor.fit_protocol import (
+    BALANCED_MAPS,
+    BNB_REAL,
+    DTYPE_AUTO,
+    ENGINE_APPROXIMATE,
+    ENGINE_STANDIN,
+    ENGINE_TRANSFORMERS,
+    ERROR_REMOTE_CODE,
+    INPUT_ERRORS,
+    QUANT_4BIT,
+    QUANT_TYPE_FP4,
+    REMEDY_ORDER,
+    REMEDY_UPGRADE_TRANSFORMERS,
+    STATUS_FAILS,
+    STATUS_PASSES,
+    STATUS_UNVERIFIED,
+    VERDICT_ALL_CPU,
+    VERDICT_FITS,
+    VERDICT_RAISES,
+    VERDICT_UNKNOWN,
+)
 from bnbdoctor.hosts.base import Host
 from bnbdoctor.report import Report, build_report
 from bnbdoctor.serde import from_dict
@@ -32,7 +53,6 @@ UNDERPACKING_FIXES = (
     ("5.14.0", "#47203", "the balanced buffer covers the largest block of every no-split class"),
     ("5.18.0", "#47211", "the balanced buffer also covers the largest leaf (embed_tokens, lm_head)"),
 )
-BALANCED_MAPS = ("auto", "balanced", "balanced_low_0")
 
 Progress = Callable[[str], None]
 
@@ -107,8 +127,8 @@ def _quant(options: FitOptions, model: ModelInput, notes: list[str]) -> tuple[st
                      + (" (--quant, --double-quant, --fp32-offload and --skip-modules have no effect)"
                         if options.quant or options.double_quant or options.fp32_offload or options.skip_modules
                         else ""))
-        return model.pre_quantized, model.pre_double_quant, model.pre_quant_type or "fp4"
-    return options.quant or "4bit", options.double_quant, options.quant_type
+        return model.pre_quantized, model.pre_double_quant, model.pre_quant_type or QUANT_TYPE_FP4
+    return options.quant or QUANT_4BIT, options.double_quant, options.quant_type
 
 
 def build_request(options: FitOptions, model: ModelInput, max_memory: dict[str, int] | None,
@@ -139,13 +159,13 @@ def _engine_facts(fit: FitFacts, answer: EngineAnswer) -> list[dict[str, Any]]:
     """Fill ``fit`` from the engine's answer; return the raw remedies."""
     data = answer.data
     item = (data.get("results") or [{}])[0]
-    fit.engine = "transformers" if data.get("bnb_mode") == "real" else "transformers+standin"
-    if data.get("bnb_mode") != "real":
+    fit.engine = ENGINE_TRANSFORMERS if data.get("bnb_mode") == BNB_REAL else ENGINE_STANDIN
+    if data.get("bnb_mode") != BNB_REAL:
         fit.engine_note = (f"bitsandbytes could not be used ({data.get('bnb_error')}); a stand-in selected the "
                            "modules transformers would quantize")
     fit.versions = {k: str(v) for k, v in (data.get("versions") or {}).items() if v}
     fit.model_class = data.get("model_class")
-    fit.verdict = item.get("verdict", "unknown")
+    fit.verdict = item.get("verdict", VERDICT_UNKNOWN)
     fit.error_text = item.get("error")
     fit.raise_site = item.get("raise_site")
     fit.placement = dict(item.get("device_map") or {})
@@ -173,12 +193,12 @@ def _engine_facts(fit: FitFacts, answer: EngineAnswer) -> list[dict[str, Any]]:
 
 
 def _approximate(host: Host, fit: FitFacts, model: ModelInput, why: str) -> None:
-    fit.engine = "approximate"
+    fit.engine = ENGINE_APPROXIMATE
     fit.engine_note = why
     sizes = approx.estimate(host, model.config, model.checkpoint_files, fit.quant,
-                            fit.dtype if fit.dtype not in (None, "auto") else None, fit.double_quant)
+                            fit.dtype if fit.dtype not in (None, DTYPE_AUTO) else None, fit.double_quant)
     if sizes is None:
-        fit.verdict = "unknown"
+        fit.verdict = VERDICT_UNKNOWN
         fit.notes.append("neither the safetensors headers nor the config give the model's sizes")
         return
     fit.notes.append(f"approximate sizes from the {sizes['source']}, by tensor name; no device map was computed")
@@ -197,7 +217,7 @@ def _upgrade_check(host: Host, options: FitOptions, fit: FitFacts, answer: Engin
                    request: dict[str, Any], progress: Progress | None) -> FitRemedy | None:
     """Claim "upgrade transformers" only when a newer transformers, run here, changes the verdict."""
     installed = _version(fit.versions.get("transformers"))
-    if installed is None or fit.device_map not in BALANCED_MAPS or fit.verdict not in ("raises", "all_cpu"):
+    if installed is None or fit.device_map not in BALANCED_MAPS or fit.verdict not in (VERDICT_RAISES, VERDICT_ALL_CPU):
         return None
     missing = [(v, pr, what) for v, pr, what in UNDERPACKING_FIXES if installed < Version(v)]
     if not missing:
@@ -213,7 +233,7 @@ def _upgrade_check(host: Host, options: FitOptions, fit: FitFacts, answer: Engin
     candidates.sort(key=lambda c: c[0] or Version("0"), reverse=True)
     title = f"upgrade transformers (installed {installed} lacks {fixes})"
     if not candidates:
-        return FitRemedy(kind="upgrade_transformers", status="unverified", title=title,
+        return FitRemedy(kind=REMEDY_UPGRADE_TRANSFORMERS, status=STATUS_UNVERIFIED, title=title,
                          detail=("Whether a newer transformers changes the verdict cannot be verified offline: no "
                                  "newer transformers is available locally. To check, install one into a folder and "
                                  "re-run: pip install --target DIR transformers, then "
@@ -231,16 +251,16 @@ def _upgrade_check(host: Host, options: FitOptions, fit: FitFacts, answer: Engin
             continue
         item = (result.data.get("results") or [{}])[0]
         verdict = item.get("verdict")
-        if verdict == "fits":
+        if verdict == VERDICT_FITS:
             placed = dict(item.get("device_map") or {})
             return FitRemedy(
-                kind="upgrade_transformers", status="passes", verdict=verdict, device_map=placed,
+                kind=REMEDY_UPGRADE_TRANSFORMERS, status=STATUS_PASSES, verdict=verdict, device_map=placed,
                 title=f"upgrade transformers to {got} or newer: verified, it fits",
                 detail=(f"transformers {got} (found in {location}) places the same model with the same arguments "
                         f"without the error; the installed {installed} lacks {fixes}."),
                 code=f'pip install -U "transformers>={got}"', transformers_version=got, transformers_location=location)
         tried.append(f"transformers {got} in {location}: {verdict}")
-    return FitRemedy(kind="upgrade_transformers", status="fails", title=title,
+    return FitRemedy(kind=REMEDY_UPGRADE_TRANSFORMERS, status=STATUS_FAILS, title=title,
                      detail="A newer transformers does not change the verdict: " + "; ".join(tried),
                      transformers_version=str(installed))
 
@@ -259,16 +279,16 @@ def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | 
     python, selected_by = choose_python(host, options.python)
     max_memory, free, source, notes = _memory_plan(host, options)
     quant, double_quant, quant_type = _quant(options, model, notes)
-    dtype = options.dtype or "auto"
-    if dtype == "auto" and not model.config_dtype and not model.checkpoint_files:
+    dtype = options.dtype or DTYPE_AUTO
+    if dtype == DTYPE_AUTO and not model.config_dtype and not model.checkpoint_files:
         dtype = "float32"
         notes.append("config.json names no dtype and there are no weights to read it from: float32 assumed "
                      "(pass --dtype)")
     fit = FitFacts(
         model=options.model, config_path=model.config_path, model_dir=model.model_dir, model_type=model.model_type,
-        architecture=model.architecture, quant=quant, quant_type=quant_type if quant == "4bit" else None,
+        architecture=model.architecture, quant=quant, quant_type=quant_type if quant == QUANT_4BIT else None,
         double_quant=double_quant, pre_quantized=bool(model.pre_quantized), fp32_offload=options.fp32_offload,
-        skip_modules=list(options.skip_modules), dtype=dtype if dtype != "auto" else model.config_dtype,
+        skip_modules=list(options.skip_modules), dtype=dtype if dtype != DTYPE_AUTO else model.config_dtype,
         device_map=options.device_map, max_memory=max_memory, memory_source=source, free_memory=free,
         python=python, python_selected_by=selected_by, notes=notes,
     )
@@ -283,11 +303,11 @@ def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | 
         upgrade = _upgrade_check(host, options, fit, answer, python, request, progress)
         if upgrade is not None:
             converted.append(upgrade)
-            converted.sort(key=lambda r: remedies.ORDER.index(r.kind) if r.kind in remedies.ORDER else 99)
+            converted.sort(key=lambda r: REMEDY_ORDER.index(r.kind) if r.kind in REMEDY_ORDER else 99)
         fit.remedies = converted
     elif answer.error_kind in INPUT_ERRORS:
         message = answer.error or answer.error_kind
-        if answer.error_kind == "remote_code" and not options.trust_remote_code:
+        if answer.error_kind == ERROR_REMOTE_CODE and not options.trust_remote_code:
             message = (f"{model.config_path}: the model needs its own code (trust_remote_code); "
                        "pass --trust-remote-code to run it")
         raise FitInputError(message)

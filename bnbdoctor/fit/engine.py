@@ -1,33 +1,32 @@
-"""Runs the placement engine (``engine_script.py``) in the patient interpreter and reads its answer.
+"""Runs the placement engine in the patient interpreter and reads its answer.
 
-The script is sent through :meth:`Host.run_python`, time-limited, with one JSON request appended.
-It answers with one ``@@BNBDOCTOR-FIT@@{...}`` line; anything else it printed (transformers'
-warnings) is ignored.
+The engine is one script, assembled once per process from its typed parts
+(``bnbdoctor/fit/engine_parts/``, see :mod:`bnbdoctor.fit.script_assembly`), sent through
+:meth:`Host.run_python`, time-limited, with one JSON request appended. It answers with one
+``@@BNBDOCTOR-FIT@@{...}`` line (:data:`~bnbdoctor.fit_protocol.MARKER`); anything else it printed
+(transformers' warnings) is ignored.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from bnbdoctor.fit.script_assembly import assemble
+from bnbdoctor.fit_protocol import ERROR_RUN_FAILED, MARKER
 from bnbdoctor.hosts.base import CommandResult, Host
-
-MARKER = "@@BNBDOCTOR-FIT@@"
-#: Errors that mean the input is wrong, not the engine: exit 2.
-INPUT_ERRORS = ("unknown_model_type", "unknown_architecture", "remote_code", "config_error")
 
 
 @lru_cache(maxsize=1)
 def engine_script() -> str:
-    """The engine's source (bnbdoctor's own file, not the machine's)."""
-    with open(os.path.join(os.path.dirname(__file__), "engine_script.py"), encoding="utf-8") as handle:
-        return handle.read()
+    """The engine's source, assembled from bnbdoctor's own files (not the machine's); cached."""
+    return assemble()
 
 
 def script_with_request(request: dict[str, Any]) -> str:
+    """The script that answers ``request``: the engine, then a call of its ``main``."""
     return engine_script() + f"\n\nmain(json.loads({json.dumps(request)!r}))\n"
 
 
@@ -45,7 +44,7 @@ class EngineAnswer:
 
     @property
     def error_kind(self) -> str | None:
-        return self.data.get("error_kind") if self.failure is None else "run_failed"
+        return self.data.get("error_kind") if self.failure is None else ERROR_RUN_FAILED
 
     @property
     def error(self) -> str | None:

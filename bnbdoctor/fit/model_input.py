@@ -9,10 +9,12 @@ the rest (an unknown ``model_type``) with the user's transformers.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from bnbdoctor.fit.options import FitInputError
+from bnbdoctor.fit_protocol import QUANT_4BIT, QUANT_8BIT
 from bnbdoctor.hosts.base import Host
 
 #: Weight files from_pretrained would read, in its order of preference.
@@ -41,7 +43,7 @@ class ModelInput:
 
 def _snapshot(host: Host, repo_dir: str) -> str | None:
     """The snapshot a Hugging Face cache entry (``models--org--name``) points at: refs/main, else the only one."""
-    join = host.pathmod.join
+    join: Callable[..., str] = host.pathmod.join
     snapshots = join(repo_dir, "snapshots")
     names = host.list_dir(snapshots) or []
     ref = (host.read_text(join(repo_dir, "refs", "main")) or "").strip()
@@ -138,7 +140,7 @@ def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> Mo
             raise FitInputError(f"{config_path}: the checkpoint is already quantized with "
                                 f"{method or 'an unknown method'}; bnbdoctor fit models bitsandbytes 4/8-bit "
                                 "quantization only")
-        model.pre_quantized = "8bit" if quant.get("load_in_8bit") else "4bit"
+        model.pre_quantized = QUANT_8BIT if quant.get("load_in_8bit") else QUANT_4BIT
         model.pre_quant_type = quant.get("bnb_4bit_quant_type")
         model.pre_double_quant = bool(quant.get("bnb_4bit_use_double_quant"))
     model.checkpoint_files = _checkpoint_files(host, folder)

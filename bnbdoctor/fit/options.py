@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-#: The device_map strings from_pretrained computes a placement for.
-DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
-QUANTS = ("4bit", "8bit")
-QUANT_TYPES = ("nf4", "fp4")
-DTYPES = ("auto", "bfloat16", "float16", "float32")
+from bnbdoctor.fit_protocol import DEVICE_MAP_AUTO, DEVICE_MAPS, DTYPES, QUANT_TYPE_NF4, QUANT_TYPES, QUANTS
+
+#: The choices are the protocol's (the engine reads them too); they are offered here with the options.
+__all__ = ["DEVICE_MAPS", "DTYPES", "QUANTS", "QUANT_TYPES", "FitInputError", "FitOptions", "normalise_dtype",
+           "parse_gpus", "parse_max_memory", "parse_size", "validate"]
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
 
 
@@ -29,9 +29,9 @@ class FitOptions:
     model: str
     quant: str | None = None  # None: the checkpoint's own bnb config, else 4bit
     double_quant: bool = False
-    quant_type: str = "nf4"
+    quant_type: str = QUANT_TYPE_NF4
     dtype: str | None = None  # None: "auto", as from_pretrained
-    device_map: str = "auto"
+    device_map: str = DEVICE_MAP_AUTO
     max_memory: str | dict[str, int] | None = None  # "0=24GiB,1=24GiB,cpu=64GiB" or parsed
     gpus: str | list[int] | None = None  # "24GiB,24GiB": free memory of simulated GPUs
     cpu_memory: str | int | None = None  # free CPU RAM when max_memory is not given

@@ -1,4 +1,4 @@
-"""Python a user can paste: device maps, max_memory dicts and from_pretrained calls, plus sizes as text.
+"""Python a user can paste: device maps, max_memory dicts and from_pretrained calls; device maps as display rows.
 
 Runs of numbered siblings (``model.layers.0`` ... ``model.layers.39`` on one device) are written
 as dict comprehensions, so an 80-layer map stays a dozen lines and is still exactly the map.
@@ -9,28 +9,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-_GIB = 1 << 30
-_MIB = 1 << 20
+from bnbdoctor.fit_protocol import QUANT_4BIT, QUANT_8BIT, QUANT_TYPE_FP4
+from bnbdoctor.units import GIB, MIB, human
+
+__all__ = ["bnb_config_python", "collapse_runs", "device_literal", "device_map_lines", "device_map_python",
+           "from_pretrained_python", "max_memory_literal", "memory_literal"]
+
 _NUMBERED = re.compile(r"^(?P<prefix>.*\.)(?P<index>\d+)$")
-
-
-def human(size: float | None) -> str:
-    """Bytes as GiB/MiB/KiB with two decimals (binary units, as from_pretrained's strings)."""
-    if size is None:
-        return "?"
-    value = float(size)
-    for unit, scale in (("TiB", 1 << 40), ("GiB", _GIB), ("MiB", _MIB), ("KiB", 1 << 10)):
-        if abs(value) >= scale:
-            return f"{value / scale:.2f} {unit}"
-    return f"{int(value)} B"
 
 
 def memory_literal(size: int) -> str:
     """A max_memory value that parses back to exactly ``size`` bytes."""
-    if size % _GIB == 0:
-        return f'"{size // _GIB}GiB"'
-    if size % _MIB == 0:
-        return f'"{size // _MIB}MiB"'
+    if size % GIB == 0:
+        return f'"{size // GIB}GiB"'
+    if size % MIB == 0:
+        return f'"{size // MIB}MiB"'
     return str(int(size))
 
 
@@ -95,10 +88,10 @@ def device_map_python(device_map: Mapping[str, int | str], name: str = "device_m
 
 def bnb_config_python(quant: str, *, double_quant: bool = False, quant_type: str | None = None,
                       fp32_offload: bool = False, skip_modules: list[str] | None = None) -> str:
-    args = ["load_in_8bit=True"] if quant == "8bit" else ["load_in_4bit=True"]
-    if quant == "4bit" and quant_type and quant_type != "fp4":
+    args = ["load_in_8bit=True"] if quant == QUANT_8BIT else ["load_in_4bit=True"]
+    if quant == QUANT_4BIT and quant_type and quant_type != QUANT_TYPE_FP4:
         args.append(f'bnb_4bit_quant_type="{quant_type}"')
-    if quant == "4bit" and double_quant:
+    if quant == QUANT_4BIT and double_quant:
         args.append("bnb_4bit_use_double_quant=True")
     if skip_modules:
         args.append(f"llm_int8_skip_modules={list(skip_modules)!r}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bnbdoctor.fit_protocol import SUPPORTED_TRANSFORMERS_BELOW, SUPPORTED_TRANSFORMERS_MIN
 from bnbdoctor.knowledge.ranges import VersionRange, full
 
 
@@ -30,10 +31,11 @@ NO_SPLIT_BLOCK_FIX = Fix("#47203", VersionRange("5.14", None, "dispatch_fit.md ย
 #: The buffer also covers the biggest leaf module (embed_tokens, lm_head).
 BIGGEST_LEAF_FIX = Fix("#47211", VersionRange("5.18", None, "dispatch_fit.md ยง2.6: #47211 first in 5.18.0"))
 
-#: The releases whose from_pretrained pipeline bnbdoctor/fit/engine_script.py replicates (its
-#: SUPPORTED_MIN / SUPPORTED_BELOW: the script runs in the patient interpreter and cannot import
-#: this module; tests/test_knowledge.py keeps the two equal).
-FIT_ENGINE_TRANSFORMERS = VersionRange("5.12", "6.0", "bnbdoctor/fit/engine_script.py SUPPORTED_MIN")
+#: The releases whose from_pretrained pipeline the fit engine replicates: the range lives in the fit
+#: protocol, which the engine script carries into the patient interpreter (it cannot import this module).
+FIT_ENGINE_TRANSFORMERS = VersionRange(".".join(map(str, SUPPORTED_TRANSFORMERS_MIN)),
+                                       ".".join(map(str, SUPPORTED_TRANSFORMERS_BELOW)),
+                                       "bnbdoctor/fit_protocol.py, sent with the engine script")
 
 #: Since about 4.3x is_bitsandbytes_available() also requires torch.cuda.is_available() (PR #30533).
 BNB_CHECK_NEEDS_GPU_SINCE = "4.3x"

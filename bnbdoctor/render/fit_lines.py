@@ -7,7 +7,7 @@ model's sizes, a device's label. No ``rich`` here: the app and Markdown use thes
 from __future__ import annotations
 
 from bnbdoctor.facts import FitFacts
-from bnbdoctor.fit.snippets import human
+from bnbdoctor.units import human
 
 #: FitFacts.verdict -> (the line shown, its rich style).
 VERDICT_LINE: dict[str, tuple[str, str]] = {

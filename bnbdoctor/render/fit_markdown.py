@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bnbdoctor.fit.snippets import device_map_lines, human
+from bnbdoctor.fit.snippets import device_map_lines
+from bnbdoctor.units import human
 from bnbdoctor.render.fit_lines import VERDICT_LINE, device_label, engine_line, request_line, size_line
 from bnbdoctor.report import Report
 

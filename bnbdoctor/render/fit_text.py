@@ -13,7 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from bnbdoctor.facts import FitDevice
-from bnbdoctor.fit.snippets import device_map_lines, human
+from bnbdoctor.fit.snippets import device_map_lines
+from bnbdoctor.units import human
 from bnbdoctor.render.fit_lines import VERDICT_LINE, device_label, engine_line, request_line, size_line
 from bnbdoctor.render.text import print_finding
 from bnbdoctor.report import Report

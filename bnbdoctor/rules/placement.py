@@ -9,9 +9,26 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts, FitFacts, FitRemedy
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
-from bnbdoctor.fit.snippets import human
+from bnbdoctor.fit_protocol import (
+    ENGINE_APPROXIMATE,
+    ENGINE_TRANSFORMERS,
+    QUANT_4BIT,
+    QUANT_8BIT,
+    REMEDY_UPGRADE_TRANSFORMERS,
+    SAME_HARDWARE_REMEDIES,
+    STATUS_PASSES,
+    STATUS_UNVERIFIED,
+    VERDICT_ALL_CPU,
+    VERDICT_FITS,
+    VERDICT_FP32_OFFLOAD,
+    VERDICT_LIKELY_FITS,
+    VERDICT_LIKELY_RAISES,
+    VERDICT_RAISES,
+    VERDICT_UNKNOWN,
+)
 from bnbdoctor.knowledge.transformers import FIT_ENGINE_TRANSFORMERS
 from bnbdoctor.rules.base import rule
+from bnbdoctor.units import human
 
 _TRANSFORMERS_QUANT_DOCS = ("https://huggingface.co/docs/transformers/main/en/main_classes/quantization"
                             "#offload-between-cpu-and-gpu")
@@ -20,15 +37,15 @@ _PR_47203 = "https://github.com/huggingface/transformers/pull/47203"
 _PR_47211 = "https://github.com/huggingface/transformers/pull/47211"
 _BNB_1849 = "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1849"
 #: Remedies that change only the from_pretrained call, not the hardware or the quantization.
-_SAME_HARDWARE = ("sequential", "max_memory", "upgrade_transformers")
+_SAME_HARDWARE = SAME_HARDWARE_REMEDIES
 _VERDICT_TEXT = {
-    "fits": "fits on the GPUs",
-    "raises": "raises ValueError",
-    "all_cpu": "no error, but the whole model is on the CPU",
-    "fp32_offload": "no error, modules offloaded to the CPU (llm_int8_enable_fp32_cpu_offload)",
-    "likely_fits": "probably fits (approximate)",
-    "likely_raises": "probably raises ValueError (approximate)",
-    "unknown": "unknown",
+    VERDICT_FITS: "fits on the GPUs",
+    VERDICT_RAISES: "raises ValueError",
+    VERDICT_ALL_CPU: "no error, but the whole model is on the CPU",
+    VERDICT_FP32_OFFLOAD: "no error, modules offloaded to the CPU (llm_int8_enable_fp32_cpu_offload)",
+    VERDICT_LIKELY_FITS: "probably fits (approximate)",
+    VERDICT_LIKELY_RAISES: "probably raises ValueError (approximate)",
+    VERDICT_UNKNOWN: "unknown",
 }
 
 
@@ -39,7 +56,7 @@ def _fit(facts: Facts) -> FitFacts:
 
 
 def _quant_name(fit: FitFacts) -> str:
-    return "8-bit" if fit.quant == "8bit" else "4-bit"
+    return "8-bit" if fit.quant == QUANT_8BIT else "4-bit"
 
 
 def _call_text(fit: FitFacts) -> str:
@@ -48,7 +65,7 @@ def _call_text(fit: FitFacts) -> str:
 
 
 def _passing(fit: FitFacts, kinds: tuple[str, ...] | None = None) -> list[FitRemedy]:
-    return [r for r in fit.remedies if r.status == "passes" and (kinds is None or r.kind in kinds)]
+    return [r for r in fit.remedies if r.status == STATUS_PASSES and (kinds is None or r.kind in kinds)]
 
 
 def _remedy_text(remedies: list[FitRemedy], limit: int = 4) -> str:
@@ -103,7 +120,7 @@ def _first_skip(fit: FitFacts) -> str:
 
 
 def _underpacked(fit: FitFacts) -> bool:
-    return fit.verdict in ("raises", "all_cpu") and bool(_passing(fit, _SAME_HARDWARE))
+    return fit.verdict in (VERDICT_RAISES, VERDICT_ALL_CPU) and bool(_passing(fit, _SAME_HARDWARE))
 
 
 @rule("BNB401", "quantized-model-exceeds-gpu-budget", Severity.ERROR,
@@ -149,8 +166,8 @@ def check_exceeds_budget(facts: Facts) -> Hit | None:
     - https://github.com/huggingface/transformers/blob/main/src/transformers/quantizers/quantizer_bnb_4bit.py (`validate_environment`)
     """
     fit = _fit(facts)
-    approximate = fit.verdict == "likely_raises"
-    if fit.verdict != "raises" and not approximate:
+    approximate = fit.verdict == VERDICT_LIKELY_RAISES
+    if fit.verdict != VERDICT_RAISES and not approximate:
         return None
     if _underpacked(fit):
         return None  # BNB402: the GPUs can hold it, the placement does not use them
@@ -224,7 +241,8 @@ def check_underpacking(facts: Facts) -> Hit | None:
         return None
     passing = _passing(fit, _SAME_HARDWARE)
     unused = [d for d in fit.devices if d.device.isdigit() and d.budget_bytes and d.used_bytes == 0]
-    outcome = "will raise the dispatch ValueError" if fit.verdict == "raises" else "puts the whole model on the CPU"
+    outcome = ("will raise the dispatch ValueError" if fit.verdict == VERDICT_RAISES
+               else "puts the whole model on the CPU")
     title = (f"device_map=\"{fit.device_map}\" {outcome} although the GPUs can hold the model: "
              f"{passing[0].title}")
     gpu_rows = [d for d in fit.devices if d.device.isdigit()]
@@ -278,7 +296,7 @@ def check_all_cpu(facts: Facts) -> Hit | None:
     - https://huggingface.co/docs/transformers/main/en/main_classes/quantization#offload-between-cpu-and-gpu
     """
     fit = _fit(facts)
-    if fit.verdict != "all_cpu":
+    if fit.verdict != VERDICT_ALL_CPU:
         return None
     gpu = next((d for d in fit.devices if d.device.isdigit()), None)
     why = (f" Not even the first module fits GPU {gpu.device}: {gpu.skipped_at} needs "
@@ -288,7 +306,7 @@ def check_all_cpu(facts: Facts) -> Hit | None:
         explanation=("transformers raises the dispatch ValueError only when a map mixes GPUs with cpu or disk. A "
                      "map that is entirely {'': 'cpu'} passes its check and the model runs on bitsandbytes' CPU "
                      "backend, far slower than on a GPU." + why),
-        evidence=[Evidence("verdict", _VERDICT_TEXT["all_cpu"], "fit.verdict"), *_gpu_rows(fit)],
+        evidence=[Evidence("verdict", _VERDICT_TEXT[VERDICT_ALL_CPU], "fit.verdict"), *_gpu_rows(fit)],
         remediation=Remediation(_remedy_text(_passing(fit)) or "Use a GPU with more memory, or a smaller model."),
     )
 
@@ -319,7 +337,7 @@ def check_fp32_offload(facts: Facts) -> Hit | None:
     - https://github.com/huggingface/transformers/issues/26153
     """
     fit = _fit(facts)
-    if fit.verdict != "fp32_offload":
+    if fit.verdict != VERDICT_FP32_OFFLOAD:
         return None
     on_cpu = [k for k, v in fit.placement.items() if v in ("cpu", "disk")]
     return Hit(
@@ -328,7 +346,7 @@ def check_fp32_offload(facts: Facts) -> Hit | None:
                      f"With a string device_map (\"{fit.device_map}\") the map is computed after the modules were "
                      "converted, so the offloaded layers are sized and loaded as bnb layers on the CPU; with a "
                      "dict device_map they stay unquantized. Either way every forward pass crosses to the CPU."),
-        evidence=[Evidence("verdict", _VERDICT_TEXT["fp32_offload"], "fit.verdict"),
+        evidence=[Evidence("verdict", _VERDICT_TEXT[VERDICT_FP32_OFFLOAD], "fit.verdict"),
                   Evidence("on cpu/disk", ", ".join(on_cpu[:8]) + (" ..." if len(on_cpu) > 8 else ""),
                            "fit.placement"), *_gpu_rows(fit)],
         remediation=Remediation(_remedy_text(_passing(fit)) or "Accept the speed, or use GPUs with more memory."),
@@ -420,7 +438,7 @@ def check_headroom(facts: Facts) -> Hit | None:
     - https://huggingface.co/docs/transformers/main/en/quantization/bitsandbytes
     """
     fit = _fit(facts)
-    if fit.verdict != "fits":
+    if fit.verdict != VERDICT_FITS:
         raise Skip("the model does not fit on the GPUs")
     short = []
     for device in fit.devices:
@@ -441,7 +459,7 @@ def check_headroom(facts: Facts) -> Hit | None:
         title = (f"GPU {device.device} keeps only {human(left)} ({left / given:.1%}) free once the "
                  f"quantization state is added: {human(device.used_bytes)} + {human(device.quant_state_bytes)} "
                  f"of {human(device.given_bytes)}")
-    what = ("NF4/FP4 absmax: 0.0625 byte per weight, 0.016 with double quant" if fit.quant == "4bit"
+    what = ("NF4/FP4 absmax: 0.0625 byte per weight, 0.016 with double quant" if fit.quant == QUANT_4BIT
             else "int8 row statistics (SCB)")
     return Hit(
         title=title,
@@ -498,11 +516,11 @@ def check_upgrade(facts: Facts) -> Hit | None:
     [bnbdoctor fit](../fit.md) explains how the placement is computed.
     """
     fit = _fit(facts)
-    upgrade = next((r for r in fit.remedies if r.kind == "upgrade_transformers"), None)
-    if upgrade is None or upgrade.status not in ("passes", "unverified"):
+    upgrade = next((r for r in fit.remedies if r.kind == REMEDY_UPGRADE_TRANSFORMERS), None)
+    if upgrade is None or upgrade.status not in (STATUS_PASSES, STATUS_UNVERIFIED):
         return None
     installed = fit.versions.get("transformers", "?")
-    if upgrade.status == "passes":
+    if upgrade.status == STATUS_PASSES:
         return Hit(
             title=f"transformers {installed} has the device_map under-packing bug; {upgrade.transformers_version} "
                   "places this model without the error (verified here)",
@@ -557,15 +575,15 @@ def check_engine(facts: Facts) -> Hit | None:
     - https://huggingface.co/docs/bitsandbytes/main/en/installation
     """
     fit = _fit(facts)
-    if fit.engine == "transformers":
+    if fit.engine == ENGINE_TRANSFORMERS:
         return None
-    if fit.engine == "approximate":
+    if fit.engine == ENGINE_APPROXIMATE:
         return Hit(
             title=f"Approximate only: {_VERDICT_TEXT.get(fit.verdict, fit.verdict)}",
             explanation=(f"{fit.engine_note}. So the verdict compares totals, sized from tensor names, with the "
                          "GPU budgets after from_pretrained's x0.9; it is not the device map from_pretrained would "
                          "compute, and no remedy was simulated."),
-            evidence=[Evidence("engine", fit.engine_note or "approximate", "fit.engine_note")],
+            evidence=[Evidence("engine", fit.engine_note or ENGINE_APPROXIMATE, "fit.engine_note")],
             remediation=Remediation(f"Install torch, transformers ({FIT_ENGINE_TRANSFORMERS.first_text} or newer) and "
                                     "accelerate in the interpreter "
                                     "that loads the model, or point --python at one that has them."),

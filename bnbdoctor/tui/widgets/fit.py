@@ -71,7 +71,7 @@ def device_label(device: str) -> str:
 
 def budget_rows(devices: list[FitDevice]) -> list[tuple[str, ...]]:
     """One row per device, as ``bnbdoctor fit``'s budget table."""
-    from bnbdoctor.fit.snippets import human
+    from bnbdoctor.units import human
 
     rows: list[tuple[str, ...]] = []
     for d in devices:
@@ -286,7 +286,7 @@ class FitView(ToolView):
             widget.display = bool(fit.devices)
 
     def _show_tensors(self, fit: FitFacts) -> None:
-        from bnbdoctor.fit.snippets import human
+        from bnbdoctor.units import human
 
         floor = max(1 << 20, int((fit.unquantized_bytes or 0) * 0.01))
         shown = [t for t in fit.largest_unquantized if t.bytes >= floor][:5] or fit.largest_unquantized[:1]
