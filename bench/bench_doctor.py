@@ -75,10 +75,16 @@ def installed_copy(root: Path) -> str | None:
         if not python.exists():
             subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         wheels = Path(tempfile.mkdtemp())
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(root)],
-                       check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--force-reinstall",
-                        *map(str, wheels.glob("*.whl"))], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(root)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--force-reinstall", *map(str, wheels.glob("*.whl"))],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.CalledProcessError) as exc:
         print(f"(no installed copy: {exc})", file=sys.stderr)
         return None
@@ -109,14 +115,18 @@ def main() -> int:
     for r in results:
         r.wall_ratio_vs_bitsandbytes = wall_ratio = r.wall_s / anchor.wall_s
         r.rss_ratio_vs_bitsandbytes = rss_ratio = r.rss_mib / anchor.rss_mib
-        print(f"{r.name:<40} {r.wall_s * 1000:>11.0f} ms {r.rss_mib:>6.0f} MiB "
-              f"{'1/' + format(1 / wall_ratio, '.1f'):>11} {'1/' + format(1 / rss_ratio, '.1f'):>10}  {r.exit_codes}")
+        print(
+            f"{r.name:<40} {r.wall_s * 1000:>11.0f} ms {r.rss_mib:>6.0f} MiB "
+            f"{'1/' + format(1 / wall_ratio, '.1f'):>11} {'1/' + format(1 / rss_ratio, '.1f'):>10}  {r.exit_codes}"
+        )
     doctor = results[0]
-    print(f"\ntarget ({doctor.name}): bnbdoctor wall <= 1/20 and RSS <= 1/5 of python -m bitsandbytes: "
-          f"wall 1/{1 / doctor.wall_ratio_vs_bitsandbytes:.1f} "
-          f"({'met' if doctor.wall_ratio_vs_bitsandbytes <= 1 / 20 else 'NOT met'}), "
-          f"RSS 1/{1 / doctor.rss_ratio_vs_bitsandbytes:.1f} "
-          f"({'met' if doctor.rss_ratio_vs_bitsandbytes <= 1 / 5 else 'NOT met'})")
+    print(
+        f"\ntarget ({doctor.name}): bnbdoctor wall <= 1/20 and RSS <= 1/5 of python -m bitsandbytes: "
+        f"wall 1/{1 / doctor.wall_ratio_vs_bitsandbytes:.1f} "
+        f"({'met' if doctor.wall_ratio_vs_bitsandbytes <= 1 / 20 else 'NOT met'}), "
+        f"RSS 1/{1 / doctor.rss_ratio_vs_bitsandbytes:.1f} "
+        f"({'met' if doctor.rss_ratio_vs_bitsandbytes <= 1 / 5 else 'NOT met'})"
+    )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"runs": args.runs, "results": [asdict(r) for r in results]}, indent=2))

@@ -27,10 +27,12 @@ NOISE = [
     "{{'loss': {loss:.4f}, 'grad_norm': 0.8{n}, 'learning_rate': 0.0002, 'epoch': 0.{n}}}",
     " 12%|\x1b[32m█▏        \x1b[0m| {n}/1000 [00:{n:02d}<07:21,  2.27it/s]",
     "[2025-01-14 09:12:{n:02d},118] [INFO] [trainer.py:2241:train] ***** Running training *****",
-    "  File \"/home/user/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1{n}, in _call_impl",
+    '  File "/home/user/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1{n}, in _call_impl',
     "    return forward_call(*args, **kwargs)",
-    ("/home/user/.venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:460: UserWarning: "
-     "torch.utils.checkpoint: please pass in use_reentrant=True or use_reentrant=False explicitly."),
+    (
+        "/home/user/.venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:460: UserWarning: "
+        "torch.utils.checkpoint: please pass in use_reentrant=True or use_reentrant=False explicitly."
+    ),
     "Loading checkpoint shards: 100%|██████████| 4/4 [00:0{d}<00:00,  1.03it/s]",
     "wandb: 🚀 View run at https://wandb.ai/team/proj/runs/{n}abc",
     "Epoch 1: 学习率 0.0002, 损失 {loss:.3f}",
@@ -38,10 +40,14 @@ NOISE = [
 ]
 FAILURES = [
     "CUDA SETUP: Loading binary /usr/local/lib/python3.9/site-packages/bitsandbytes/libbitsandbytes_cuda117.so...",
-    ("/lib64/libstdc++.so.6: version `CXXABI_1.3.9' not found (required by "
-     "/usr/local/lib/python3.9/site-packages/bitsandbytes/libbitsandbytes_cuda117.so)"),
-    ("ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the "
-     "quantized model."),
+    (
+        "/lib64/libstdc++.so.6: version `CXXABI_1.3.9' not found (required by "
+        "/usr/local/lib/python3.9/site-packages/bitsandbytes/libbitsandbytes_cuda117.so)"
+    ),
+    (
+        "ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the "
+        "quantized model."
+    ),
     "UserWarning: Merge lora module to 4-bit linear may get different generations due to rounding errors.",
 ]
 
@@ -95,8 +101,10 @@ def main(argv: list[str] | None = None) -> int:
             seconds, findings, lines = best
             mb = len(data) / (1024 * 1024)
             results.append((mb, seconds))
-            print(f"{mb:>6.1f}MB {lines:>10,} {findings:>9} {seconds:>9.3f} {mb / seconds:>8.1f} "
-                  f"{seconds / mb * 10:>12.3f}")
+            print(
+                f"{mb:>6.1f}MB {lines:>10,} {findings:>9} {seconds:>9.3f} {mb / seconds:>8.1f} "
+                f"{seconds / mb * 10:>12.3f}"
+            )
             os.unlink(path)
     if len(results) > 1:
         (m0, s0), (m1, s1) = results[0], results[-1]

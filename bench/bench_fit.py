@@ -60,8 +60,13 @@ def bench(argv: list[str], runs: int) -> dict[str, object]:
         walls.append(wall)
         rss.append(peak)
         codes.add(code)
-    return {"argv": argv, "wall_s": statistics.median(walls), "wall_min_s": min(walls),
-            "peak_rss_mib": statistics.median(rss), "exit_codes": sorted(codes)}
+    return {
+        "argv": argv,
+        "wall_s": statistics.median(walls),
+        "wall_min_s": min(walls),
+        "peak_rss_mib": statistics.median(rss),
+        "exit_codes": sorted(codes),
+    }
 
 
 def write_model(root: Path, name: str) -> Path:
@@ -74,13 +79,33 @@ def write_model(root: Path, name: str) -> Path:
 
 def prediction(python: str, folder: Path, gpus: list[int], cpu: int) -> dict[str, object]:
     """bnbdoctor's verdict and the anchor's, for the record (and as a sanity check)."""
-    fit = subprocess.run([python, "-m", "bnbdoctor", "fit", str(folder), "--gpus", ",".join(str(g) for g in gpus),
-                          "--cpu-memory", str(cpu), "--python", python, "--json"],
-                         capture_output=True, check=False, text=True, cwd=NEUTRAL_CWD)
+    fit = subprocess.run(
+        [
+            python,
+            "-m",
+            "bnbdoctor",
+            "fit",
+            str(folder),
+            "--gpus",
+            ",".join(str(g) for g in gpus),
+            "--cpu-memory",
+            str(cpu),
+            "--python",
+            python,
+            "--json",
+        ],
+        capture_output=True,
+        check=False,
+        text=True,
+        cwd=NEUTRAL_CWD,
+    )
     data = json.loads(fit.stdout)["facts"]["fit"]
-    return {"verdict": data["verdict"], "model_gib": round(data["model_bytes"] / GiB, 2),
-            "engine_timings": data["timings"],
-            "remedies": [r["title"] for r in data["remedies"] if r["status"] == "passes"]}
+    return {
+        "verdict": data["verdict"],
+        "model_gib": round(data["model_bytes"] / GiB, 2),
+        "engine_timings": data["timings"],
+        "remedies": [r["title"] for r in data["remedies"] if r["status"] == "passes"],
+    }
 
 
 def main() -> int:
@@ -96,19 +121,40 @@ def main() -> int:
             folder = write_model(work, name)
             cases = work / f"{name}-cases.json"
             detected = {**{str(i): g for i, g in enumerate(gpus)}, "cpu": cpu}
-            cases.write_text(json.dumps([{"id": name, "folder": str(folder), "device_map": "auto",
-                                          "detected": detected}]))
-            fit_args = [python, "-m", "bnbdoctor", "fit", str(folder), "--gpus", ",".join(str(g) for g in gpus),
-                        "--cpu-memory", str(cpu), "--python", python, "--json"]
+            cases.write_text(
+                json.dumps([{"id": name, "folder": str(folder), "device_map": "auto", "detected": detected}])
+            )
+            fit_args = [
+                python,
+                "-m",
+                "bnbdoctor",
+                "fit",
+                str(folder),
+                "--gpus",
+                ",".join(str(g) for g in gpus),
+                "--cpu-memory",
+                str(cpu),
+                "--python",
+                python,
+                "--json",
+            ]
             anchor = bench([python, "-B", str(ORACLE), str(cases)], args.runs)
             verdict_only = bench([*fit_args, "--no-remedies"], args.runs)
             full = bench(fit_args, args.runs)
-            answer = subprocess.run([python, "-B", str(ORACLE), str(cases)], capture_output=True, check=False,
-                                    text=True)
+            answer = subprocess.run(
+                [python, "-B", str(ORACLE), str(cases)], capture_output=True, check=False, text=True
+            )
             oracle = json.loads(answer.stdout.strip().splitlines()[-1])
-            results.append({"shape": title, "anchor": anchor, "fit_verdict_only": verdict_only, "fit": full,
-                            "anchor_verdict": oracle["results"][0]["verdict"],
-                            "prediction": prediction(python, folder, gpus, cpu)})
+            results.append(
+                {
+                    "shape": title,
+                    "anchor": anchor,
+                    "fit_verdict_only": verdict_only,
+                    "fit": full,
+                    "anchor_verdict": oracle["results"][0]["verdict"],
+                    "prediction": prediction(python, folder, gpus, cpu),
+                }
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -117,15 +163,22 @@ def main() -> int:
     ok = True
     for row in results:
         anchor = row["anchor"]
-        for label, key in (("from_pretrained (anchor)", "anchor"), ("bnbdoctor fit --no-remedies", "fit_verdict_only"),
-                           ("bnbdoctor fit (with remedies)", "fit")):
+        for label, key in (
+            ("from_pretrained (anchor)", "anchor"),
+            ("bnbdoctor fit --no-remedies", "fit_verdict_only"),
+            ("bnbdoctor fit (with remedies)", "fit"),
+        ):
             item = row[key]
-            print(f"{row['shape'] if key == 'anchor' else '':<48} {label:<34} {item['wall_s']:>7.2f} "
-                  f"{item['wall_s'] / anchor['wall_s']:>6.2f} {item['peak_rss_mib']:>9.0f} "
-                  f"{item['peak_rss_mib'] / anchor['peak_rss_mib']:>6.2f}")
+            print(
+                f"{row['shape'] if key == 'anchor' else '':<48} {label:<34} {item['wall_s']:>7.2f} "
+                f"{item['wall_s'] / anchor['wall_s']:>6.2f} {item['peak_rss_mib']:>9.0f} "
+                f"{item['peak_rss_mib'] / anchor['peak_rss_mib']:>6.2f}"
+            )
         pred = row["prediction"]
-        print(f"{'':<48} verdict: fit {pred['verdict']}, from_pretrained {row['anchor_verdict']}; "
-              f"model {pred['model_gib']} GiB")
+        print(
+            f"{'':<48} verdict: fit {pred['verdict']}, from_pretrained {row['anchor_verdict']}; "
+            f"model {pred['model_gib']} GiB"
+        )
         for remedy in pred["remedies"]:
             print(f"{'':<48}   remedy: {remedy}")
         if pred["verdict"] != row["anchor_verdict"]:

@@ -67,8 +67,14 @@ def child(target: str) -> None:
 
 def measure(target: str) -> dict[str, float]:
     spawned = time.time()
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", target], capture_output=True,
-                         text=True, check=False, cwd=ROOT, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", target],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     if out.returncode != 0:
         raise SystemExit(f"child for {target} failed:\n{out.stderr}")
     data = json.loads(out.stdout.strip().splitlines()[-1])
@@ -100,9 +106,11 @@ def main(argv: list[str] | None = None) -> int:
         runs = [measure(target) for _ in range(args.runs)]
         median = {key: statistics.median(run[key] for run in runs) for key in runs[0] if key != "findings"}
         results.append({"target": target, "runs": args.runs, **median, "findings": runs[0]["findings"]})
-        print(f"{target:<26} {median['imports_s']:>7.3f}s {median['first_paint_s']:>9.3f}s "
-              f"{median['first_paint_in_app_s']:>8.3f}s {median['findings_shown_s']:>8.3f}s "
-              f"{median['findings_shown_in_app_s']:>8.3f}s  {runs[0]['findings']}")
+        print(
+            f"{target:<26} {median['imports_s']:>7.3f}s {median['first_paint_s']:>9.3f}s "
+            f"{median['first_paint_in_app_s']:>8.3f}s {median['findings_shown_s']:>8.3f}s "
+            f"{median['findings_shown_in_app_s']:>8.3f}s  {runs[0]['findings']}"
+        )
     worst = max(r["first_paint_s"] for r in results)
     verdict = "meets" if worst <= TARGET_FIRST_PAINT_S else "MISSES"
     print(f"\nmedians of {args.runs} runs; times from process spawn unless '(in app)' (from DoctorApp creation).")

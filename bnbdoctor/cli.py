@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from bnbdoctor.redact import Redactor
     from bnbdoctor.rules import Rule
 
+
 class UsageError(Exception):
     """A problem with what the user asked for; printed as one line, exit 2."""
 
@@ -37,15 +38,26 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_arguments(parser, ReportKind.DOCTOR)
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--fixture", metavar="NAME_OR_PATH", help="diagnose a recorded machine from platform_fixtures/")
-    source.add_argument("--from", dest="from_report", metavar="REPORT",
-                        help="re-diagnose a saved report (JSON or Markdown file, or - for stdin) with today's rules")
-    parser.add_argument("--no-redact", action="store_true",
-                        help="keep home folder, user and host names in the report (a note goes to stderr)")
-    parser.add_argument("--show-redactions", action="store_true",
-                        help="list on stderr what redaction replaced (the originals never enter the report)")
+    source.add_argument(
+        "--from",
+        dest="from_report",
+        metavar="REPORT",
+        help="re-diagnose a saved report (JSON or Markdown file, or - for stdin) with today's rules",
+    )
+    parser.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="keep home folder, user and host names in the report (a note goes to stderr)",
+    )
+    parser.add_argument(
+        "--show-redactions",
+        action="store_true",
+        help="list on stderr what redaction replaced (the originals never enter the report)",
+    )
     parser.add_argument("--python", metavar="PATH", help="the interpreter whose torch/bitsandbytes to examine")
-    parser.add_argument("--rule", metavar="ID", action="append", default=[],
-                        help="run only this rule (repeatable), e.g. --rule BNB101")
+    parser.add_argument(
+        "--rule", metavar="ID", action="append", default=[], help="run only this rule (repeatable), e.g. --rule BNB101"
+    )
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
     parser.add_argument("--no-load", action="store_true", help="skip the real dlopen check in a subprocess")
     parser.add_argument("--list-rules", action="store_true", help="list every rule and exit")
@@ -126,8 +138,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         if fmt is OutputFormat.TUI:
             from bnbdoctor.tui import run as run_tui
 
-            return ExitCode(run_tui(None, None, rules, report=report, strict=args.strict,
-                                    redact=not args.no_redact))
+            return ExitCode(run_tui(None, None, rules, report=report, strict=args.strict, redact=not args.no_redact))
     else:
         host = _host(args)
         from bnbdoctor.doctor import diagnose

@@ -89,9 +89,10 @@ def guarded(run: Callable[[], int], user_errors: tuple[type[Exception], ...], de
         return int(ExitCode.FAILURE)
     except BrokenPipeError:
         return int(ExitCode.OK)
-    except Exception as exc:  # noqa: BLE001 - a diagnostic tool must never crash with a traceback
+    except Exception as exc:
         if debug:
             raise
-        print(f"bnbdoctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
-              file=sys.stderr)
+        print(
+            f"bnbdoctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)", file=sys.stderr
+        )
         return int(ExitCode.FAILURE)

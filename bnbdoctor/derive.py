@@ -28,8 +28,14 @@ def predict_selection(facts: Facts) -> LibrarySelection | None:
         return None
     bnb, torch = python.bitsandbytes, python.torch
     return select_library(
-        bnb_version=bnb.version, os_name=platform.os, shipped=bnb.native_libraries, torch_cuda=torch.cuda,
-        torch_hip=torch.hip, torch_xpu=torch.xpu, gpu_available=cuda_expected(facts),
+        bnb_version=bnb.version,
+        os_name=platform.os,
+        shipped=bnb.native_libraries,
+        torch_cuda=torch.cuda,
+        torch_hip=torch.hip,
+        torch_xpu=torch.xpu,
+        gpu_available=cuda_expected(facts),
         highest_cc=facts.gpu.highest_cc if facts.gpu else None,
-        bnb_cuda_version=facts.env.get("BNB_CUDA_VERSION"), bnb_rocm_version=facts.env.get("BNB_ROCM_VERSION"),
+        bnb_cuda_version=facts.env.get("BNB_CUDA_VERSION"),
+        bnb_rocm_version=facts.env.get("BNB_ROCM_VERSION"),
     )

@@ -123,7 +123,7 @@ class TorchFacts:
 
     @property
     def build(self) -> str:
-        """"cuda", "rocm", "xpu" or "cpu" (None when torch is missing)."""
+        """ "cuda", "rocm", "xpu" or "cpu" (None when torch is missing)."""
         if self.cuda:
             return "cuda"
         if self.hip:

@@ -112,8 +112,16 @@ REMEDY_FP32_OFFLOAD = "fp32_offload"
 REMEDY_MIN_GPU_MEMORY = "min_gpu_memory"
 REMEDY_MORE_GPUS = "more_gpus"
 #: Remedy kinds in display order: changes to the call first, then configuration, then hardware.
-REMEDY_ORDER = (REMEDY_SEQUENTIAL, REMEDY_MAX_MEMORY, REMEDY_EXPLICIT_MAP, REMEDY_UPGRADE_TRANSFORMERS,
-                REMEDY_QUANT_4BIT, REMEDY_FP32_OFFLOAD, REMEDY_MIN_GPU_MEMORY, REMEDY_MORE_GPUS)
+REMEDY_ORDER = (
+    REMEDY_SEQUENTIAL,
+    REMEDY_MAX_MEMORY,
+    REMEDY_EXPLICIT_MAP,
+    REMEDY_UPGRADE_TRANSFORMERS,
+    REMEDY_QUANT_4BIT,
+    REMEDY_FP32_OFFLOAD,
+    REMEDY_MIN_GPU_MEMORY,
+    REMEDY_MORE_GPUS,
+)
 #: Remedies that change only the from_pretrained call, not the hardware or the quantization.
 SAME_HARDWARE_REMEDIES = (REMEDY_SEQUENTIAL, REMEDY_MAX_MEMORY, REMEDY_UPGRADE_TRANSFORMERS)
 #: Where an explicit_map remedy's map comes from (``origin``): a passing remedy's kind, or these two.

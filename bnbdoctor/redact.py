@@ -19,16 +19,48 @@ from bnbdoctor.hosts.base import OsInfo
 USER = "<user>"
 HOST = "<host>"
 #: Names too generic to replace blindly as words (their home folders are still replaced).
-_GENERIC_NAMES = {"root", "user", "admin", "ubuntu", "debian", "runner", "jovyan", "vscode", "localhost",
-                  "administrator", "builder", "ec2-user", "centos", "python", "conda", "app"}
+_GENERIC_NAMES = {
+    "root",
+    "user",
+    "admin",
+    "ubuntu",
+    "debian",
+    "runner",
+    "jovyan",
+    "vscode",
+    "localhost",
+    "administrator",
+    "builder",
+    "ec2-user",
+    "centos",
+    "python",
+    "conda",
+    "app",
+}
 _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("url-credentials", re.compile(r"(?P<keep>\b[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@", re.IGNORECASE),
-     r"\g<keep><redacted>@"),
-    ("token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b"
-                         r"|\bhf_[A-Za-z0-9]{20,}\b|\bsk-[A-Za-z0-9_-]{20,}\b|\bxox[abprs]-[A-Za-z0-9-]{10,}\b"
-                         r"|\bAKIA[0-9A-Z]{16}\b"), "<redacted-token>"),
-    ("key-value", re.compile(r"(?P<keep>\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[=:]\s*)"
-                             r"[^\s:;,'\"]+", re.IGNORECASE), r"\g<keep><redacted>"),
+    (
+        "url-credentials",
+        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@", re.IGNORECASE),
+        r"\g<keep><redacted>@",
+    ),
+    (
+        "token",
+        re.compile(
+            r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b"
+            r"|\bhf_[A-Za-z0-9]{20,}\b|\bsk-[A-Za-z0-9_-]{20,}\b|\bxox[abprs]-[A-Za-z0-9-]{10,}\b"
+            r"|\bAKIA[0-9A-Z]{16}\b"
+        ),
+        "<redacted-token>",
+    ),
+    (
+        "key-value",
+        re.compile(
+            r"(?P<keep>\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[=:]\s*)"
+            r"[^\s:;,'\"]+",
+            re.IGNORECASE,
+        ),
+        r"\g<keep><redacted>",
+    ),
     ("gpu-uuid", re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"), r"\1-<uuid>"),
 )
 #: Fact fields dropped outright: identifiers that help nobody debug bitsandbytes.

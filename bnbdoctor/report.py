@@ -59,8 +59,15 @@ class Summary:
         def plural(n: int, word: str) -> str:
             return f"{n} {word}{'' if n == 1 else 's'}"
 
-        return ", ".join([plural(self.errors, "error"), plural(self.warnings, "warning"), f"{self.info} info",
-                          f"{self.passed} checks passed", f"{self.skipped} skipped"])
+        return ", ".join(
+            [
+                plural(self.errors, "error"),
+                plural(self.warnings, "warning"),
+                f"{self.info} info",
+                f"{self.passed} checks passed",
+                f"{self.skipped} skipped",
+            ]
+        )
 
 
 @dataclass
@@ -101,8 +108,13 @@ def build_report(facts: Facts, diagnosis: Outcome, started: float | None = None)
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         source={k: str(v) for k, v in facts.source.items()},
         interpreter=facts.python.executable if facts.python else None,
-        summary=Summary(counts[Severity.ERROR], counts[Severity.WARNING], counts[Severity.INFO],
-                        len(diagnosis.passed), len(diagnosis.skipped)),
+        summary=Summary(
+            counts[Severity.ERROR],
+            counts[Severity.WARNING],
+            counts[Severity.INFO],
+            len(diagnosis.passed),
+            len(diagnosis.skipped),
+        ),
         findings=diagnosis.findings,
         passed=diagnosis.passed,
         skipped=diagnosis.skipped,

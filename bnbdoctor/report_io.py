@@ -91,8 +91,7 @@ def _check_shape(value: Any, where: str = "report", depth: int = 0) -> None:
         for key, item in value.items():
             path = _key_path(where, key)
             if not _is_unicode(key):
-                raise ReportError(f"{path}: a key that is not valid Unicode (a lone surrogate); "
-                                  "not a bnbdoctor report")
+                raise ReportError(f"{path}: a key that is not valid Unicode (a lone surrogate); not a bnbdoctor report")
             _check_shape(item, path, depth + 1)
     elif isinstance(value, list):
         for index, item in enumerate(value):
@@ -106,8 +105,9 @@ def _loads(text: str, source: str) -> Any:
     except RecursionError:
         raise ReportError(f"{source}: nested too deeply to be a bnbdoctor report") from None
     except json.JSONDecodeError as exc:
-        raise ReportError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
-                          "was it cut off?") from None
+        raise ReportError(
+            f"{source} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); was it cut off?"
+        ) from None
     except ValueError as exc:
         # Not a JSONDecodeError: Python refuses to convert an integer literal of more than
         # sys.get_int_max_str_digits() digits (4300 by default); the message names that limit.
@@ -130,7 +130,7 @@ def parse_report(text: str, source: str = "report") -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ReportError(f"{source} holds a JSON {type(data).__name__}, not a bnbdoctor report object")
     if data.get("tool") != "bnbdoctor":
-        raise ReportError(f"{source} is not a bnbdoctor report (no \"tool\": \"bnbdoctor\")")
+        raise ReportError(f'{source} is not a bnbdoctor report (no "tool": "bnbdoctor")')
     _check_shape(data, source)
     return data
 
@@ -140,13 +140,17 @@ def migrate(data: dict[str, Any], source: str = "report") -> dict[str, Any]:
     if not isinstance(version, int) or isinstance(version, bool):
         raise ReportError(f"{source}: schema_version is missing or not a number")
     if version > SCHEMA_VERSION:
-        raise ReportError(f"{source} uses report schema {version}, newer than this bnbdoctor reads "
-                          f"({SCHEMA_VERSION}); upgrade bnbdoctor to replay it")
+        raise ReportError(
+            f"{source} uses report schema {version}, newer than this bnbdoctor reads "
+            f"({SCHEMA_VERSION}); upgrade bnbdoctor to replay it"
+        )
     while version < SCHEMA_VERSION:
         step = MIGRATIONS.get(version)
         if step is None:
-            raise ReportError(f"{source} uses report schema {version}, which this bnbdoctor (schema "
-                              f"{SCHEMA_VERSION}) can no longer read")
+            raise ReportError(
+                f"{source} uses report schema {version}, which this bnbdoctor (schema "
+                f"{SCHEMA_VERSION}) can no longer read"
+            )
         data = step(data)
         version = data["schema_version"]
     return data

@@ -34,8 +34,13 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
             props = {f.name: _schema(hints[f.name], defs) for f in dataclasses.fields(tp)}
             required = [f.name for f in dataclasses.fields(tp)]
             doc = (tp.__doc__ or "").strip().split("\n")[0]
-            defs[name] = {"type": "object", "description": doc, "properties": props, "required": required,
-                          "additionalProperties": True}
+            defs[name] = {
+                "type": "object",
+                "description": doc,
+                "properties": props,
+                "required": required,
+                "additionalProperties": True,
+            }
         return {"$ref": f"#/$defs/{name}"}
     if isinstance(tp, type) and issubclass(tp, Enum):
         return {"enum": [m.value for m in tp]}

@@ -23,7 +23,8 @@ def test_packaged_catalog_equals_the_shared_reference_when_present() -> None:
     if not SHARED.is_file():  # a checkout without ../shared: the packaged copy is the reference
         return
     assert json.loads(SHARED.read_text(encoding="utf-8")) == list(catalog()), (
-        "bnbdoctor/data/failure_catalog.json differs from ../shared/reference/failure_catalog.json: copy it")
+        "bnbdoctor/data/failure_catalog.json differs from ../shared/reference/failure_catalog.json: copy it"
+    )
 
 
 def test_entries_link_to_their_docs_anchor() -> None:

@@ -15,8 +15,9 @@ SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
 
 
 def bnbdoctor(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bnbdoctor", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT
+    )
 
 
 def test_json_is_one_document_on_stdout_and_validates() -> None:

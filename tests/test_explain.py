@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 from conftest import ROOT
 
+from bnbdoctor.catalog import catalog
 from bnbdoctor.explain import (
     explain_file,
     explain_stream,
@@ -27,7 +28,6 @@ from bnbdoctor.explain import (
     render_explain_text,
 )
 from bnbdoctor.findings import Severity
-from bnbdoctor.catalog import catalog
 from bnbdoctor.report import Report
 from bnbdoctor.rules import all_rules
 
@@ -49,8 +49,14 @@ def top(report: Report):
 
 
 def bnbdoctor(*args: str, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "bnbdoctor", "explain", *args], input=stdin, capture_output=True,
-                          timeout=timeout, cwd=ROOT, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", "explain", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+        cwd=ROOT,
+        check=False,
+    )
 
 
 # ------------------------------------------------------------------------------------------ coverage
@@ -96,8 +102,10 @@ def test_synthetic_log_top_finding_covers_its_catalog_id(path: Path) -> None:
 def _variants(text: str) -> dict[str, bytes]:
     lines = text.split("\n")
     return {
-        "ansi": "\n".join(f"\x1b[31m{line}\x1b[0m" if i % 2 else f"\x1b[1;33m{line[:4]}\x1b[0m{line[4:]}"
-                          for i, line in enumerate(lines)).encode(),
+        "ansi": "\n".join(
+            f"\x1b[31m{line}\x1b[0m" if i % 2 else f"\x1b[1;33m{line[:4]}\x1b[0m{line[4:]}"
+            for i, line in enumerate(lines)
+        ).encode(),
         "crlf": text.replace("\n", "\r\n").encode(),
         "fenced": ("Here is the log:\n\n```text\n" + text + "\n```\n\nAny idea? 谢谢\n").encode(),
         "quoted": "\n".join("> " + line for line in lines).encode(),
@@ -117,9 +125,18 @@ def test_messy_variants_of_a_real_log_give_the_same_top_finding(path: Path) -> N
         assert got is not None and got.rule_id == expected, (path.name, name, got and got.rule_id)
 
 
-@pytest.mark.parametrize("data", [b"", b"\n\n\n", bytes(range(256)) * 2000, b"\x00" * 100_000,
-                                  b"nothing to see here\r\njust a normal run\n", b"\xff\xfe\xfd" * 1000],
-                         ids=["empty", "blank-lines", "binary", "nul-bytes", "no-failure", "invalid-utf8"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\n\n\n",
+        bytes(range(256)) * 2000,
+        b"\x00" * 100_000,
+        b"nothing to see here\r\njust a normal run\n",
+        b"\xff\xfe\xfd" * 1000,
+    ],
+    ids=["empty", "blank-lines", "binary", "nul-bytes", "no-failure", "invalid-utf8"],
+)
 def test_garbage_gets_a_clear_answer(data: bytes) -> None:
     report = explain_stream(io.BytesIO(data), "garbage")
     assert not [f for f in report.findings if f.severity is not Severity.INFO]
@@ -139,7 +156,9 @@ def test_a_line_without_newline_for_megabytes_is_cut_not_kept() -> None:
 def test_a_50_mb_log_is_explained_in_linear_time() -> None:
     real = (DATA / "real_logs" / "cxxabi_not_found.txt").read_bytes()
     noise = b"".join(b"{'loss': 1.%03d, 'learning_rate': 0.0002, 'epoch': 0.%d}\n" % (i, i % 10) for i in range(1000))
-    noise += b"  File \"/home/u/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1501, in _call\n" * 200
+    noise += (
+        b'  File "/home/u/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1501, in _call\n' * 200
+    )
     block = noise + real
     data = block * (50 * 1024 * 1024 // len(block) + 1)
     started = time.perf_counter()
@@ -186,11 +205,14 @@ def test_warning_only_exits_0_and_1_with_strict() -> None:
     assert main([path, "--strict", "--json", "-o", "/dev/null"]) == 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (["/no/such/log.txt"], "bnbdoctor: error: /no/such/log.txt: no such file"),
-    ([str(DATA)], "is a directory"),
-    (["--rule", "BNB999", str(DATA / "real_logs" / "cxxabi_not_found.txt")], "unknown rule 'BNB999'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["/no/such/log.txt"], "bnbdoctor: error: /no/such/log.txt: no such file"),
+        ([str(DATA)], "is a directory"),
+        (["--rule", "BNB999", str(DATA / "real_logs" / "cxxabi_not_found.txt")], "unknown rule 'BNB999'"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(args: list[str], message: str) -> None:
     result = bnbdoctor(*args)
     assert result.returncode == 2
@@ -224,8 +246,9 @@ def test_markdown_falls_back_to_text_when_the_renderer_is_absent(monkeypatch, ca
 
 
 def test_only_chosen_rules_run() -> None:
-    report = explain_file(str(DATA / "real_logs" / "kepler_gpu_unsupported.txt"), [r for r in all_rules()
-                                                                                    if r.id == "BNB516"])
+    report = explain_file(
+        str(DATA / "real_logs" / "kepler_gpu_unsupported.txt"), [r for r in all_rules() if r.id == "BNB516"]
+    )
     assert [f.rule_id for f in report.findings] == ["BNB516"]
 
 

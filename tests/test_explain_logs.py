@@ -61,8 +61,11 @@ def test_every_pattern_key_has_an_anchor_and_every_signature_is_known() -> None:
 
 
 def _collector_modules() -> list[ModuleType]:
-    return [importlib.import_module(f"{collectors.__name__}.{info.name}")
-            for info in pkgutil.iter_modules(collectors.__path__) if info.name != "base"]
+    return [
+        importlib.import_module(f"{collectors.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(collectors.__path__)
+        if info.name != "base"
+    ]
 
 
 def test_every_collector_module_is_wired_and_declares_each_pattern_once() -> None:
@@ -81,13 +84,23 @@ def test_every_collector_module_is_wired_and_declares_each_pattern_once() -> Non
 def test_every_handler_has_a_pattern_and_records_known_signatures() -> None:
     declared = {id(f.handler) for f in FAMILIES}
     for module in _collector_modules():
-        public = [f for name, f in inspect.getmembers(module, inspect.isfunction)
-                  if f.__module__ == module.__name__ and not name.startswith("_")]
+        public = [
+            f
+            for name, f in inspect.getmembers(module, inspect.isfunction)
+            if f.__module__ == module.__name__ and not name.startswith("_")
+        ]
         assert all(id(f) in declared for f in public), [f.__name__ for f in public if id(f) not in declared]
-        recorded = {sig for call in ast.walk(ast.parse(inspect.getsource(module)))
-                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "match"
-                    and isinstance(call.func.value, ast.Name) and call.func.value.id == "state" and call.args
-                    for sig in _literal_values(call.args[0])}
+        recorded = {
+            sig
+            for call in ast.walk(ast.parse(inspect.getsource(module)))
+            if isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "match"
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == "state"
+            and call.args
+            for sig in _literal_values(call.args[0])
+        }
         assert recorded <= set(SIGNATURES), recorded - set(SIGNATURES)
 
 
@@ -103,7 +116,8 @@ def test_loader_abi_error_fills_native_and_load_facts() -> None:
     facts = extract_text(
         "CUDA SETUP: Loading binary /opt/venv/lib/python3.9/site-packages/bitsandbytes/libbitsandbytes_cuda117.so...\n"
         "/lib64/libstdc++.so.6: version `CXXABI_1.3.9' not found (required by "
-        "/opt/venv/lib/python3.9/site-packages/bitsandbytes/libbitsandbytes_cuda117.so)\n")
+        "/opt/venv/lib/python3.9/site-packages/bitsandbytes/libbitsandbytes_cuda117.so)\n"
+    )
     assert facts.platform.os == "linux"
     assert facts.python.version == "3.9"
     bnb = facts.python.bitsandbytes
@@ -141,25 +155,40 @@ GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-0000)
 
 
 def test_windows_paths_and_a_windows_python() -> None:
-    facts = extract_text(r"  File \"C:\Users\a\AppData\Local\Programs\Python\Python310\lib\site-packages\bitsandbytes\cextension.py\", line 20")
+    facts = extract_text(
+        r"  File \"C:\Users\a\AppData\Local\Programs\Python\Python310\lib\site-packages\bitsandbytes\cextension.py\", line 20"
+    )
     assert facts.platform.os == "windows"
     assert facts.python.version == "3.10"
     assert facts.python.bitsandbytes.location.endswith(r"site-packages\bitsandbytes")
 
 
 def test_unknown_facts_stay_unknown() -> None:
-    facts = extract_text("UserWarning: Merge lora module to 4-bit linear may get different generations due to rounding errors.")
+    facts = extract_text(
+        "UserWarning: Merge lora module to 4-bit linear may get different generations due to rounding errors."
+    )
     assert facts.platform is None and facts.gpu is None and facts.native is None
     assert not facts.python.torch.installed and facts.python.torch.error == "not shown in the log"
     assert facts.python.bitsandbytes.version is None
     assert {run.name for run in facts.probes if run.skipped} >= {"platform", "gpu", "native"}
 
 
-@pytest.mark.parametrize("name, cc", [("Tesla K80", (3, 7)), ("NVIDIA GeForce GTX 980 Ti", (5, 2)),
-                                      ("Tesla P40", (6, 1)), ("Tesla V100-SXM2-16GB", (7, 0)), ("Tesla T4", (7, 5)),
-                                      ("NVIDIA GeForce GTX 1650", (7, 5)), ("NVIDIA A100-SXM4-80GB", (8, 0)),
-                                      ("NVIDIA RTX A6000", (8, 6)), ("NVIDIA GeForce RTX 4090", (8, 9)),
-                                      ("NVIDIA H100 80GB HBM3", (9, 0)), ("NVIDIA GeForce GTX 750 Ti", (5, 0))])
+@pytest.mark.parametrize(
+    "name, cc",
+    [
+        ("Tesla K80", (3, 7)),
+        ("NVIDIA GeForce GTX 980 Ti", (5, 2)),
+        ("Tesla P40", (6, 1)),
+        ("Tesla V100-SXM2-16GB", (7, 0)),
+        ("Tesla T4", (7, 5)),
+        ("NVIDIA GeForce GTX 1650", (7, 5)),
+        ("NVIDIA A100-SXM4-80GB", (8, 0)),
+        ("NVIDIA RTX A6000", (8, 6)),
+        ("NVIDIA GeForce RTX 4090", (8, 9)),
+        ("NVIDIA H100 80GB HBM3", (9, 0)),
+        ("NVIDIA GeForce GTX 750 Ti", (5, 0)),
+    ],
+)
 def test_gpu_names_map_to_compute_capability(name: str, cc: tuple[int, int]) -> None:
     assert compute_capability(name) == cc
 
@@ -171,58 +200,75 @@ def test_gpu_lines_in_their_usual_shapes() -> None:
     assert find_gpus("import torch; x = 3") == []
 
 
-@pytest.mark.parametrize("line, name, cc", [
-    ("Found GPU0 NVIDIA GeForce GT 710 which is of cuda capability 3.5.", "NVIDIA GeForce GT 710", (3, 5)),
-    ("Found GPU1 GRID K520 which is of cuda capability 3.0.", "GRID K520", (3, 0)),
-    ("Quadro K2200, 5.0", "Quadro K2200", (5, 0)),
-    ("0, NVIDIA GeForce RTX 3090, 8.6", "NVIDIA GeForce RTX 3090", (8, 6)),
-])
-def test_a_printed_compute_capability_covers_names_the_table_does_not_know(line: str, name: str,
-                                                                            cc: tuple[int, int]) -> None:
+@pytest.mark.parametrize(
+    "line, name, cc",
+    [
+        ("Found GPU0 NVIDIA GeForce GT 710 which is of cuda capability 3.5.", "NVIDIA GeForce GT 710", (3, 5)),
+        ("Found GPU1 GRID K520 which is of cuda capability 3.0.", "GRID K520", (3, 0)),
+        ("Quadro K2200, 5.0", "Quadro K2200", (5, 0)),
+        ("0, NVIDIA GeForce RTX 3090, 8.6", "NVIDIA GeForce RTX 3090", (8, 6)),
+    ],
+)
+def test_a_printed_compute_capability_covers_names_the_table_does_not_know(
+    line: str, name: str, cc: tuple[int, int]
+) -> None:
     assert [(g.name, g.cc) for g in find_gpus(line)] == [(name, cc)]
     assert find_gpus("name, compute_cap") == []
 
 
 def test_a_kernel_error_on_a_gpu_the_log_shows_is_the_machine_rule() -> None:
-    report = explain_text("$ nvidia-smi --query-gpu=name,compute_cap --format=csv\nname, compute_cap\n"
-                          "Quadro K2200, 5.0\nCUDA error: no kernel image is available for execution on the device\n")
+    report = explain_text(
+        "$ nvidia-smi --query-gpu=name,compute_cap --format=csv\nname, compute_cap\n"
+        "Quadro K2200, 5.0\nCUDA error: no kernel image is available for execution on the device\n"
+    )
     assert [f.rule_id for f in report.findings] == ["BNB103"]
 
 
 def test_collect_env_shows_torchs_build_and_glibc() -> None:
-    facts = extract_text("PyTorch version: 2.1.0\nCUDA used to build PyTorch: 12.1\nROCM used to build PyTorch: N/A\n"
-                         "Libc version: glibc-2.35\nGPU models and configuration: GPU 0: NVIDIA A100-SXM4-80GB\n"
-                         "  File \"/usr/lib/python3/dist-packages/torch/__init__.py\", line 1\n")
+    facts = extract_text(
+        "PyTorch version: 2.1.0\nCUDA used to build PyTorch: 12.1\nROCM used to build PyTorch: N/A\n"
+        "Libc version: glibc-2.35\nGPU models and configuration: GPU 0: NVIDIA A100-SXM4-80GB\n"
+        '  File "/usr/lib/python3/dist-packages/torch/__init__.py", line 1\n'
+    )
     assert (facts.python.torch.version, facts.python.torch.cuda) == ("2.1.0", "12.1")
     assert (facts.platform.os, facts.platform.libc_version) == ("linux", "2.35")
     rocm = extract_text("CUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 6.0.32830-d62f6a171\n")
     assert (rocm.python.torch.version, rocm.python.torch.hip, rocm.python.torch.cuda) == (None, "6.0", None)
-    cpu = explain_text("CUDA used to build PyTorch: None\n"
-                       "GPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n"
-                       "Could not load bitsandbytes native library: 'NoneType' object has no attribute 'split'\n")
+    cpu = explain_text(
+        "CUDA used to build PyTorch: None\n"
+        "GPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n"
+        "Could not load bitsandbytes native library: 'NoneType' object has no attribute 'split'\n"
+    )
     assert [f.rule_id for f in cpu.findings] == ["BNB202"]
 
 
 def test_ldd_version_is_the_glibc_version() -> None:
-    facts = extract_text("$ ldd --version\nldd (Ubuntu GLIBC 2.35-0ubuntu3.8) 2.35\n"
-                         "/usr/lib/x86_64-linux-gnu/libc.so.6\n")
+    facts = extract_text(
+        "$ ldd --version\nldd (Ubuntu GLIBC 2.35-0ubuntu3.8) 2.35\n/usr/lib/x86_64-linux-gnu/libc.so.6\n"
+    )
     assert (facts.platform.os, facts.platform.libc, facts.platform.libc_version) == ("linux", "glibc", "2.35")
 
 
 def test_glibc_234_need_pins_the_release_line() -> None:
-    facts = extract_text("OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by "
-                         "/opt/conda/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cuda128.so)")
+    facts = extract_text(
+        "OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by "
+        "/opt/conda/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cuda128.so)"
+    )
     assert facts.python.bitsandbytes.version == "0.45.x"
-    report = explain_text("OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by "
-                          "/opt/conda/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cuda128.so)")
+    report = explain_text(
+        "OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by "
+        "/opt/conda/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cuda128.so)"
+    )
     first = report.findings[0]
     assert first.rule_id == "BNB307" and "0.46.0" in first.remediation.text and "None" not in first.title
 
 
 # ------------------------------------------------------------------------------------------ judging
 def test_advice_text_quoting_an_error_is_not_the_error() -> None:
-    assert "BNB505" not in ids("If you get `CUDA error: invalid device function` errors, the above might be the "
-                               "cause and the solution is to make sure only one ['libcudart.so'] in the paths")
+    assert "BNB505" not in ids(
+        "If you get `CUDA error: invalid device function` errors, the above might be the "
+        "cause and the solution is to make sure only one ['libcudart.so'] in the paths"
+    )
 
 
 def test_absence_is_never_concluded_from_a_log() -> None:
@@ -251,36 +297,46 @@ def test_an_unexplained_symptom_is_the_failure() -> None:
 
 
 def test_noise_only_is_not_a_failure() -> None:
-    report = explain_text("The following directories listed in your path were found to be non-existent: "
-                          "{PosixPath('/env/python')}\n")
+    report = explain_text(
+        "The following directories listed in your path were found to be non-existent: {PosixPath('/env/python')}\n"
+    )
     assert [(f.rule_id, f.severity.value, f.confidence) for f in report.findings] == [("BNB515", "info", "high")]
     assert report.exit_code() == 0
 
 
 def test_a_twin_folds_into_the_machine_rule_that_fires() -> None:
-    report = explain_text("Found GPU0 NVIDIA GeForce GTX 980 Ti which is of cuda capability 5.2.\n"
-                          "Error no kernel image is available for execution on the device at line 479 in file "
-                          "D:\\ai\\tool\\bitsandbytes\\csrc\\ops.cu\n")
+    report = explain_text(
+        "Found GPU0 NVIDIA GeForce GTX 980 Ti which is of cuda capability 5.2.\n"
+        "Error no kernel image is available for execution on the device at line 479 in file "
+        "D:\\ai\\tool\\bitsandbytes\\csrc\\ops.cu\n"
+    )
     assert [f.rule_id for f in report.findings] == ["BNB103"]
     assert any("no kernel image" in e.value for e in report.findings[0].evidence)
 
 
 def test_several_failures_in_one_log_are_all_reported() -> None:
-    found = ids("/lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
-                "/v/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cpu.so)\n"
-                "UserWarning: Merge lora module to 4-bit linear may get different generations due to rounding errors.\n")
+    found = ids(
+        "/lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
+        "/v/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cpu.so)\n"
+        "UserWarning: Merge lora module to 4-bit linear may get different generations due to rounding errors.\n"
+    )
     assert found[:2] == ["BNB306", "BNB530"]
 
 
-@pytest.mark.parametrize("version, words", [
-    ("4.44.0", "under-packing bug (#46823)"),
-    ("5.16.1", "fixed in 5.18.0"),
-    ("5.20.0", "Not enough GPU memory"),
-    (None, "too little GPU memory, or an under-packing bug"),
-])
+@pytest.mark.parametrize(
+    "version, words",
+    [
+        ("4.44.0", "under-packing bug (#46823)"),
+        ("5.16.1", "fixed in 5.18.0"),
+        ("5.20.0", "Not enough GPU memory"),
+        (None, "too little GPU memory, or an under-packing bug"),
+    ],
+)
 def test_dispatch_error_says_which_cause_by_transformers_version(version: str | None, words: str) -> None:
-    text = ("ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to "
-            "fit the quantized model.\n")
+    text = (
+        "ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to "
+        "fit the quantized model.\n"
+    )
     if version:
         text = f"transformers=={version}\n" + text
     first = explain_text(text).findings[0]
@@ -293,13 +349,16 @@ def test_the_misnamed_offload_option_leads_when_it_follows_the_dispatch_error() 
     report = explain_text(
         "ValueError: Some modules are dispatched on the CPU or the disk. ... you need to set "
         "`load_in_8bit_fp32_cpu_offload=True` and pass a custom `device_map`\n"
-        "TypeError: __init__() got an unexpected keyword argument 'load_in_8bit_fp32_cpu_offload'\n")
+        "TypeError: __init__() got an unexpected keyword argument 'load_in_8bit_fp32_cpu_offload'\n"
+    )
     assert [(f.rule_id, f.severity.value) for f in report.findings] == [("BNB451", "error"), ("BNB450", "warning")]
 
 
 def test_wsl2_libcuda_is_the_machine_rule_with_the_export() -> None:
-    report = explain_text("Linux DESKTOP 5.15.133.1-microsoft-standard-WSL2 x86_64\n"
-                          "CUDA SETUP: WARNING! libcuda.so not found! Do you have a CUDA driver installed?\n")
+    report = explain_text(
+        "Linux DESKTOP 5.15.133.1-microsoft-standard-WSL2 x86_64\n"
+        "CUDA SETUP: WARNING! libcuda.so not found! Do you have a CUDA driver installed?\n"
+    )
     first = report.findings[0]
     assert first.rule_id == "BNB107"
     assert "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH" in first.remediation.commands
@@ -313,14 +372,17 @@ def test_every_finding_says_how_sure_it_is_and_what_to_run() -> None:
 
 
 def test_an_override_rejected_by_050_is_reported_by_the_machine_rule() -> None:
-    first = explain_text("RuntimeError: BNB_CUDA_VERSION='': value must be digits only (e.g. '124' for 12.4).").findings[0]
+    first = explain_text(
+        "RuntimeError: BNB_CUDA_VERSION='': value must be digits only (e.g. '124' for 12.4)."
+    ).findings[0]
     assert first.rule_id == "BNB302" and first.severity.value == "error"
     assert "0.50" in first.title and "unset BNB_CUDA_VERSION" in first.remediation.commands
 
 
 def test_a_missing_openmp_runtime_is_a_system_library() -> None:
-    report = explain_text("bitsandbytes library load error: libgomp.so.1: cannot open shared object file: "
-                          "No such file or directory")
+    report = explain_text(
+        "bitsandbytes library load error: libgomp.so.1: cannot open shared object file: No such file or directory"
+    )
     assert report.facts.platform.os == "linux"
     assert [f.rule_id for f in report.findings] == ["BNB316"]
 

@@ -74,8 +74,11 @@ CASES: dict[str, list[dict[str, Any]]] = {
         {"id": "8x2GiB", "max_memory": gpus(8, 2 * GiB)},
         {"id": "2x4GiB", "max_memory": gpus(2, 4 * GiB)},
         {"id": "detected-5.8GiB", "detected": {"0": 5939 * MiB, "cpu": 64 * GiB}},
-        {"id": "detected-5.8GiB-sequential", "device_map": "sequential",
-         "detected": {"0": 5939 * MiB, "cpu": 64 * GiB}},
+        {
+            "id": "detected-5.8GiB-sequential",
+            "device_map": "sequential",
+            "detected": {"0": 5939 * MiB, "cpu": 64 * GiB},
+        },
         {"id": "8bit-detected-7.8GiB", "quant": "8bit", "detected": {"0": 7987 * MiB, "cpu": 64 * GiB}},
         {"id": "balanced", "device_map": "balanced", "max_memory": gpus(3, 3 * GiB)},
     ],
@@ -105,8 +108,14 @@ def write_model(root: Path, name: str) -> Path:
 def run_oracle(cases: list[dict[str, Any]], workdir: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     path = workdir / f"oracle-{os.getpid()}-{id(cases)}.json"
     path.write_text(json.dumps(cases), encoding="utf-8")
-    proc = subprocess.run([PYTHON, "-B", str(ORACLE), str(path)], capture_output=True, check=False, text=True,
-                          timeout=TIMEOUT, env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [PYTHON, "-B", str(ORACLE), str(path)],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, **(env or {})},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -117,16 +126,28 @@ def engine_request(folder: Path, cases: list[dict[str, Any]]) -> dict[str, Any]:
     request = build_request(FitOptions(model=str(folder)), model, None, None, "4bit", False, "nf4", "auto")
     request["remedies"] = False
     request["scenarios"] = [
-        {"id": c["id"], "device_map": c.get("device_map", "auto"), "max_memory": c.get("max_memory"),
-         "detected": c.get("detected"), "quant": c.get("quant", "4bit"), "fp32_offload": c.get("fp32_offload", False)}
+        {
+            "id": c["id"],
+            "device_map": c.get("device_map", "auto"),
+            "max_memory": c.get("max_memory"),
+            "detected": c.get("detected"),
+            "quant": c.get("quant", "4bit"),
+            "fp32_offload": c.get("fp32_offload", False),
+        }
         for c in cases
     ]
     return request
 
 
 def run_cli(args: list[str]) -> tuple[int, dict[str, Any], str]:
-    proc = subprocess.run([PYTHON, "-m", "bnbdoctor", "fit", *args, "--json"], capture_output=True, check=False,
-                          text=True, timeout=TIMEOUT, cwd=ROOT)
+    proc = subprocess.run(
+        [PYTHON, "-m", "bnbdoctor", "fit", *args, "--json"],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=ROOT,
+    )
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
@@ -141,15 +162,20 @@ def runs(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> d
     """Every subprocess of this module, side by side: the oracle, one engine run per model, and the
     end-to-end runs."""
     workdir = tmp_path_factory.mktemp("fit-oracle")
-    oracle_cases = [dict(case, id=f"{name}/{case['id']}", folder=str(models[name]))
-                    for name, cases in CASES.items() for case in cases]
+    oracle_cases = [
+        dict(case, id=f"{name}/{case['id']}", folder=str(models[name]))
+        for name, cases in CASES.items()
+        for case in cases
+    ]
     host = LiveHost()
     jobs = {
         "oracle": lambda: run_oracle(oracle_cases, workdir),
-        "cli-tiny-8bit-raises": lambda: run_cli([str(models["tiny-llama"] / "config.json"), "--quant", "8bit",
-                                                 "--max-memory", "0=35MiB,cpu=4GiB"]),
-        "fit-8b-detected": lambda: run_fit(FitOptions(model=str(models["llama-3-8b"]), gpus="5939MiB",
-                                                      cpu_memory="64GiB")),
+        "cli-tiny-8bit-raises": lambda: run_cli(
+            [str(models["tiny-llama"] / "config.json"), "--quant", "8bit", "--max-memory", "0=35MiB,cpu=4GiB"]
+        ),
+        "fit-8b-detected": lambda: run_fit(
+            FitOptions(model=str(models["llama-3-8b"]), gpus="5939MiB", cpu_memory="64GiB")
+        ),
     }
     # the engine answers the four models in one process (one import of torch and transformers)
     batch = {"batch": [engine_request(models[name], cases) for name, cases in CASES.items()]}
@@ -290,12 +316,17 @@ def rechecked(runs: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) ->
     cases: list[dict[str, Any]] = []
     for key, fit, remedy in _claimed(runs):
         folder = fit.model_dir
-        cases.append({
-            "id": f"{key}/{remedy.kind}/{len(cases)}", "folder": folder,
-            "device_map": remedy.device_map_arg if remedy.device_map_arg else remedy.device_map,
-            "max_memory": remedy.max_memory, "detected": remedy.free_memory,
-            "quant": remedy.quant or fit.quant, "fp32_offload": remedy.fp32_offload,
-        })
+        cases.append(
+            {
+                "id": f"{key}/{remedy.kind}/{len(cases)}",
+                "folder": folder,
+                "device_map": remedy.device_map_arg or remedy.device_map,
+                "max_memory": remedy.max_memory,
+                "detected": remedy.free_memory,
+                "quant": remedy.quant or fit.quant,
+                "fp32_offload": remedy.fp32_offload,
+            }
+        )
     assert len(cases) >= 6, cases
     return {"cases": cases, "oracle": run_oracle(cases, tmp_path_factory.mktemp("fit-recheck"))}
 

@@ -85,9 +85,14 @@ def test_gpus_spec() -> None:
 
 
 def test_device_map_python_is_exact() -> None:
-    device_map: dict[str, int | str] = {"model.embed_tokens": 0, **{f"model.layers.{i}": 0 for i in range(12)},
-                  **{f"model.layers.{i}": 1 for i in range(12, 32)}, "model.layers.32": "cpu", "model.norm": "cpu",
-                  "lm_head": "disk"}
+    device_map: dict[str, int | str] = {
+        "model.embed_tokens": 0,
+        **{f"model.layers.{i}": 0 for i in range(12)},
+        **{f"model.layers.{i}": 1 for i in range(12, 32)},
+        "model.layers.32": "cpu",
+        "model.norm": "cpu",
+        "lm_head": "disk",
+    }
     namespace: dict[str, Any] = {}
     code = device_map_python(device_map)
     exec(code, namespace)  # noqa: S102 - our own generated literal
@@ -121,16 +126,26 @@ def test_config_file_and_sharded_index(tmp_path: Path) -> None:
     folder = write(tmp_path / "m", TINY, weights=False)
     for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
         (folder / shard).write_bytes(b"")
-    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
-        "a": "model-00002-of-00002.safetensors", "b": "model-00001-of-00002.safetensors"}}))
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"a": "model-00002-of-00002.safetensors", "b": "model-00001-of-00002.safetensors"}})
+    )
     model = resolve_model(LiveHost(), str(folder / "config.json"))
     assert model.model_dir == str(folder) and [Path(f).name for f in model.checkpoint_files] == [
-        "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ]
 
 
 def test_pre_quantized_bnb_checkpoint(tmp_path: Path) -> None:
-    config = dict(TINY, quantization_config={"quant_method": "bitsandbytes", "load_in_4bit": True,
-                                             "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True})
+    config = dict(
+        TINY,
+        quantization_config={
+            "quant_method": "bitsandbytes",
+            "load_in_4bit": True,
+            "bnb_4bit_quant_type": "nf4",
+            "bnb_4bit_use_double_quant": True,
+        },
+    )
     model = resolve_model(LiveHost(), str(write(tmp_path / "q", config)))
     assert model.pre_quantized == "4bit" and model.pre_double_quant
 
@@ -175,15 +190,18 @@ def test_remote_code_without_model_type(capsys: pytest.CaptureFixture[str], tmp_
     _one_line_exit_2(capsys, [str(write(tmp_path / "m", config)), "--gpus", "24GiB"], "--trust-remote-code")
 
 
-@pytest.mark.parametrize(("args", "contains"), [
-    (["--max-memory", "0=24GB,1=lots"], "'lots' is not a memory size"),
-    (["--max-memory", "gpu0=24GiB"], "unknown device"),
-    (["--max-memory", "0:24GiB,0=1GiB"], "given twice"),
-    (["--gpus", "24 gigs"], "not a memory size"),
-    (["--gpus", "24GiB", "--cpu-memory", "a lot"], "--cpu-memory"),
-    (["--gpus", "24GiB", "--dtype", "int3"], "--dtype"),
-    (["--gpus", "24GiB", "--device-map", "everywhere"], "--device-map"),
-])
+@pytest.mark.parametrize(
+    ("args", "contains"),
+    [
+        (["--max-memory", "0=24GB,1=lots"], "'lots' is not a memory size"),
+        (["--max-memory", "gpu0=24GiB"], "unknown device"),
+        (["--max-memory", "0:24GiB,0=1GiB"], "given twice"),
+        (["--gpus", "24 gigs"], "not a memory size"),
+        (["--gpus", "24GiB", "--cpu-memory", "a lot"], "--cpu-memory"),
+        (["--gpus", "24GiB", "--dtype", "int3"], "--dtype"),
+        (["--gpus", "24GiB", "--device-map", "everywhere"], "--device-map"),
+    ],
+)
 def test_malformed_options(capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], contains: str) -> None:
     _one_line_exit_2(capsys, [str(write(tmp_path / "m", TINY)), *args], contains)
 
@@ -198,31 +216,39 @@ def test_no_gpu_and_no_simulation(capsys: pytest.CaptureFixture[str], tmp_path: 
 
 
 def test_missing_python(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    _one_line_exit_2(capsys, [str(write(tmp_path / "m", TINY)), "--gpus", "1GiB", "--python",
-                              str(tmp_path / "python9")], "--python")
+    _one_line_exit_2(
+        capsys, [str(write(tmp_path / "m", TINY)), "--gpus", "1GiB", "--python", str(tmp_path / "python9")], "--python"
+    )
 
 
 # -- decided by the user's transformers, and the fallbacks ----------------------------------------
 
-_CUSTOM_CONFIG = '''from transformers import LlamaConfig
+_CUSTOM_CONFIG = """from transformers import LlamaConfig
 
 
 class MyConfig(LlamaConfig):
     model_type = "my_custom"
-'''
-_CUSTOM_MODEL = '''from transformers import LlamaForCausalLM
+"""
+_CUSTOM_MODEL = """from transformers import LlamaForCausalLM
 
 from .configuration_my import MyConfig
 
 
 class MyModelForCausalLM(LlamaForCausalLM):
     config_class = MyConfig
-'''
+"""
 
 
 def _cli(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    proc = subprocess.run([sys.executable, "-m", "bnbdoctor", "fit", *args], capture_output=True, check=False,
-                          text=True, timeout=240, cwd=ROOT, env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", "fit", *args],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -230,9 +256,18 @@ def _cli(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, 
 def cli_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, str]]:
     root = tmp_path_factory.mktemp("fit-inputs")
     unknown = write(root / "unknown", dict(TINY, model_type="not_a_model_type", architectures=["FooForCausalLM"]))
-    custom = write(root / "custom", dict(TINY, model_type="my_custom", architectures=["MyModelForCausalLM"],
-                                         auto_map={"AutoConfig": "configuration_my.MyConfig",
-                                                   "AutoModelForCausalLM": "modeling_my.MyModelForCausalLM"}))
+    custom = write(
+        root / "custom",
+        dict(
+            TINY,
+            model_type="my_custom",
+            architectures=["MyModelForCausalLM"],
+            auto_map={
+                "AutoConfig": "configuration_my.MyConfig",
+                "AutoModelForCausalLM": "modeling_my.MyModelForCausalLM",
+            },
+        ),
+    )
     (custom / "configuration_my.py").write_text(_CUSTOM_CONFIG)
     (custom / "modeling_my.py").write_text(_CUSTOM_MODEL)
     tiny = write(root / "tiny", TINY)
@@ -247,8 +282,9 @@ def cli_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, s
     jobs = {
         "unknown": lambda: _cli([str(unknown), *memory]),
         "custom-refused": lambda: _cli([str(custom), *memory], modules),
-        "custom-trusted": lambda: _cli([str(custom), *memory, "--trust-remote-code", "--json", "--no-remedies"],
-                                       modules),
+        "custom-trusted": lambda: _cli(
+            [str(custom), *memory, "--trust-remote-code", "--json", "--no-remedies"], modules
+        ),
         "approximate": lambda: _cli([str(tiny), *memory, "--json"], {"PYTHONPATH": str(old.parent)}),
         "standin": lambda: _cli([str(tiny), *memory, "--json", "--no-remedies"], {"PYTHONPATH": str(broken.parent)}),
     }
@@ -304,8 +340,13 @@ def test_broken_bitsandbytes_uses_the_standin(cli_runs: dict[str, tuple[int, str
     assert fit["engine"] == "transformers+standin" and "CUDA Setup failed" in fit["engine_note"]
     assert code == 1 and fit["verdict"] == "raises"
     # the same map as real bitsandbytes computes (tests/test_fit.py: tiny-llama/raises)
-    assert fit["placement"] == {"model.embed_tokens": 0, "model.norm": "cpu", "model.rotary_emb": "cpu",
-                                "lm_head": "cpu", "model.layers": "cpu"}
+    assert fit["placement"] == {
+        "model.embed_tokens": 0,
+        "model.norm": "cpu",
+        "model.rotary_emb": "cpu",
+        "lm_head": "cpu",
+        "model.layers": "cpu",
+    }
 
 
 def test_approximate_sizes_from_safetensors_headers(tmp_path: Path) -> None:
@@ -316,11 +357,13 @@ def test_approximate_sizes_from_safetensors_headers(tmp_path: Path) -> None:
     def bf16(*shape: int) -> dict[str, Any]:
         return {"dtype": "BF16", "shape": list(shape), "data_offsets": [0, 0]}
 
-    header = {"model.embed_tokens.weight": bf16(1000, 64),
-              "model.layers.0.mlp.experts.3.up_proj.weight": bf16(128, 64),
-              "model.layers.0.self_attn.q_proj.weight": bf16(64, 64),
-              "model.norm.weight": bf16(64),
-              "__metadata__": {"format": "pt"}}
+    header = {
+        "model.embed_tokens.weight": bf16(1000, 64),
+        "model.layers.0.mlp.experts.3.up_proj.weight": bf16(128, 64),
+        "model.layers.0.self_attn.q_proj.weight": bf16(64, 64),
+        "model.norm.weight": bf16(64),
+        "__metadata__": {"format": "pt"},
+    }
     blob = json.dumps(header).encode()
     path = tmp_path / "model.safetensors"
     path.write_bytes(struct.pack("<Q", len(blob)) + blob)

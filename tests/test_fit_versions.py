@@ -37,16 +37,30 @@ DATA = ROOT / "tests" / "data" / "fit"
 OLD = "5.13.1"
 TARGET = ROOT / ".pytest_cache" / "bnbdoctor-fit" / f"transformers-{OLD}"
 #: 5.13.1's import checks huggingface-hub<2 and tokenizers<=0.23.0; hub 1.x talks through httpx.
-PACKAGES = [f"transformers=={OLD}", "huggingface-hub>=1.5,<2", "tokenizers>=0.22,<=0.23.0",
-            "httpx", "httpcore", "h11", "anyio", "certifi", "idna"]
+PACKAGES = [
+    f"transformers=={OLD}",
+    "huggingface-hub>=1.5,<2",
+    "tokenizers>=0.22,<=0.23.0",
+    "httpx",
+    "httpcore",
+    "h11",
+    "anyio",
+    "certifi",
+    "idna",
+]
 GiB = 1 << 30
 EIGHT_BY_FOUR = ",".join(f"{i}=4GiB" for i in range(8)) + ",cpu=64GiB"
 
 
 def _works(target: Path) -> bool:
-    proc = subprocess.run([sys.executable, "-c", "import transformers; print(transformers.__version__)"],
-                          capture_output=True, check=False, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(target)})
+    proc = subprocess.run(
+        [sys.executable, "-c", "import transformers; print(transformers.__version__)"],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(target)},
+    )
     return proc.returncode == 0 and proc.stdout.strip().endswith(OLD)
 
 
@@ -56,9 +70,24 @@ def old_transformers() -> Path:
     if marker.is_file() and (TARGET / f"transformers-{OLD}.dist-info").is_dir():
         return TARGET
     shutil.rmtree(TARGET, ignore_errors=True)
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           "--no-deps", "--target", str(TARGET), *PACKAGES],
-                          capture_output=True, check=False, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--target",
+            str(TARGET),
+            *PACKAGES,
+        ],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=900,
+    )
     if proc.returncode != 0:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["pip failed"]
         pytest.skip(f"cannot install transformers {OLD} (registry unreachable?): {last[0][:200]}")
@@ -80,13 +109,28 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def results(old_transformers: Path, model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cases = tmp_path_factory.mktemp("fit-versions-oracle") / "cases.json"
-    cases.write_text(json.dumps([{"id": "8x4", "folder": str(model), "device_map": "auto",
-                                  "max_memory": {**{str(i): 4 * GiB for i in range(8)}, "cpu": 64 * GiB}}]))
+    cases.write_text(
+        json.dumps(
+            [
+                {
+                    "id": "8x4",
+                    "folder": str(model),
+                    "device_map": "auto",
+                    "max_memory": {**{str(i): 4 * GiB for i in range(8)}, "cpu": 64 * GiB},
+                }
+            ]
+        )
+    )
 
     def oracle() -> dict[str, Any]:
-        proc = subprocess.run([sys.executable, "-B", str(DATA / "oracle.py"), str(cases)], capture_output=True,
-                              check=False, text=True, timeout=300,
-                              env={**os.environ, "PYTHONPATH": str(old_transformers)})
+        proc = subprocess.run(
+            [sys.executable, "-B", str(DATA / "oracle.py"), str(cases)],
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": str(old_transformers)},
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -106,8 +150,9 @@ class _PythonPathHost(LiveHost):
         super().__init__()
         self.pythonpath = str(pythonpath)
 
-    def run_python(self, executable: str, script: str, timeout: float = 10.0, *, purpose: str = "facts",
-                   isolated: bool = False) -> CommandResult:
+    def run_python(
+        self, executable: str, script: str, timeout: float = 10.0, *, purpose: str = "facts", isolated: bool = False
+    ) -> CommandResult:
         saved = os.environ.get("PYTHONPATH")
         os.environ["PYTHONPATH"] = self.pythonpath
         try:
@@ -155,8 +200,9 @@ def test_sequential_passes_on_the_old_release_too(results: dict[str, Any]) -> No
 
 
 def test_upgrade_without_a_newer_transformers_is_not_claimed() -> None:
-    fit = FitFacts(model="m", config_path="m/config.json", device_map="auto", verdict="raises",
-                   versions={"transformers": "5.13.1"})
+    fit = FitFacts(
+        model="m", config_path="m/config.json", device_map="auto", verdict="raises", versions={"transformers": "5.13.1"}
+    )
     answer = EngineAnswer(data={"ok": True, "other_transformers": []})
     remedy = _upgrade_check(LiveHost(), FitOptions(model="m"), fit, answer, sys.executable, {}, None)
     assert remedy is not None and remedy.status == "unverified"
@@ -164,7 +210,8 @@ def test_upgrade_without_a_newer_transformers_is_not_claimed() -> None:
 
 
 def test_no_upgrade_remedy_on_a_fixed_release() -> None:
-    fit = FitFacts(model="m", config_path="m/config.json", device_map="auto", verdict="raises",
-                   versions={"transformers": "5.18.0"})
+    fit = FitFacts(
+        model="m", config_path="m/config.json", device_map="auto", verdict="raises", versions={"transformers": "5.18.0"}
+    )
     answer = EngineAnswer(data={"ok": True, "other_transformers": [{"version": "5.24.0", "location": "/x"}]})
     assert _upgrade_check(LiveHost(), FitOptions(model="m"), fit, answer, sys.executable, {}, None) is None

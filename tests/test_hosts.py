@@ -80,8 +80,9 @@ def _write_fixture(folder: Path, manifest: dict[str, Any]) -> Path:
 
 
 def test_fixture_windows_paths_are_case_insensitive(tmp_path: Path) -> None:
-    folder = _write_fixture(tmp_path / "win", {"os": {"system": "Windows", "machine": "AMD64"},
-                                                 "env": {"Path": "C:\\Python310"}})
+    folder = _write_fixture(
+        tmp_path / "win", {"os": {"system": "Windows", "machine": "AMD64"}, "env": {"Path": "C:\\Python310"}}
+    )
     dll = folder / "root" / "C" / "Windows" / "System32" / "nvcuda.dll"
     dll.parent.mkdir(parents=True)
     dll.write_bytes(b"MZ")
@@ -108,11 +109,16 @@ def test_fixture_symlinks_are_rerooted_and_cannot_escape(tmp_path: Path) -> None
 
 
 def test_fixture_commands_and_missing_commands(tmp_path: Path) -> None:
-    folder = _write_fixture(tmp_path / "cmd", {
-        "os": {"system": "Linux", "machine": "x86_64"},
-        "commands": [{"argv": ["/usr/local/cuda/bin/nvcc", "--version"], "stdout": "release 12.1, V12.1.105"},
-                     {"argv": ["ldconfig", "-p"], "timed_out": True}],
-    })
+    folder = _write_fixture(
+        tmp_path / "cmd",
+        {
+            "os": {"system": "Linux", "machine": "x86_64"},
+            "commands": [
+                {"argv": ["/usr/local/cuda/bin/nvcc", "--version"], "stdout": "release 12.1, V12.1.105"},
+                {"argv": ["ldconfig", "-p"], "timed_out": True},
+            ],
+        },
+    )
     host = FixtureHost(folder)
     assert host.run(["/usr/local/cuda/bin/nvcc", "--version"]).stdout.startswith("release 12.1")
     assert host.run(["/opt/other/nvcc", "--version"]).ok  # matched by base name
@@ -128,8 +134,10 @@ def test_fixture_commands_and_missing_commands(tmp_path: Path) -> None:
         ('{"format": 7, "os": {"system": "Linux", "machine": "x86_64"}}', "format 7"),
         ('{"format": 1}', "'os' needs"),
         ('{"format": 1, "os": {"system": "Linux", "machine": "x", "colour": 1}}', "unknown 'os' keys"),
-        ('{"format": 1, "os": {"system": "Linux", "machine": "x"}, "nvml": {"devices": [{"name": 1}]}}',
-         "malformed 'nvml'"),
+        (
+            '{"format": 1, "os": {"system": "Linux", "machine": "x"}, "nvml": {"devices": [{"name": 1}]}}',
+            "malformed 'nvml'",
+        ),
     ],
 )
 def test_malformed_fixtures_raise_one_clear_error(tmp_path: Path, content: str, message: str) -> None:

@@ -89,8 +89,10 @@ def version_literals(source: str) -> list[tuple[int, str]]:
 def test_rule_modules_hold_no_version_literals(path: Path) -> None:
     found = version_literals(path.read_text(encoding="utf-8"))
     listing = "\n".join(f"  {path.name}:{line}: {text[:100]!r}" for line, text in found)
-    assert not found, ("version literals in a rule module; name the boundary in bnbdoctor/knowledge/ (with its "
-                       f"source) and build the check and the text from it:\n{listing}")
+    assert not found, (
+        "version literals in a rule module; name the boundary in bnbdoctor/knowledge/ (with its "
+        f"source) and build the check and the text from it:\n{listing}"
+    )
 
 
 def test_the_scan_finds_versions_and_only_versions() -> None:
@@ -106,7 +108,11 @@ def check(facts):
     built = f"{RANGE.first_text}+ and compute capability {CAP.text}"
 '''
     assert [text for _, text in version_literals(source)] == [
-        "(0, 45, 1)", "(7, 5)", "upgrade to 0.45.1 or newer, ", "pin triton below 3.2"]
+        "(0, 45, 1)",
+        "(7, 5)",
+        "upgrade to 0.45.1 or newer, ",
+        "pin triton below 3.2",
+    ]
 
 
 # --------------------------------------------------------------------------- the helpers
@@ -146,10 +152,18 @@ def test_texts_and_specs_come_from_the_range() -> None:
     assert TRITON_OPS_IMPORT.after().pip_spec() == ">=0.45.1"
     assert LEGACY_CUDA_SETUP.pip_spec() == "<0.43.1"
     assert (TRITON_OPS_IMPORT.first_text, TRITON_OPS_IMPORT.below_text, TRITON_OPS_IMPORT.last_text) == (
-        "0.39.0", "0.45.1", "0.45.0")
+        "0.39.0",
+        "0.45.1",
+        "0.45.0",
+    )
     assert (SCIPY_IMPORT.first_text, SCIPY_IMPORT.last_text) == ("0.39.0", "0.41.x")
     assert (minor("0.45.1"), minor("0.50"), full("0.50"), full("5.18.0"), dotted((5, 12))) == (
-        "0.45", "0.50", "0.50.0", "5.18.0", "5.12")
+        "0.45",
+        "0.50",
+        "0.50.0",
+        "5.18.0",
+        "5.12",
+    )
     with pytest.raises(ValueError):
         _ = LEGACY_CUDA_SETUP.first_text
     with pytest.raises(ValueError):
@@ -177,7 +191,7 @@ def test_every_named_range_says_where_it_comes_from() -> None:
 
 # --------------------------------------------------------------------------- one fact, one place
 def test_the_loader_eras_agree_with_the_library_selection_model() -> None:
-    assert selection.CPU_FALLBACK == LEGACY_CUDA_SETUP.below_release
+    assert LEGACY_CUDA_SETUP.below_release == selection.CPU_FALLBACK
     assert selection.EXACT[:2] == CPU_FALLBACK_ERA.below_release
     assert selection.NEAREST[:2] == NEAREST_BUILD.first_release
     assert legacy_cuda_setup("0.43.0") and not legacy_cuda_setup("0.43.1") and not legacy_cuda_setup(None)
@@ -212,10 +226,17 @@ def test_release_tables() -> None:
 
 # --------------------------------------------------------------------------- BNB207/BNB208: one table
 def _facts(bnb: str | None, packages: dict[str, str | None]) -> Facts:
-    return Facts(platform=PlatformFacts(os="linux", arch="x86_64"), python=PythonFacts(
-        executable="/venv/bin/python", selected_by="VIRTUAL_ENV", version="3.11.9",
-        torch=TorchFacts(installed=True, version="2.6.0+cu124", cuda="12.4"),
-        bitsandbytes=BnbFacts(installed=bnb is not None, version=bnb), packages=packages))
+    return Facts(
+        platform=PlatformFacts(os="linux", arch="x86_64"),
+        python=PythonFacts(
+            executable="/venv/bin/python",
+            selected_by="VIRTUAL_ENV",
+            version="3.11.9",
+            torch=TorchFacts(installed=True, version="2.6.0+cu124", cuda="12.4"),
+            bitsandbytes=BnbFacts(installed=bnb is not None, version=bnb),
+            packages=packages,
+        ),
+    )
 
 
 def test_the_import_breakage_rules_are_the_rows_of_one_table() -> None:
@@ -224,21 +245,30 @@ def test_the_import_breakage_rules_are_the_rows_of_one_table() -> None:
         rule = get_rule(row.id)
         assert rule is not None and rule in all_rules()
         assert (rule.name, rule.summary, rule.severity, rule.covers, rule.references, rule.log_gate) == (
-            row.name, row.summary, row.severity, row.covers, row.references, row.log_gate)
+            row.name,
+            row.summary,
+            row.severity,
+            row.covers,
+            row.references,
+            row.log_gate,
+        )
         assert rule.needs == ("python",)
 
 
-@pytest.mark.parametrize(("bnb", "packages", "removed_by"), [
-    ("0.45.0", {"triton": "3.2.0"}, "3.2.0"),
-    ("0.39.0", {"triton": "3.3.1"}, "3.3.1"),
-    ("0.45.0", {"triton": None, "pytorch-triton-rocm": "3.2.0+rocm6.2"}, "3.2.0+rocm6.2"),
-    ("0.45.1", {"triton": "3.2.0"}, None),
-    ("0.45.1.dev0", {"triton": "3.2.0"}, None),
-    ("0.38.1", {"triton": "3.2.0"}, None),
-    ("0.45.0", {"triton": "3.1.0"}, None),
-    ("0.45.0", {}, None),
-    (None, {"triton": "3.2.0"}, None),
-])
+@pytest.mark.parametrize(
+    ("bnb", "packages", "removed_by"),
+    [
+        ("0.45.0", {"triton": "3.2.0"}, "3.2.0"),
+        ("0.39.0", {"triton": "3.3.1"}, "3.3.1"),
+        ("0.45.0", {"triton": None, "pytorch-triton-rocm": "3.2.0+rocm6.2"}, "3.2.0+rocm6.2"),
+        ("0.45.1", {"triton": "3.2.0"}, None),
+        ("0.45.1.dev0", {"triton": "3.2.0"}, None),
+        ("0.38.1", {"triton": "3.2.0"}, None),
+        ("0.45.0", {"triton": "3.1.0"}, None),
+        ("0.45.0", {}, None),
+        (None, {"triton": "3.2.0"}, None),
+    ],
+)
 def test_triton_ops_row(bnb: str | None, packages: dict[str, str | None], removed_by: str | None) -> None:
     hit = get_rule("BNB207").check(_facts(bnb, {"scipy": "1.13.0", **packages}))  # type: ignore[union-attr]
     if removed_by is None:
@@ -249,10 +279,16 @@ def test_triton_ops_row(bnb: str | None, packages: dict[str, str | None], remove
         assert hit.remediation.commands == ['pip install -U "bitsandbytes>=0.45.1"']
 
 
-@pytest.mark.parametrize(("bnb", "scipy", "fires"), [
-    ("0.41.3", None, True), ("0.39.0", None, True), ("0.42.0", None, False), ("0.38.1", None, False),
-    ("0.41.3", "1.11.0", False),
-])
+@pytest.mark.parametrize(
+    ("bnb", "scipy", "fires"),
+    [
+        ("0.41.3", None, True),
+        ("0.39.0", None, True),
+        ("0.42.0", None, False),
+        ("0.38.1", None, False),
+        ("0.41.3", "1.11.0", False),
+    ],
+)
 def test_scipy_row(bnb: str, scipy: str | None, fires: bool) -> None:
     hit = get_rule("BNB208").check(_facts(bnb, {"scipy": scipy}))  # type: ignore[union-attr]
     assert isinstance(hit, Hit) is fires

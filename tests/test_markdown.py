@@ -25,7 +25,7 @@ def stable_report(name: str) -> Report:
     host = FixtureHost.named(name)
     report = diagnose(host)
     report.created = "2026-01-01T00:00:00+00:00"
-    report.timings = {key: 0.0 for key in report.timings}
+    report.timings = dict.fromkeys(report.timings, 0.0)
     for run in report.facts.probes:
         run.duration_s = 0.0
     if report.facts.load is not None:

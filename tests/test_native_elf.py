@@ -70,9 +70,7 @@ def _parse(path: Path) -> ElfInfo:
 def _readelf(*args: str) -> str:
     assert READELF is not None
     env = dict(os.environ, LC_ALL="C")
-    return subprocess.run(
-        [READELF, *args], capture_output=True, text=True, check=True, env=env
-    ).stdout
+    return subprocess.run([READELF, *args], capture_output=True, text=True, check=True, env=env).stdout
 
 
 def _readelf_dynamic(path: Path) -> dict[str, str | list[str] | None]:
@@ -150,9 +148,7 @@ def _assert_matches_readelf(path: Path, info: ElfInfo) -> None:
     for file, names in needs.items():
         assert list(info.version_needs[file]) == sorted(set(names), key=version_key)
     needed_versions = {n for names in needs.values() for n in names}
-    undefined = {
-        v: s for v, s in _readelf_undefined_by_version(path).items() if v in needed_versions
-    }
+    undefined = {v: s for v, s in _readelf_undefined_by_version(path).items() if v in needed_versions}
     assert set(info.symbols_by_version) == set(undefined)
     for version, names in undefined.items():
         assert list(info.symbols_by_version[version]) == names[:SYMBOLS_PER_VERSION]
@@ -200,9 +196,7 @@ def _system_libstdcxx() -> Path:
         paths = lookup(parse_ld_so_cache(cache_file.read_bytes()), "libstdc++.so.6", arch="x86-64")
         if paths and Path(paths[0]).is_file():
             return Path(paths[0])
-    found = sorted(
-        glob.glob("/lib/x86_64-linux-gnu/libstdc++.so.6") + glob.glob("/usr/lib64/libstdc++.so.6")
-    )
+    found = sorted(glob.glob("/lib/x86_64-linux-gnu/libstdc++.so.6") + glob.glob("/usr/lib64/libstdc++.so.6"))
     if not found:
         pytest.skip("no system libstdc++.so.6 found")
     return Path(found[0])
@@ -237,9 +231,7 @@ def _chain(prefix: str, base: str, last: int) -> list[str]:
 
 CENTOS7_DEFS = _chain("GLIBCXX", "3.4", 19) + _chain("CXXABI", "1.3", 7)
 CONDA_OLD_DEFS = _chain("GLIBCXX", "3.4", 29) + _chain("CXXABI", "1.3", 12)
-MODERN_DEFS = (
-    _chain("GLIBCXX", "3.4", 30) + _chain("CXXABI", "1.3", 13) + ["CXXABI_TM_1", "CXXABI_FLOAT128"]
-)
+MODERN_DEFS = _chain("GLIBCXX", "3.4", 30) + _chain("CXXABI", "1.3", 13) + ["CXXABI_TM_1", "CXXABI_FLOAT128"]
 CUDA121_STDCXX_NEEDS = (
     "CXXABI_1.3",
     "CXXABI_1.3.9",
@@ -249,9 +241,7 @@ CUDA121_STDCXX_NEEDS = (
     "GLIBCXX_3.4.21",
 )
 ALL_FIXTURE_ELFS = sorted(
-    p
-    for p in ELF_DATA.rglob("*")
-    if p.is_file() and p.parent.name != "corrupt" and p.suffix != ".md"
+    p for p in ELF_DATA.rglob("*") if p.is_file() and p.parent.name != "corrupt" and p.suffix != ".md"
 )
 
 
@@ -511,9 +501,7 @@ def test_version_key_orders_numerically() -> None:
         "GLIBCXX_3.4.19",
         "GLIBCXX_3.4.30",
     ]
-    assert (
-        version_key("GLIBCXX_3.4.9") < version_key("GLIBCXX_3.4.19") < version_key("GLIBCXX_3.4.30")
-    )
+    assert version_key("GLIBCXX_3.4.9") < version_key("GLIBCXX_3.4.19") < version_key("GLIBCXX_3.4.30")
     assert version_key("GLIBC_2.2.5") < version_key("GLIBC_2.3") < version_key("GLIBC_2.34")
     assert version_key("GLIBC_2.2.5") == ("GLIBC", (2, 2, 5))
     assert version_key("CXXABI_TM_1") == ("CXXABI_TM", (1,))
@@ -543,9 +531,7 @@ def test_max_versions() -> None:
         "GLIBC": "GLIBC_2.34",
         "GLIBCXX": "GLIBCXX_3.4.11",
     }
-    assert max_versions(["GLIBCXX_3.4.9", "GLIBCXX_3.4.30", "GLIBCXX_3.4.19"]) == {
-        "GLIBCXX": "GLIBCXX_3.4.30"
-    }
+    assert max_versions(["GLIBCXX_3.4.9", "GLIBCXX_3.4.30", "GLIBCXX_3.4.19"]) == {"GLIBCXX": "GLIBCXX_3.4.30"}
     assert max_versions([]) == {}
 
 
@@ -566,13 +552,18 @@ def test_section_header_reader_matches_pyelftools(bnb_dir: Path) -> None:
 
     from bnbdoctor.native.elf import _section_headers
 
-    paths = [bnb_dir / "libbitsandbytes_cpu.so", bnb_dir / "libbitsandbytes_cuda121.so",
-             bnb_dir / "libbitsandbytes_rocm64.so"]
+    paths = [
+        bnb_dir / "libbitsandbytes_cpu.so",
+        bnb_dir / "libbitsandbytes_cuda121.so",
+        bnb_dir / "libbitsandbytes_rocm64.so",
+    ]
     for path in paths:
         data = path.read_bytes()
         elf = ELFFile(io.BytesIO(data))
-        expected = [(s.name, s.header["sh_offset"], s.header["sh_size"], s.header["sh_link"], s.header["sh_info"])
-                    for s in elf.iter_sections()]
+        expected = [
+            (s.name, s.header["sh_offset"], s.header["sh_size"], s.header["sh_link"], s.header["sh_info"])
+            for s in elf.iter_sections()
+        ]
         end = "<"
         ours = _section_headers(data, end, 64, elf.header["e_shoff"], elf.header["e_shentsize"], elf.header["e_shnum"])
         assert [(s.name, s.offset, s.size, s.link, s.info) for _, s in ours] == expected

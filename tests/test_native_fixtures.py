@@ -28,9 +28,17 @@ from bnbdoctor.native.elf import parse_elf
 from bnbdoctor.report import Report
 
 WHEELS = json.loads((ROOT / "bnbdoctor" / "data" / "bnb_wheels.json").read_text(encoding="utf-8"))["wheels"]
-NEW_MACHINES = ["centos7-cxxabi", "libcudart-missing-ld-path", "cuda11-first-ld-path-torch-cu12", "conda-old-libstdcxx",
-                "ubuntu2004-bnb0455-cu126", "bnb050-override-117", "conda-healthy", "windows-bnb050-missing-dll",
-                "mixed-gt1030-a6000-bnb042"]
+NEW_MACHINES = [
+    "centos7-cxxabi",
+    "libcudart-missing-ld-path",
+    "cuda11-first-ld-path-torch-cu12",
+    "conda-old-libstdcxx",
+    "ubuntu2004-bnb0455-cu126",
+    "bnb050-override-117",
+    "conda-healthy",
+    "windows-bnb050-missing-dll",
+    "mixed-gt1030-a6000-bnb042",
+]
 # Where each Linux machine's distro keeps libc / libstdc++ (the path ld.so.cache or `ldconfig -p` lists).
 SYSTEM_DIR = {"centos7-cxxabi": "/lib64", "jetson-orin-aarch64": "/lib/aarch64-linux-gnu"}
 SOURCE_BUILDS = {"conda-old-libstdcxx"}  # not from a recorded wheel
@@ -137,14 +145,15 @@ def test_selected_library_is_a_real_stub_of_the_wheel_file(name: str) -> None:
     assert native.runpath == (runpath.split(":") if runpath else [])
     wanted = {k: list(v) for k, v in lib["version_needs"].items()}
     if aarch64:  # glibc's aarch64 port starts at GLIBC_2.17
-        wanted = {k: list(dict.fromkeys("GLIBC_2.17" if v.startswith("GLIBC_2.") else v for v in vs))
-                  for k, vs in wanted.items()}
+        wanted = {
+            k: list(dict.fromkeys("GLIBC_2.17" if v.startswith("GLIBC_2.") else v for v in vs))
+            for k, vs in wanted.items()
+        }
     assert native.version_needs == wanted
     assert list(native.version_needs) == list(wanted), "the recorded .gnu.version_r file order"
 
 
-@pytest.mark.parametrize("name", [n for n in fixture_names()
-                                  if selected(n) and os_of(n) == "linux"])
+@pytest.mark.parametrize("name", [n for n in fixture_names() if selected(n) and os_of(n) == "linux"])
 def test_system_libraries_come_from_the_distro_folders(name: str) -> None:
     folder = SYSTEM_DIR.get(name, "/lib/x86_64-linux-gnu")
     for soname in ("libc.so.6", "libstdc++.so.6"):
@@ -192,8 +201,19 @@ def test_real_dynamic_loader_agrees_with_the_recorded_answer(name: str, tmp_path
             (tmp_path / found.name).symlink_to(host_file(name, found.resolved))
     loader = _real_loader()
     assert loader is not None
-    run = subprocess.run([loader, "--inhibit-cache", "--library-path", str(tmp_path), "--list",
-                          str(host_file(name, native.library or ""))], capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [
+            loader,
+            "--inhibit-cache",
+            "--library-path",
+            str(tmp_path),
+            "--list",
+            str(host_file(name, native.library or "")),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     output = run.stdout + run.stderr
     if load.ok:
         assert run.returncode == 0 and "not found" not in output, output
@@ -202,8 +222,10 @@ def test_real_dynamic_loader_agrees_with_the_recorded_answer(name: str, tmp_path
         assert f"version `{version}' not found" in output
     else:
         missing = (load.error or "").split(":")[0]
-        if any(os.path.exists(f"{d}/{missing}") for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                                                           "/lib64", "/usr/lib64")):
+        if any(
+            os.path.exists(f"{d}/{missing}")
+            for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64")
+        ):
             pytest.skip(f"this machine has its own {missing}")
         assert f"{missing}: cannot open shared object file: No such file or directory" in output
 
@@ -239,14 +261,19 @@ def test_centos7_libstdcxx_lacks_cxxabi_1_3_9() -> None:
     assert abi.provider_max == {"CXXABI": "CXXABI_1.3.7", "GLIBCXX": "GLIBCXX_3.4.19"}
     assert abi.satisfied_by == []
     (hit,) = findings(name, "BNB306")
-    assert hit.title == ("/lib64/libstdc++.so.6 lacks CXXABI_1.3.9, GLIBCXX_3.4.21 "
-                         "(needed by libbitsandbytes_cuda121.so)")
-    assert hit.remediation.commands == ['conda install -c conda-forge "libstdcxx-ng>=12"',
-                                        "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH"]
+    assert hit.title == (
+        "/lib64/libstdc++.so.6 lacks CXXABI_1.3.9, GLIBCXX_3.4.21 (needed by libbitsandbytes_cuda121.so)"
+    )
+    assert hit.remediation.commands == [
+        'conda install -c conda-forge "libstdcxx-ng>=12"',
+        "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH",
+    ]
     load = facts(name).load
     assert load is not None and load.ok is False
-    assert load.error == ("/lib64/libstdc++.so.6: version `CXXABI_1.3.9' not found (required by "
-                          "/home/chen/venvs/qlora/lib/python3.8/site-packages/bitsandbytes/libbitsandbytes_cuda121.so)")
+    assert load.error == (
+        "/lib64/libstdc++.so.6: version `CXXABI_1.3.9' not found (required by "
+        "/home/chen/venvs/qlora/lib/python3.8/site-packages/bitsandbytes/libbitsandbytes_cuda121.so)"
+    )
     assert {"BNB306", "BNB205"} <= ids(name) and report(name).exit_code() == 1
 
 
@@ -256,16 +283,27 @@ def test_libcudart_missing_is_found_in_the_unlinked_cuda_11_8_toolkit() -> None:
     assert native is not None
     assert selection_of(name).loaded_file == "libbitsandbytes_cuda118.so"
     assert native.runpath == ["/usr/local/cuda/lib64"]
-    assert native.search_order == ["loaded by torch before bitsandbytes", "LD_LIBRARY_PATH", "RUNPATH", "ld.so.cache",
-                                   "default directories"]
+    assert native.search_order == [
+        "loaded by torch before bitsandbytes",
+        "LD_LIBRARY_PATH",
+        "RUNPATH",
+        "ld.so.cache",
+        "default directories",
+    ]
     lib_dir = "/home/nina/venvs/sd/lib/python3.10/site-packages/torch/lib"
     assert f"{lib_dir}/libcudart-d0da41ae.so.11.0" in native.preloaded  # hashed: not the SONAME bnb needs
     cudart = dep(name, "libcudart.so.11.0")
     assert cudart.resolved is None and cudart.via is None and cudart.candidates == []
-    assert cudart.elsewhere == ["/usr/local/cuda-11.8/lib64/libcudart.so.11.0",
-                                "/usr/local/cuda-11.8/targets/x86_64-linux/lib/libcudart.so.11.0"]
+    assert cudart.elsewhere == [
+        "/usr/local/cuda-11.8/lib64/libcudart.so.11.0",
+        "/usr/local/cuda-11.8/targets/x86_64-linux/lib/libcudart.so.11.0",
+    ]
     assert [d.name for d in native.dependencies if d.resolved is None] == [
-        "libcudart.so.11.0", "libcublas.so.11", "libcusparse.so.11", "libcublasLt.so.11"]
+        "libcudart.so.11.0",
+        "libcublas.so.11",
+        "libcusparse.so.11",
+        "libcublasLt.so.11",
+    ]
     (hit,) = findings(name, "BNB303")
     assert hit.remediation.commands == ["export LD_LIBRARY_PATH=/usr/local/cuda-11.8/lib64:$LD_LIBRARY_PATH"]
     load = facts(name).load
@@ -298,16 +336,23 @@ def test_ld_library_path_does_not_replace_torchs_wheel_libraries(name: str) -> N
     python = facts(name).python
     assert python is not None
     site = python.site_packages[0]
-    for soname, wheel in (("libcudart.so.12", "cuda_runtime"), ("libcublas.so.12", "cublas"),
-                          ("libcublasLt.so.12", "cublas")):
+    for soname, wheel in (
+        ("libcudart.so.12", "cuda_runtime"),
+        ("libcublas.so.12", "cublas"),
+        ("libcublasLt.so.12", "cublas"),
+    ):
         found = dep(name, soname)
-        assert (found.resolved, found.via) == (f"{site}/nvidia/{wheel}/lib/{soname}",
-                                               "loaded by torch before bitsandbytes")
+        assert (found.resolved, found.via) == (
+            f"{site}/nvidia/{wheel}/lib/{soname}",
+            "loaded by torch before bitsandbytes",
+        )
     assert "BNB304" not in ids(name)
     load = facts(name).load
-    assert load is not None and load.preloaded == [f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12",
-                                                   f"{site}/nvidia/cublas/lib/libcublas.so.12",
-                                                   f"{site}/nvidia/cublas/lib/libcublasLt.so.12"]
+    assert load is not None and load.preloaded == [
+        f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12",
+        f"{site}/nvidia/cublas/lib/libcublas.so.12",
+        f"{site}/nvidia/cublas/lib/libcublasLt.so.12",
+    ]
 
 
 def test_conda_env_libstdcxx_shadows_the_system_one() -> None:
@@ -316,8 +361,10 @@ def test_conda_env_libstdcxx_shadows_the_system_one() -> None:
     native = facts(name).native
     assert native is not None
     assert selection_of(name).loaded_file == "libbitsandbytes_cuda124.so"
-    assert native.search_order[:2] == ["loaded by torch before bitsandbytes",
-                                       "C++ runtime already loaded in the conda env"]
+    assert native.search_order[:2] == [
+        "loaded by torch before bitsandbytes",
+        "C++ runtime already loaded in the conda env",
+    ]
     stdcxx = dep(name, "libstdc++.so.6")
     assert (stdcxx.resolved, stdcxx.via) == (f"{env}/lib/libstdc++.so.6", "C++ runtime already loaded in the conda env")
     assert stdcxx.candidates[0].realpath == f"{env}/lib/libstdc++.so.6.0.29"
@@ -328,12 +375,16 @@ def test_conda_env_libstdcxx_shadows_the_system_one() -> None:
     host = FixtureHost.named(name)
     assert {host.realpath(p) for p in abi.satisfied_by} == {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30"}
     (hit,) = findings(name, "BNB306")
-    assert hit.remediation.commands == ['conda install -c conda-forge "libstdcxx-ng>=12"',
-                                        "export LD_PRELOAD=/lib/x86_64-linux-gnu/libstdc++.so.6"]
+    assert hit.remediation.commands == [
+        'conda install -c conda-forge "libstdcxx-ng>=12"',
+        "export LD_PRELOAD=/lib/x86_64-linux-gnu/libstdc++.so.6",
+    ]
     load = facts(name).load
     assert load is not None and f"{env}/lib/libstdc++.so.6" in load.preloaded
-    assert load.error == (f"{env}/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
-                          f"{env}/lib/python3.11/site-packages/bitsandbytes/libbitsandbytes_cuda124.so)")
+    assert load.error == (
+        f"{env}/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
+        f"{env}/lib/python3.11/site-packages/bitsandbytes/libbitsandbytes_cuda124.so)"
+    )
 
 
 def test_ubuntu2004_glibc_lacks_2_34_for_bnb_0455_cuda126() -> None:
@@ -354,7 +405,8 @@ def test_ubuntu2004_glibc_lacks_2_34_for_bnb_0455_cuda126() -> None:
     load = facts(name).load
     assert load is not None and load.error == (
         "/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by "
-        "/home/ravi/venvs/llm/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cuda126.so)")
+        "/home/ravi/venvs/llm/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cuda126.so)"
+    )
 
 
 def test_bnb_cuda_version_117_asks_for_a_file_050_does_not_ship() -> None:
@@ -382,10 +434,13 @@ def test_conda_healthy_loads_with_the_envs_own_runtime() -> None:
     load = facts(name).load
     assert load is not None and load.ok is True
     site = f"{env}/lib/python3.11/site-packages"
-    assert load.preloaded == [f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12",
-                              f"{site}/nvidia/cublas/lib/libcublas.so.12",
-                              f"{site}/nvidia/cublas/lib/libcublasLt.so.12",
-                              f"{env}/lib/libstdc++.so.6", f"{env}/lib/libgcc_s.so.1"]
+    assert load.preloaded == [
+        f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12",
+        f"{site}/nvidia/cublas/lib/libcublas.so.12",
+        f"{site}/nvidia/cublas/lib/libcublasLt.so.12",
+        f"{env}/lib/libstdc++.so.6",
+        f"{env}/lib/libgcc_s.so.1",
+    ]
     assert not report(name).findings and report(name).exit_code() == 0
 
 
@@ -397,8 +452,10 @@ def test_windows_without_the_vc_redistributable() -> None:
     assert native.needed == wheel_library("0.50.2", "libbitsandbytes_cuda121.dll")["needed"]
     cudart = dep(name, "cudart64_12.dll")
     site_packages = "C:\\Users\\sam\\llm\\venv\\Lib\\site-packages"
-    assert (cudart.resolved, cudart.via) == (f"{site_packages}\\torch\\lib\\cudart64_12.dll",
-                                            "loaded by torch before bitsandbytes")
+    assert (cudart.resolved, cudart.via) == (
+        f"{site_packages}\\torch\\lib\\cudart64_12.dll",
+        "loaded by torch before bitsandbytes",
+    )
     assert dep(name, "MSVCP140.dll").resolved is None
     assert dep(name, "api-ms-win-crt-runtime-l1-1-0.dll").via == "Windows API set (provided by the OS)"
     (hit,) = findings(name, "BNB311")
@@ -407,7 +464,8 @@ def test_windows_without_the_vc_redistributable() -> None:
     load = facts(name).load
     assert load is not None and load.error == (
         f"Could not find module '{site_packages}\\bitsandbytes\\libbitsandbytes_cuda121.dll' "
-        "(or one of its dependencies). Try using the full path with constructor syntax.")
+        "(or one of its dependencies). Try using the full path with constructor syntax."
+    )
 
 
 def test_windows_application_folder_is_the_base_interpreters() -> None:
@@ -456,7 +514,8 @@ def test_ldconfig_p_output_is_used_on_aarch64(tmp_path: Path) -> None:
     folder = "/lib/aarch64-linux-gnu"
     names = ["libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6"]
     stdout = f"{len(names)} libs found in cache `/etc/ld.so.cache'\n" + "".join(
-        f"\t{n} (libc6,AArch64) => {folder}/{n}\n" for n in names)
+        f"\t{n} (libc6,AArch64) => {folder}/{n}\n" for n in names
+    )
     manifest["commands"].append({"argv": ["ldconfig", "-p"], "returncode": 0, "stdout": stdout, "stderr": ""})
     (copy / "machine.json").write_text(json.dumps(manifest), encoding="utf-8")
     native = diagnose(FixtureHost(copy)).facts.native

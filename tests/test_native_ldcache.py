@@ -82,9 +82,7 @@ def test_real_cache_lookup_libc() -> None:
     paths = lookup(cache, "libc.so.6")
     assert paths and all(p.endswith("libc.so.6") for p in paths)
     if os.uname().machine == "x86_64":
-        assert lookup(cache, "libc.so.6", arch="x86_64") == lookup(
-            cache, "libc.so.6", arch="x86-64"
-        )
+        assert lookup(cache, "libc.so.6", arch="x86_64") == lookup(cache, "libc.so.6", arch="x86-64")
         assert lookup(cache, "libc.so.6", arch="x86-64")
 
 
@@ -129,8 +127,7 @@ def build_new(
     blob, off = _strings(names, strings_at)
     ext_at = (strings_at + len(blob) + 3) & ~3 if generator is not None or hwcaps else 0
     body = b"".join(
-        struct.pack(e + "iIIIQ", flags, off[so], off[path], osv, hwcap)
-        for so, path, flags, osv, hwcap in entries
+        struct.pack(e + "iIIIQ", flags, off[so], off[path], osv, hwcap) for so, path, flags, osv, hwcap in entries
     )
     ext = b""
     if ext_at:
@@ -218,21 +215,11 @@ def test_lookup_order_and_arch_filter() -> None:
         "/opt/conda/lib/libstdc++.so.6",
         "/lib/x86_64-linux-gnu/libstdc++.so.6",
     ]
-    assert lookup(cache, "libcudart.so.12", arch="x86-64") == [
-        "/usr/local/cuda/lib64/libcudart.so.12"
-    ]
-    assert lookup(cache, "libcudart.so.12", arch="x86_64") == [
-        "/usr/local/cuda/lib64/libcudart.so.12"
-    ]
-    assert lookup(cache, "libcudart.so.12", arch="i386") == [
-        "/usr/lib/i386-linux-gnu/libcudart.so.12"
-    ]
-    assert lookup(cache, "libcudart.so.12", arch="libc6") == [
-        "/usr/lib/i386-linux-gnu/libcudart.so.12"
-    ]
-    assert lookup(cache, "libcudart.so.12", arch="libc6,x86-64") == [
-        "/usr/local/cuda/lib64/libcudart.so.12"
-    ]
+    assert lookup(cache, "libcudart.so.12", arch="x86-64") == ["/usr/local/cuda/lib64/libcudart.so.12"]
+    assert lookup(cache, "libcudart.so.12", arch="x86_64") == ["/usr/local/cuda/lib64/libcudart.so.12"]
+    assert lookup(cache, "libcudart.so.12", arch="i386") == ["/usr/lib/i386-linux-gnu/libcudart.so.12"]
+    assert lookup(cache, "libcudart.so.12", arch="libc6") == ["/usr/lib/i386-linux-gnu/libcudart.so.12"]
+    assert lookup(cache, "libcudart.so.12", arch="libc6,x86-64") == ["/usr/local/cuda/lib64/libcudart.so.12"]
     assert lookup(cache, "libarm.so.1", arch="arm64") == ["/lib/aarch64-linux-gnu/libarm.so.1"]
     assert lookup(cache, "libarm.so.1", arch="x86-64") == []
     assert lookup(cache, "libnothere.so") == []
@@ -251,9 +238,7 @@ def test_hwcap_extension_and_raw_hwcap() -> None:
     assert [e.hwcap_subdir for e in cache.entries] == ["x86-64-v3", "x86-64-v2", None, None]
     assert cache.entries[2].hwcap == 0x8000000000000000
     assert cache.entries[3].hwcap is None
-    assert _ldconfig_line(cache.entries[0]).startswith(
-        '\tlibfoo.so.1 (libc6,x86-64, hwcap: "x86-64-v3") => '
-    )
+    assert _ldconfig_line(cache.entries[0]).startswith('\tlibfoo.so.1 (libc6,x86-64, hwcap: "x86-64-v3") => ')
     assert lookup(cache, "libfoo.so.1", arch="x86-64")[-1] == "/usr/lib/libfoo.so.1"
 
 
@@ -312,9 +297,7 @@ def test_old_format_with_new_embedded_uses_the_new_table() -> None:
 
 
 def test_unknown_flags_are_kept_raw() -> None:
-    cache = parse_ld_so_cache(
-        build_new([("libz.so.1", "/z", 0x7F05, 0, 0), ("libe.so.1", "/e", 0x0001, 0, 0)])
-    )
+    cache = parse_ld_so_cache(build_new([("libz.so.1", "/z", 0x7F05, 0, 0), ("libe.so.1", "/e", 0x0001, 0, 0)]))
     weird, elf = cache.entries
     assert (weird.flags, weird.arch, weird.abi) == (0x7F05, "required-0x7f00", "unknown,32512")
     assert (elf.arch, elf.abi) == ("ELF", "ELF")

@@ -57,11 +57,7 @@ def _objdump_dll_names(path: Path) -> list[str] | None:
             continue
         run = subprocess.run([exe, "-p", str(path)], capture_output=True, text=True)
         if run.returncode == 0 and "pei-" in run.stdout:
-            return [
-                line.split("DLL Name:", 1)[1].strip()
-                for line in run.stdout.splitlines()
-                if "DLL Name:" in line
-            ]
+            return [line.split("DLL Name:", 1)[1].strip() for line in run.stdout.splitlines() if "DLL Name:" in line]
     return None
 
 
@@ -86,9 +82,7 @@ def _pip_launcher(name: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(
-    ("name", "machine"), [("t64.exe", "AMD64"), ("t32.exe", "I386"), ("t64-arm.exe", "ARM64")]
-)
+@pytest.mark.parametrize(("name", "machine"), [("t64.exe", "AMD64"), ("t32.exe", "I386"), ("t64-arm.exe", "ARM64")])
 def test_real_pip_launchers(name: str, machine: str) -> None:
     info = parse_pe(_pip_launcher(name).read_bytes())
     assert info.error is None

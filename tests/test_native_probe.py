@@ -48,8 +48,9 @@ def test_no_load_skips_the_subprocess(python_exe: str) -> None:
     assert facts.load is not None and facts.load.ran is False and facts.load.skipped_reason == "--no-load"
 
 
-def _synthetic(tmp_path: Path, lib_dirs: list[Path], library: Path, monkeypatch: pytest.MonkeyPatch,
-               torch_cuda: str = "12.1") -> Facts:
+def _synthetic(
+    tmp_path: Path, lib_dirs: list[Path], library: Path, monkeypatch: pytest.MonkeyPatch, torch_cuda: str = "12.1"
+) -> Facts:
     """Facts for a machine whose bitsandbytes folder holds ``library`` (a real ELF) and whose
     loader path is ``lib_dirs``; only the GPU is simulated."""
     package = tmp_path / "site-packages" / "bitsandbytes"
@@ -61,23 +62,32 @@ def _synthetic(tmp_path: Path, lib_dirs: list[Path], library: Path, monkeypatch:
     facts = Facts(env={"LD_LIBRARY_PATH": ld_path})
     ctx = ProbeContext(host, ProbeOptions(), facts)
     facts.platform = gather_platform(ctx)
-    facts.gpu = GpuFacts(nvml_available=True, driver_version="535.129.03", driver_cuda_version="12.2",
-                         devices=[GpuDevice(0, "Tesla T4", [7, 5])])
+    facts.gpu = GpuFacts(
+        nvml_available=True,
+        driver_version="535.129.03",
+        driver_cuda_version="12.2",
+        devices=[GpuDevice(0, "Tesla T4", [7, 5])],
+    )
     facts.python = PythonFacts(
-        executable=sys.executable, selected_by="test", version="3.11.7",
+        executable=sys.executable,
+        selected_by="test",
+        version="3.11.7",
         torch=TorchFacts(installed=True, version="2.1.2+cu121", cuda=torch_cuda),
-        bitsandbytes=BnbFacts(installed=True, version="0.50.2", location=str(package), has_metadata=True,
-                              native_libraries=[library.name]),
+        bitsandbytes=BnbFacts(
+            installed=True, version="0.50.2", location=str(package), has_metadata=True, native_libraries=[library.name]
+        ),
     )
     facts.native = gather_native(ctx)
     facts.load = gather_load(ctx)
     return facts
 
 
-def test_cxxabi_failure_is_predicted_and_confirmed_by_the_real_loader(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    facts = _synthetic(tmp_path, [ELF / "cuda12", ELF / "centos7"], ELF / "bnb" / "libbitsandbytes_cuda121.so",
-                       monkeypatch)
+def test_cxxabi_failure_is_predicted_and_confirmed_by_the_real_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    facts = _synthetic(
+        tmp_path, [ELF / "cuda12", ELF / "centos7"], ELF / "bnb" / "libbitsandbytes_cuda121.so", monkeypatch
+    )
     native, load = facts.native, facts.load
     assert native is not None and load is not None
     stdcxx = next(d for d in native.dependencies if d.name == "libstdc++.so.6")
@@ -92,8 +102,9 @@ def test_cxxabi_failure_is_predicted_and_confirmed_by_the_real_loader(tmp_path: 
     assert any(e.label == "the real loader said" for e in findings["BNB306"].evidence)
 
 
-def test_missing_cudart_is_found_elsewhere_and_the_loader_agrees(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_cudart_is_found_elsewhere_and_the_loader_agrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     facts = _synthetic(tmp_path, [ELF / "modern"], ELF / "bnb" / "libbitsandbytes_cuda121.so", monkeypatch)
     native, load = facts.native, facts.load
     assert native is not None and load is not None
@@ -105,8 +116,9 @@ def test_missing_cudart_is_found_elsewhere_and_the_loader_agrees(tmp_path: Path,
 
 
 def test_healthy_stub_chain_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    facts = _synthetic(tmp_path, [ELF / "cuda12", ELF / "modern"], ELF / "bnb" / "libbitsandbytes_cuda121.so",
-                       monkeypatch)
+    facts = _synthetic(
+        tmp_path, [ELF / "cuda12", ELF / "modern"], ELF / "bnb" / "libbitsandbytes_cuda121.so", monkeypatch
+    )
     assert facts.load is not None and facts.load.ok is True, facts.load
     ids = {f.rule_id for f in run_rules(facts, all_rules()).findings}
     assert not {i for i in ids if i.startswith("BNB3")}

@@ -40,13 +40,15 @@ def oldest_python() -> str | None:
 
 
 OLD_PYTHON = oldest_python()
-needs_old_python = pytest.mark.skipif(OLD_PYTHON is None, reason=f"no Python {OLDEST} interpreter on this machine "
-                                      "(set BNBDOCTOR_OLD_PYTHON)")
+needs_old_python = pytest.mark.skipif(
+    OLD_PYTHON is None, reason=f"no Python {OLDEST} interpreter on this machine (set BNBDOCTOR_OLD_PYTHON)"
+)
 
 
 def _version(python: str) -> str:
-    return subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
-                          text=True, timeout=30).stdout.strip()
+    return subprocess.run(
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, timeout=30
+    ).stdout.strip()
 
 
 @needs_old_python
@@ -60,8 +62,13 @@ def test_the_old_interpreter_is_the_oldest_supported() -> None:
 def test_patient_scripts_compile_under_the_oldest_python(script: str) -> None:
     assert OLD_PYTHON is not None
     source = (SCRIPTS / script).read_text(encoding="utf-8")
-    run = subprocess.run([OLD_PYTHON, "-B", "-c", "import sys; compile(sys.stdin.read(), sys.argv[1], 'exec')", script],
-                         input=source, capture_output=True, text=True, timeout=30)
+    run = subprocess.run(
+        [OLD_PYTHON, "-B", "-c", "import sys; compile(sys.stdin.read(), sys.argv[1], 'exec')", script],
+        input=source,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert run.returncode == 0, run.stderr
 
 

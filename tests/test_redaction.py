@@ -28,12 +28,23 @@ LEAKY_PATH = "/opt/cuda/lib64:https://builder:hunter2secret@mirror.example.com/l
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     home = tmp_path_factory.mktemp("home-of-zelda")
-    env = {**os.environ, **PLANTED, "LD_LIBRARY_PATH": LEAKY_PATH, "HOME": str(home),
-           "CUDA_VISIBLE_DEVICES": "GPU-3958746a-913c-9afd-4404-ceb9083fcaeb"}
+    env = {
+        **os.environ,
+        **PLANTED,
+        "LD_LIBRARY_PATH": LEAKY_PATH,
+        "HOME": str(home),
+        "CUDA_VISIBLE_DEVICES": "GPU-3958746a-913c-9afd-4404-ceb9083fcaeb",
+    }
     results = {}
     for fmt in ("--json", "--text", "--markdown"):
-        run = subprocess.run([sys.executable, "-m", "bnbdoctor", fmt, "--no-load"], capture_output=True, text=True,
-                             env=env, cwd=ROOT, timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-m", "bnbdoctor", fmt, "--no-load"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert run.returncode in (0, 1), run.stderr
         results[fmt] = run.stdout
     return results
@@ -59,8 +70,9 @@ def test_identity_is_replaced_in_paths(outputs: dict[str, str]) -> None:
 
 
 def test_redactor_units() -> None:
-    r = Redactor.for_machine(OsInfo(system="Linux", machine="x86_64", home="/home/alice", username="alice",
-                                    hostname="gpu-node-07"))
+    r = Redactor.for_machine(
+        OsInfo(system="Linux", machine="x86_64", home="/home/alice", username="alice", hostname="gpu-node-07")
+    )
     assert r.text("/home/alice/venv/lib") == "~/venv/lib"
     assert r.text("/data/alice/models and alice@gpu-node-07:~$") == "/data/<user>/models and <user>@<host>:~$"
     assert r.text("/home/alicesmith/x") == "/home/alicesmith/x"  # another user's folder is not ours
@@ -73,14 +85,24 @@ def test_redactor_units() -> None:
 
 
 def test_no_redact_says_so_on_stderr() -> None:
-    run = subprocess.run([sys.executable, "-m", "bnbdoctor", "--json", "--no-redact", "--no-load"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", "--json", "--no-redact", "--no-load"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert "redaction is off" in run.stderr and '"redaction": null' in run.stdout
 
 
 def test_show_redactions_lists_on_stderr_only() -> None:
-    run = subprocess.run([sys.executable, "-m", "bnbdoctor", "--fixture", "a100-healthy", "--json",
-                          "--show-redactions"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", "--fixture", "a100-healthy", "--json", "--show-redactions"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert "redacted [home]" in run.stderr
     home = next(line for line in run.stderr.splitlines() if "redacted [home]" in line).split(": ", 1)[1]
     assert home not in run.stdout

@@ -48,9 +48,13 @@ def reports() -> dict[ReportKind, Report]:
     """One report of each kind; the fit one is the doctor's with made-up fit facts (no engine run)."""
     doctor = diagnose(FixtureHost.named("kepler-k80"))
     fit = copy.deepcopy(doctor)
-    fit.facts.fit = FitFacts(model="./llama", config_path="./llama/config.json", verdict="raises",
-                             error_text="Some modules are dispatched on the CPU or the disk.",
-                             placement={"model.layers.0": 0, "model.layers.1": 0, "lm_head": "cpu"})
+    fit.facts.fit = FitFacts(
+        model="./llama",
+        config_path="./llama/config.json",
+        verdict="raises",
+        error_text="Some modules are dispatched on the CPU or the disk.",
+        placement={"model.layers.0": 0, "model.layers.1": 0, "lm_head": "cpu"},
+    )
     return {ReportKind.DOCTOR: doctor, ReportKind.EXPLAIN: explain_file(str(LOG)), ReportKind.FIT: fit}
 
 
@@ -59,8 +63,11 @@ def expected(report: Report, fmt: OutputFormat, kind: ReportKind) -> str:
     if fmt is OutputFormat.JSON:
         return render_json(report)
     if fmt is OutputFormat.TEXT:
-        return {ReportKind.DOCTOR: render_text, ReportKind.EXPLAIN: render_explain_text,
-                ReportKind.FIT: render_fit_text}[kind](report)
+        return {
+            ReportKind.DOCTOR: render_text,
+            ReportKind.EXPLAIN: render_explain_text,
+            ReportKind.FIT: render_fit_text,
+        }[kind](report)
     if kind is ReportKind.FIT:
         return fit_markdown(report) + "\n" + render_markdown(report)
     return render_markdown(report)
@@ -68,8 +75,9 @@ def expected(report: Report, fmt: OutputFormat, kind: ReportKind) -> str:
 
 @pytest.mark.parametrize("kind", list(ReportKind))
 @pytest.mark.parametrize("fmt", DOCUMENTS)
-def test_every_format_and_kind_dispatches_to_a_renderer(reports: dict[ReportKind, Report], fmt: OutputFormat,
-                                                        kind: ReportKind) -> None:
+def test_every_format_and_kind_dispatches_to_a_renderer(
+    reports: dict[ReportKind, Report], fmt: OutputFormat, kind: ReportKind
+) -> None:
     renderer: Renderer = renderer_for(fmt, kind)
     assert callable(renderer.render)
     text = render(reports[kind], fmt, kind, color=False)
@@ -100,15 +108,17 @@ def without_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(builtins, "__import__", no_markdown)
 
 
-def test_markdown_fallbacks(reports: dict[ReportKind, Report], monkeypatch: pytest.MonkeyPatch,
-                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_markdown_fallbacks(
+    reports: dict[ReportKind, Report], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     without_markdown(monkeypatch)
     with pytest.raises(ImportError):  # the doctor has no fallback: the app does not offer the format
         renderer_for(OutputFormat.MARKDOWN, ReportKind.DOCTOR)
     explain = reports[ReportKind.EXPLAIN]
     assert render(explain, OutputFormat.MARKDOWN, ReportKind.EXPLAIN) == render_explain_text(explain)
-    assert capsys.readouterr().err == ("bnbdoctor: Markdown output is not available in this build; "
-                                       "writing text instead\n")
+    assert capsys.readouterr().err == (
+        "bnbdoctor: Markdown output is not available in this build; writing text instead\n"
+    )
     fit = reports[ReportKind.FIT]
     assert render(fit, OutputFormat.MARKDOWN, ReportKind.FIT) == fit_markdown(fit)
     assert "printing the fit section only" in capsys.readouterr().err
@@ -116,13 +126,22 @@ def test_markdown_fallbacks(reports: dict[ReportKind, Report], monkeypatch: pyte
 
 def output_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, object]]:
     """option string -> (dest, const) for the format and output options."""
-    return {option: (action.dest, action.const) for action in parser._actions
-            for option in action.option_strings if action.dest in ("format", "output")}
+    return {
+        option: (action.dest, action.const)
+        for action in parser._actions
+        for option in action.option_strings
+        if action.dest in ("format", "output")
+    }
 
 
 def test_the_three_commands_expose_the_same_output_flags() -> None:
-    common = {"--text": ("format", OutputFormat.TEXT), "--json": ("format", OutputFormat.JSON),
-              "--markdown": ("format", OutputFormat.MARKDOWN), "-o": ("output", None), "--output": ("output", None)}
+    common = {
+        "--text": ("format", OutputFormat.TEXT),
+        "--json": ("format", OutputFormat.JSON),
+        "--markdown": ("format", OutputFormat.MARKDOWN),
+        "-o": ("output", None),
+        "--output": ("output", None),
+    }
     assert output_flags(explain_parser()) == common
     assert output_flags(fit_parser()) == common
     assert output_flags(doctor_parser()) == {**common, "--tui": ("format", OutputFormat.TUI)}
@@ -150,8 +169,9 @@ def test_json_never_imports_rich_or_textual(args: list[str]) -> None:
         f"    main({args!r})\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'torch', 'rich'}))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                            check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 

@@ -15,8 +15,9 @@ from bnbdoctor.report_io import ReportError, parse_report
 
 
 def bnbdoctor(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bnbdoctor", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", *args], capture_output=True, text=True, cwd=ROOT, timeout=120, input=stdin
+    )
 
 
 def finding_ids(report: dict[str, Any]) -> list[tuple[str, str]]:
@@ -27,8 +28,10 @@ def finding_ids(report: dict[str, Any]) -> list[tuple[str, str]]:
 FAST_ROUND_TRIPS = ("a100-healthy", "kepler-k80", "windows-bnb041")
 
 
-@pytest.mark.parametrize("name", [name if name in FAST_ROUND_TRIPS else pytest.param(name, marks=pytest.mark.slow)
-                                  for name in fixture_names()])
+@pytest.mark.parametrize(
+    "name",
+    [name if name in FAST_ROUND_TRIPS else pytest.param(name, marks=pytest.mark.slow) for name in fixture_names()],
+)
 def test_round_trip_every_fixture(name: str, tmp_path: Path) -> None:
     first = bnbdoctor("--fixture", name, "--json")
     saved = tmp_path / "report.json"
@@ -91,12 +94,19 @@ def _hostile(tmp_path: Path) -> dict[str, str]:
 
 
 EXPECTED = {
-    "truncated": "is not valid JSON", "not json": "neither JSON nor a Markdown report", "a list": "holds a JSON list",
-    "other tool": "is not a bnbdoctor report", "newer schema": "schema 99, newer than this bnbdoctor reads (1)",
+    "truncated": "is not valid JSON",
+    "not json": "neither JSON nor a Markdown report",
+    "a list": "holds a JSON list",
+    "other tool": "is not a bnbdoctor report",
+    "newer schema": "schema 99, newer than this bnbdoctor reads (1)",
     "older schema": "schema 0, which this bnbdoctor (schema 1) can no longer read",
-    "wrong type": "facts.gpu.devices: expected a list, got str", "huge string": "a string of 1000000 characters",
-    "deep nesting": "nested", "empty": "is empty", "huge integer literal": "a number of thousands of digits",
-    "huge number": "json.schema_version: a number of 41 digits", "not finite": "a number that is not finite (nan)",
+    "wrong type": "facts.gpu.devices: expected a list, got str",
+    "huge string": "a string of 1000000 characters",
+    "deep nesting": "nested",
+    "empty": "is empty",
+    "huge integer literal": "a number of thousands of digits",
+    "huge number": "json.schema_version: a number of 41 digits",
+    "not finite": "a number that is not finite (nan)",
     "lone surrogate": "text that is not valid Unicode",
 }
 
@@ -116,20 +126,34 @@ def test_bad_reports_are_one_line_exit_2(tmp_path: Path) -> None:
 
 
 HOSTILE_VALUES = {
-    "int-max-str-digits": ('{"tool": "bnbdoctor", "schema_version": 1' + "0" * 5000 + "}",
-                           "r.json: a number of thousands of digits"),
-    "int-max-str-digits in a list": ('{"tool": "bnbdoctor", "schema_version": 1, "x": [' + "9" * 4400 + "]}",
-                                     "a number of thousands of digits"),
-    "huge integer": ('{"tool": "bnbdoctor", "schema_version": 1, "facts": {"gpu": -1' + "0" * 30 + "}}",
-                     "r.json.facts.gpu: a number of 31 digits"),
-    "infinity": ('{"tool": "bnbdoctor", "schema_version": 1, "facts": {"load": {"duration_s": Infinity}}}',
-                 "r.json.facts.load.duration_s: a number that is not finite (inf)"),
-    "lone surrogate": ('{"tool": "bnbdoctor", "schema_version": 1, "facts": {"env": {"HOME": "/home/jos\\udce9"}}}',
-                       "r.json.facts.env.HOME: text that is not valid Unicode"),
-    "lone surrogate in a key": ('{"tool": "bnbdoctor", "schema_version": 1, "facts": {"env": {"\\ud800": 1}}}',
-                                "a key that is not valid Unicode"),
-    "newline in a key": ('{"tool": "bnbdoctor", "schema_version": 1, "facts": {"a\\nb": "' + "x" * 300_000 + '"}}',
-                         "r.json.facts.a\\nb…: a string of 300000 characters"),
+    "int-max-str-digits": (
+        '{"tool": "bnbdoctor", "schema_version": 1' + "0" * 5000 + "}",
+        "r.json: a number of thousands of digits",
+    ),
+    "int-max-str-digits in a list": (
+        '{"tool": "bnbdoctor", "schema_version": 1, "x": [' + "9" * 4400 + "]}",
+        "a number of thousands of digits",
+    ),
+    "huge integer": (
+        '{"tool": "bnbdoctor", "schema_version": 1, "facts": {"gpu": -1' + "0" * 30 + "}}",
+        "r.json.facts.gpu: a number of 31 digits",
+    ),
+    "infinity": (
+        '{"tool": "bnbdoctor", "schema_version": 1, "facts": {"load": {"duration_s": Infinity}}}',
+        "r.json.facts.load.duration_s: a number that is not finite (inf)",
+    ),
+    "lone surrogate": (
+        '{"tool": "bnbdoctor", "schema_version": 1, "facts": {"env": {"HOME": "/home/jos\\udce9"}}}',
+        "r.json.facts.env.HOME: text that is not valid Unicode",
+    ),
+    "lone surrogate in a key": (
+        '{"tool": "bnbdoctor", "schema_version": 1, "facts": {"env": {"\\ud800": 1}}}',
+        "a key that is not valid Unicode",
+    ),
+    "newline in a key": (
+        '{"tool": "bnbdoctor", "schema_version": 1, "facts": {"a\\nb": "' + "x" * 300_000 + '"}}',
+        "r.json.facts.a\\nb…: a string of 300000 characters",
+    ),
 }
 
 

@@ -104,4 +104,4 @@ def test_pages_are_generated_and_current() -> None:
 def test_every_rule_has_an_example_case(rule: Rule) -> None:
     from bnbdoctor.ruledocs.pages import example_case
 
-    assert example_case(rule) is not None, f"tests/rule_cases/{rule.id}/ has no case marked \"example\": true"
+    assert example_case(rule) is not None, f'tests/rule_cases/{rule.id}/ has no case marked "example": true'

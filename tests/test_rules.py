@@ -9,24 +9,47 @@ from bnbdoctor.rules import all_rules, get_rule, run_rules
 BNB_050 = ["libbitsandbytes_cpu.so"] + [f"libbitsandbytes_cuda{v}.so" for v in (118, 121, 124, 126, 128, 130, 132)]
 
 
-def make_facts(*, gpus: list[tuple[str, tuple[int, int]]] = (), driver_cuda: str | None = "12.2",
-               torch: str | None = "2.5.1+cu121", torch_cuda: str | None = "12.1", bnb: str | None = "0.50.2",
-               packages: dict[str, str | None] | None = None, os_name: str = "linux", arch: str = "x86_64",
-               python: str = "3.11.9", legacy: bool = False, libs: list[str] | None = None,
-               requires_torch: str | None = "<3,>=2.4", requires_python: str | None = ">=3.10") -> Facts:
+def make_facts(
+    *,
+    gpus: list[tuple[str, tuple[int, int]]] = (),
+    driver_cuda: str | None = "12.2",
+    torch: str | None = "2.5.1+cu121",
+    torch_cuda: str | None = "12.1",
+    bnb: str | None = "0.50.2",
+    packages: dict[str, str | None] | None = None,
+    os_name: str = "linux",
+    arch: str = "x86_64",
+    python: str = "3.11.9",
+    legacy: bool = False,
+    libs: list[str] | None = None,
+    requires_torch: str | None = "<3,>=2.4",
+    requires_python: str | None = ">=3.10",
+) -> Facts:
     devices = [GpuDevice(i, name, list(cc)) for i, (name, cc) in enumerate(gpus)]
     return Facts(
         platform=PlatformFacts(os=os_name, arch=arch),
-        gpu=GpuFacts(nvml_available=bool(gpus), nvml_error=None if gpus else "NVML Shared Library Not Found",
-                     nvml_error_kind=None if gpus else "library_not_found",
-                     driver_version="535.129.03" if gpus else None,
-                     driver_cuda_version=driver_cuda if gpus else None, devices=devices),
+        gpu=GpuFacts(
+            nvml_available=bool(gpus),
+            nvml_error=None if gpus else "NVML Shared Library Not Found",
+            nvml_error_kind=None if gpus else "library_not_found",
+            driver_version="535.129.03" if gpus else None,
+            driver_cuda_version=driver_cuda if gpus else None,
+            devices=devices,
+        ),
         python=PythonFacts(
-            executable="/home/u/venv/bin/python", selected_by="VIRTUAL_ENV", version=python,
+            executable="/home/u/venv/bin/python",
+            selected_by="VIRTUAL_ENV",
+            version=python,
             torch=TorchFacts(installed=torch is not None, version=torch, cuda=torch_cuda),
-            bitsandbytes=BnbFacts(installed=bnb is not None, version=bnb, native_libraries=libs if libs is not None else BNB_050,
-                                  has_metadata=True, requires_torch=requires_torch if bnb else None,
-                                  requires_python=requires_python if bnb else None, legacy_cuda_setup=legacy),
+            bitsandbytes=BnbFacts(
+                installed=bnb is not None,
+                version=bnb,
+                native_libraries=libs if libs is not None else BNB_050,
+                has_metadata=True,
+                requires_torch=requires_torch if bnb else None,
+                requires_python=requires_python if bnb else None,
+                legacy_cuda_setup=legacy,
+            ),
             packages=packages or {},
         ),
     )
@@ -42,13 +65,21 @@ def test_healthy_a100_has_no_findings() -> None:
 
 def test_driver_major_too_old_is_an_error_minor_is_a_warning() -> None:
     gpus = [("NVIDIA GeForce RTX 3090", (8, 6))]
-    assert ids(make_facts(gpus=gpus, driver_cuda="11.8", torch="2.4.0+cu124", torch_cuda="12.4"))["BNB102"] is Severity.ERROR
-    assert ids(make_facts(gpus=gpus, driver_cuda="12.2", torch="2.4.0+cu124", torch_cuda="12.4"))["BNB102"] is Severity.WARNING
+    assert (
+        ids(make_facts(gpus=gpus, driver_cuda="11.8", torch="2.4.0+cu124", torch_cuda="12.4"))["BNB102"]
+        is Severity.ERROR
+    )
+    assert (
+        ids(make_facts(gpus=gpus, driver_cuda="12.2", torch="2.4.0+cu124", torch_cuda="12.4"))["BNB102"]
+        is Severity.WARNING
+    )
     assert "BNB102" not in ids(make_facts(gpus=gpus, driver_cuda="12.4", torch_cuda="12.4"))
 
 
 def test_driver_finding_suggests_an_index_the_driver_can_run() -> None:
-    facts = make_facts(gpus=[("NVIDIA GeForce RTX 3090", (8, 6))], driver_cuda="11.8", torch="2.4.0+cu124", torch_cuda="12.4")
+    facts = make_facts(
+        gpus=[("NVIDIA GeForce RTX 3090", (8, 6))], driver_cuda="11.8", torch="2.4.0+cu124", torch_cuda="12.4"
+    )
     finding = next(f for f in run_rules(facts, all_rules()).findings if f.rule_id == "BNB102")
     assert any("whl/cu118" in c and "torch==2.4.0" in c for c in finding.remediation.commands)
 
@@ -79,17 +110,28 @@ def test_kepler_has_no_release_to_pin() -> None:
 
 def test_gtx_1650_excluded_by_name_only_before_045() -> None:
     gpus = [("NVIDIA GeForce GTX 1650", (7, 5))]
-    assert "BNB104" in ids(make_facts(gpus=gpus, bnb="0.44.1", libs=["libbitsandbytes_cuda121.so"], requires_torch=None,
-                                      requires_python=None))
+    assert "BNB104" in ids(
+        make_facts(
+            gpus=gpus, bnb="0.44.1", libs=["libbitsandbytes_cuda121.so"], requires_torch=None, requires_python=None
+        )
+    )
     # supports_igemmlt() still exists in 0.45.x but is no longer called
-    assert "BNB104" not in ids(make_facts(gpus=gpus, bnb="0.45.5", libs=["libbitsandbytes_cuda121.so"],
-                                          requires_torch=None, requires_python=None))
+    assert "BNB104" not in ids(
+        make_facts(
+            gpus=gpus, bnb="0.45.5", libs=["libbitsandbytes_cuda121.so"], requires_torch=None, requires_python=None
+        )
+    )
     assert "BNB104" not in ids(make_facts(gpus=gpus))
 
 
 def test_mixed_generations_suggest_masking() -> None:
-    facts = make_facts(gpus=[("NVIDIA GeForce GT 1030", (6, 1)), ("NVIDIA RTX A6000", (8, 6))], bnb="0.41.1",
-                       requires_torch=None, requires_python=None, libs=["libbitsandbytes_cuda121.so"])
+    facts = make_facts(
+        gpus=[("NVIDIA GeForce GT 1030", (6, 1)), ("NVIDIA RTX A6000", (8, 6))],
+        bnb="0.41.1",
+        requires_torch=None,
+        requires_python=None,
+        libs=["libbitsandbytes_cuda121.so"],
+    )
     finding = next(f for f in run_rules(facts, all_rules()).findings if f.rule_id == "BNB106")
     assert finding.remediation.commands[-1] == "export CUDA_VISIBLE_DEVICES=1"
     assert "BNB106" not in ids(make_facts(gpus=[("A", (8, 0)), ("B", (8, 6))]))
@@ -98,8 +140,11 @@ def test_mixed_generations_suggest_masking() -> None:
 
 
 def test_cuda_130_build_lacks_pascal() -> None:
-    found = ids(make_facts(gpus=[("NVIDIA GeForce GTX 1080", (6, 1))], torch="2.9.0+cu130", torch_cuda="13.0",
-                           driver_cuda="13.0"))
+    found = ids(
+        make_facts(
+            gpus=[("NVIDIA GeForce GTX 1080", (6, 1))], torch="2.9.0+cu130", torch_cuda="13.0", driver_cuda="13.0"
+        )
+    )
     assert found["BNB105"] is Severity.ERROR
 
 
@@ -108,8 +153,15 @@ def test_cpu_torch_on_gpu_machine() -> None:
 
 
 def test_platform_support_by_release() -> None:
-    assert "BNB204" in ids(make_facts(os_name="windows", bnb="0.42.0", requires_torch=None, requires_python=None,
-                                      libs=["libbitsandbytes_cpu.so", "libbitsandbytes_cuda118.so"]))
+    assert "BNB204" in ids(
+        make_facts(
+            os_name="windows",
+            bnb="0.42.0",
+            requires_torch=None,
+            requires_python=None,
+            libs=["libbitsandbytes_cpu.so", "libbitsandbytes_cuda118.so"],
+        )
+    )
     assert "BNB204" not in ids(make_facts(os_name="windows", libs=[n.replace(".so", ".dll") for n in BNB_050]))
     assert "BNB204" in ids(make_facts(arch="aarch64", bnb="0.45.5", requires_torch=None, requires_python=None))
     assert "BNB204" in ids(make_facts(os_name="macos", arch="aarch64", bnb="0.48.2", torch_cuda=None, libs=[]))
@@ -117,7 +169,9 @@ def test_platform_support_by_release() -> None:
 
 def test_requirements_from_metadata_and_from_knowledge() -> None:
     assert "BNB206" in ids(make_facts(gpus=[("A100", (8, 0))], torch="2.2.0+cu121"))
-    assert "BNB206" in ids(make_facts(gpus=[("A100", (8, 0))], python="3.9.18", requires_python=None, requires_torch=None))
+    assert "BNB206" in ids(
+        make_facts(gpus=[("A100", (8, 0))], python="3.9.18", requires_python=None, requires_torch=None)
+    )
 
 
 def test_triton_ops_and_scipy_and_legacy() -> None:

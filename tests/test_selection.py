@@ -16,76 +16,148 @@ def files(version: str, os_name: str = "linux") -> list[str]:
     return list(wheel.libraries)
 
 
-@pytest.mark.parametrize(("torch_cuda", "loaded"), [
-    ("12.9", "libbitsandbytes_cuda128.so"), ("12.0", "libbitsandbytes_cuda121.so"),
-    ("11.7", "libbitsandbytes_cuda118.so"), ("13.1", "libbitsandbytes_cuda130.so"),
-    ("12.4", "libbitsandbytes_cuda124.so")])
+@pytest.mark.parametrize(
+    ("torch_cuda", "loaded"),
+    [
+        ("12.9", "libbitsandbytes_cuda128.so"),
+        ("12.0", "libbitsandbytes_cuda121.so"),
+        ("11.7", "libbitsandbytes_cuda118.so"),
+        ("13.1", "libbitsandbytes_cuda130.so"),
+        ("12.4", "libbitsandbytes_cuda124.so"),
+    ],
+)
 def test_050_nearest_same_major(torch_cuda: str, loaded: str) -> None:
-    sel = select_library(bnb_version="0.50.2", os_name="linux", shipped=files("0.50.2"), torch_cuda=torch_cuda,
-                         gpu_available=True, highest_cc=(8, 0))
+    sel = select_library(
+        bnb_version="0.50.2",
+        os_name="linux",
+        shipped=files("0.50.2"),
+        torch_cuda=torch_cuda,
+        gpu_available=True,
+        highest_cc=(8, 0),
+    )
     assert sel is not None and sel.loaded_file == loaded and sel.outcome == "loads"
     if loaded != f"libbitsandbytes_cuda{torch_cuda.replace('.', '')}.so":
         assert sel.message and sel.message.startswith(f"No prebuilt binary for CUDA {torch_cuda}")
 
 
 def test_050_no_fallback_across_majors() -> None:
-    sel = select_library(bnb_version="0.50.2", os_name="linux", shipped=files("0.50.2"), torch_cuda="10.2",
-                         gpu_available=True, highest_cc=(7, 0))
+    sel = select_library(
+        bnb_version="0.50.2",
+        os_name="linux",
+        shipped=files("0.50.2"),
+        torch_cuda="10.2",
+        gpu_available=True,
+        highest_cc=(7, 0),
+    )
     assert sel is not None and sel.outcome == "error_on_first_call" and sel.loaded_file is None
     assert sel.message == "No compatible CUDA binary found at libbitsandbytes_cuda102.so"
 
 
 def test_050_empty_override_is_rejected() -> None:
-    sel = select_library(bnb_version="0.50.0", os_name="linux", shipped=files("0.50.2"), torch_cuda="12.1",
-                         gpu_available=True, highest_cc=(8, 0), bnb_cuda_version="")
+    sel = select_library(
+        bnb_version="0.50.0",
+        os_name="linux",
+        shipped=files("0.50.2"),
+        torch_cuda="12.1",
+        gpu_available=True,
+        highest_cc=(8, 0),
+        bnb_cuda_version="",
+    )
     assert sel is not None and sel.outcome == "override_error"
     assert sel.message == "BNB_CUDA_VERSION='': value must be digits only (e.g. '124' for 12.4)."
 
 
 def test_050_override_to_missing_version() -> None:
-    sel = select_library(bnb_version="0.50.2", os_name="linux", shipped=files("0.50.2"), torch_cuda="12.1",
-                         gpu_available=True, highest_cc=(8, 0), bnb_cuda_version="117")
+    sel = select_library(
+        bnb_version="0.50.2",
+        os_name="linux",
+        shipped=files("0.50.2"),
+        torch_cuda="12.1",
+        gpu_available=True,
+        highest_cc=(8, 0),
+        bnb_cuda_version="117",
+    )
     assert sel is not None and sel.expected_file == "libbitsandbytes_cuda117.so" and not sel.exists
 
 
 def test_049_rocm_714_becomes_84() -> None:
-    sel = select_library(bnb_version="0.49.2", os_name="linux", shipped=files("0.49.2"), torch_cuda=None,
-                         torch_hip="7.14.0", gpu_available=True, highest_cc=None)
+    sel = select_library(
+        bnb_version="0.49.2",
+        os_name="linux",
+        shipped=files("0.49.2"),
+        torch_cuda=None,
+        torch_hip="7.14.0",
+        gpu_available=True,
+        highest_cc=None,
+    )
     assert sel is not None and sel.expected_file == "libbitsandbytes_rocm84.so"
 
 
 def test_045_missing_binary_falls_back_to_cpu() -> None:
-    sel = select_library(bnb_version="0.45.5", os_name="linux", shipped=files("0.45.5"), torch_cuda="12.9",
-                         gpu_available=True, highest_cc=(9, 0))
+    sel = select_library(
+        bnb_version="0.45.5",
+        os_name="linux",
+        shipped=files("0.45.5"),
+        torch_cuda="12.9",
+        gpu_available=True,
+        highest_cc=(9, 0),
+    )
     assert sel is not None and sel.outcome == "cpu_fallback" and sel.loaded_file == "libbitsandbytes_cpu.so"
 
 
 def test_041_nocublaslt_override_slicing_bug() -> None:
-    sel = select_library(bnb_version="0.41.1", os_name="linux", shipped=files("0.41.1"), torch_cuda="11.8",
-                         gpu_available=True, highest_cc=(6, 1), bnb_cuda_version="122")
+    sel = select_library(
+        bnb_version="0.41.1",
+        os_name="linux",
+        shipped=files("0.41.1"),
+        torch_cuda="11.8",
+        gpu_available=True,
+        highest_cc=(6, 1),
+        bnb_cuda_version="122",
+    )
     assert sel is not None and sel.expected_file == "libbitsandbytes_cuda118_nocubla122.so"
     assert sel.outcome == "import_error"
 
 
 def test_043_strip_digits_override_bug() -> None:
-    sel = select_library(bnb_version="0.43.3", os_name="linux", shipped=files("0.43.3"), torch_cuda="12.4",
-                         gpu_available=True, highest_cc=(7, 0), bnb_cuda_version="124")
+    sel = select_library(
+        bnb_version="0.43.3",
+        os_name="linux",
+        shipped=files("0.43.3"),
+        torch_cuda="12.4",
+        gpu_available=True,
+        highest_cc=(7, 0),
+        bnb_cuda_version="124",
+    )
     assert sel is not None and sel.expected_file == "libbitsandbytes_cuda124_nocublaslt124.so"
 
 
 def test_windows_suffix_and_cpu_when_no_gpu() -> None:
-    sel = select_library(bnb_version="0.50.2", os_name="windows", shipped=files("0.50.2", "windows"),
-                         torch_cuda="12.1", gpu_available=True, highest_cc=(8, 6))
+    sel = select_library(
+        bnb_version="0.50.2",
+        os_name="windows",
+        shipped=files("0.50.2", "windows"),
+        torch_cuda="12.1",
+        gpu_available=True,
+        highest_cc=(8, 6),
+    )
     assert sel is not None and sel.loaded_file == "libbitsandbytes_cuda121.dll"
-    cpu = select_library(bnb_version="0.50.2", os_name="linux", shipped=files("0.50.2"), torch_cuda=None,
-                         gpu_available=False, highest_cc=None)
+    cpu = select_library(
+        bnb_version="0.50.2",
+        os_name="linux",
+        shipped=files("0.50.2"),
+        torch_cuda=None,
+        gpu_available=False,
+        highest_cc=None,
+    )
     assert cpu is not None and cpu.outcome == "cpu_library" and cpu.loaded_file == "libbitsandbytes_cpu.so"
 
 
 def test_live_bitsandbytes_on_this_machine_selects_cpu(bnb_dir: Path) -> None:
     shipped = sorted(p.name for p in bnb_dir.iterdir() if p.name.startswith("libbitsandbytes"))
-    sel = select_library(bnb_version="0.50.2", os_name="linux", shipped=shipped, torch_cuda=None,
-                         gpu_available=False, highest_cc=None)
+    sel = select_library(
+        bnb_version="0.50.2", os_name="linux", shipped=shipped, torch_cuda=None, gpu_available=False, highest_cc=None
+    )
     assert sel is not None and sel.loaded_file == "libbitsandbytes_cpu.so" and sel.exists
 
 

@@ -134,7 +134,7 @@ async def test_findings_come_first_then_checks_and_navigation_follows() -> None:
         keys = findings_list(app).entry_keys
         finding_ids = [f.rule_id for f in report.findings]
         assert [k.split("-")[1] for k in keys[: len(finding_ids)]] == finding_ids
-        assert all(k.startswith("passed-") for k in keys[len(finding_ids): len(finding_ids) + len(report.passed)])
+        assert all(k.startswith("passed-") for k in keys[len(finding_ids) : len(finding_ids) + len(report.passed)])
         assert keys[-1].startswith("skipped-")
         # the first error is selected and shown
         assert selected(app).rule_id == report.findings[0].rule_id
@@ -412,7 +412,9 @@ async def test_facts_search_filters_and_highlights() -> None:
         # The Explain and Fit tabs mount when first shown, and each focuses into itself once
         # mounted: wait for the last of those events, not for one pause.
         assert await until(pilot, lambda: views.active == "findings" and findings_list(app).has_focus), (
-            views.active, app.focused)
+            views.active,
+            app.focused,
+        )
 
 
 @pytest.mark.slow
@@ -529,7 +531,6 @@ def snapshot_app(fixture: str) -> DoctorApp:
     rules = [get_rule(rule_id) for rule_id in SNAPSHOT_RULES]
     assert all(rule is not None for rule in rules)
     return make_app(fixture, rules=rules)
-
 
 
 async def _wait(pilot: Any) -> None:

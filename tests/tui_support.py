@@ -51,8 +51,7 @@ async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: floa
 
 
 def make_app(fixture: str = "a100-healthy", tmp_path: Path | None = None, **session: Any) -> DoctorApp:
-    return DoctorApp(Session(host=FixtureHost.named(fixture), **session), show_timings=False,
-                     export_dir=tmp_path)
+    return DoctorApp(Session(host=FixtureHost.named(fixture), **session), show_timings=False, export_dir=tmp_path)
 
 
 class Notes:

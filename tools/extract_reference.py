@@ -41,17 +41,19 @@ def main(source: Path = DEFAULT_SOURCE) -> None:
                 "max_required": lib.get("max_required", {}),
             }
             libraries.append({k: v for k, v in entry.items() if v not in (None, [], {})})
-        wheels.append({
-            "version": wheel["version"],
-            "platform_tag": wheel["platform_tag"],
-            "requires_python": wheel.get("requires_python"),
-            "cuda_toolkits": wheel.get("cuda_toolkits_shipped", []),
-            "rocm_versions": wheel.get("rocm_versions_shipped", []),
-            "libraries": libraries,
-        })
+        wheels.append(
+            {
+                "version": wheel["version"],
+                "platform_tag": wheel["platform_tag"],
+                "requires_python": wheel.get("requires_python"),
+                "cuda_toolkits": wheel.get("cuda_toolkits_shipped", []),
+                "rocm_versions": wheel.get("rocm_versions_shipped", []),
+                "libraries": libraries,
+            }
+        )
     out = {
         "source": "shared/reference/bnb_binaries.json (real PyPI wheels, inspected with pyelftools/objdump and a "
-                  "fatbin parser)",
+        "fatbin parser)",
         "generated_from": raw.get("generated"),
         "wheels": wheels,
     }

@@ -48,8 +48,9 @@ ROOT = Path(__file__).resolve().parents[1]
 WHEELS = ROOT / "bnbdoctor" / "data" / "bnb_wheels.json"
 
 #: How to build for, and recognise, one architecture ("as" is a keyword: the functional form).
-Arch = TypedDict("Arch", {"as": list[str], "ld": list[str], "strip": str, "cache_flags": int, "abi": str,
-                          "machine": str})
+Arch = TypedDict(
+    "Arch", {"as": list[str], "ld": list[str], "strip": str, "cache_flags": int, "abi": str, "machine": str}
+)
 #: (version node, parent node, the symbols it defines)
 Node = tuple[str, str | None, list[str]]
 
@@ -71,40 +72,120 @@ ARCHES: dict[str, Arch] = {
         "machine": "AArch64",
     },
 }
-LD_FLAGS = ["-shared", "--hash-style=gnu", "--build-id=none", "-z", "noseparate-code",
-            "-z", "max-page-size=4096", "--no-as-needed"]
+LD_FLAGS = [
+    "-shared",
+    "--hash-style=gnu",
+    "--build-id=none",
+    "-z",
+    "noseparate-code",
+    "-z",
+    "max-page-size=4096",
+    "--no-as-needed",
+]
 
 # ---------------------------------------------------------------------------------------------
 # Version nodes of the real libraries (x86_64, read from Debian 12's glibc 2.36 / GCC 12 and the
 # glibc / GCC version maps). A node is kept when its release is <= the requested one.
 # ---------------------------------------------------------------------------------------------
-_LIBC_X86_64 = ["2.2.5", "2.2.6", "2.3", "2.3.2", "2.3.3", "2.3.4"] + [f"2.{m}" for m in range(4, 19)] + [
-    f"2.{m}" for m in range(22, 37)] + ["2.38", "2.39", "2.40"]
+_LIBC_X86_64 = (
+    ["2.2.5", "2.2.6", "2.3", "2.3.2", "2.3.3", "2.3.4"]
+    + [f"2.{m}" for m in range(4, 19)]
+    + [f"2.{m}" for m in range(22, 37)]
+    + ["2.38", "2.39", "2.40"]
+)
 GLIBC_NODES = {
     "libc.so.6": _LIBC_X86_64,
-    "libm.so.6": ["2.2.5", "2.4", "2.15", "2.18", "2.23", "2.24", "2.25", "2.26", "2.27", "2.28", "2.29",
-                  "2.31", "2.32", "2.35", "2.38"],
-    "libpthread.so.0": ["2.2.5", "2.2.6", "2.3.2", "2.3.3", "2.3.4", "2.4", "2.11", "2.12", "2.18", "2.28",
-                        "2.30", "2.31"],
+    "libm.so.6": [
+        "2.2.5",
+        "2.4",
+        "2.15",
+        "2.18",
+        "2.23",
+        "2.24",
+        "2.25",
+        "2.26",
+        "2.27",
+        "2.28",
+        "2.29",
+        "2.31",
+        "2.32",
+        "2.35",
+        "2.38",
+    ],
+    "libpthread.so.0": [
+        "2.2.5",
+        "2.2.6",
+        "2.3.2",
+        "2.3.3",
+        "2.3.4",
+        "2.4",
+        "2.11",
+        "2.12",
+        "2.18",
+        "2.28",
+        "2.30",
+        "2.31",
+    ],
     "libdl.so.2": ["2.2.5", "2.3.3", "2.3.4"],
     "librt.so.1": ["2.2.5", "2.3.3", "2.3.4", "2.4", "2.7"],
 }
 AARCH64_GLIBC_BASE = "2.17"  # the first glibc with an aarch64 port: every node below it is 2.17 there
 # libgcc_s.so.1: (node, first GCC release that has it)
 LIBGCC_NODES: list[tuple[str, float]] = [
-    ("GCC_3.0", 3), ("GCC_3.3", 3), ("GCC_3.3.1", 3), ("GCC_3.4", 3), ("GCC_3.4.2", 3), ("GCC_3.4.4", 3),
-    ("GCC_4.0.0", 4.0), ("GCC_4.2.0", 4.2), ("GCC_4.3.0", 4.3), ("GCC_4.7.0", 4.7), ("GCC_4.8.0", 4.8),
-    ("GCC_7.0.0", 7), ("GCC_12.0.0", 12), ("GCC_13.0.0", 13), ("GCC_14.0.0", 14)]
+    ("GCC_3.0", 3),
+    ("GCC_3.3", 3),
+    ("GCC_3.3.1", 3),
+    ("GCC_3.4", 3),
+    ("GCC_3.4.2", 3),
+    ("GCC_3.4.4", 3),
+    ("GCC_4.0.0", 4.0),
+    ("GCC_4.2.0", 4.2),
+    ("GCC_4.3.0", 4.3),
+    ("GCC_4.7.0", 4.7),
+    ("GCC_4.8.0", 4.8),
+    ("GCC_7.0.0", 7),
+    ("GCC_12.0.0", 12),
+    ("GCC_13.0.0", 13),
+    ("GCC_14.0.0", 14),
+]
 # libgomp.so.1: families, each chained like libgomp.map; (node, first GCC release that has it)
 LIBGOMP_FAMILIES: list[list[tuple[str, float]]] = [
-    [("OMP_1.0", 4.2), ("OMP_2.0", 4.2), ("OMP_3.0", 4.4), ("OMP_3.1", 4.7), ("OMP_4.0", 4.9), ("OMP_4.5", 6),
-     ("OMP_5.0", 9), ("OMP_5.0.1", 10), ("OMP_5.0.2", 11), ("OMP_5.1", 11), ("OMP_5.1.1", 13), ("OMP_5.2", 14)],
-    [("GOMP_1.0", 4.2), ("GOMP_2.0", 4.4), ("GOMP_3.0", 4.7), ("GOMP_4.0", 4.9), ("GOMP_4.0.1", 5),
-     ("GOMP_4.5", 6), ("GOMP_5.0", 9), ("GOMP_5.0.1", 11), ("GOMP_5.1", 12), ("GOMP_5.1.1", 13), ("GOMP_5.1.2", 14)],
+    [
+        ("OMP_1.0", 4.2),
+        ("OMP_2.0", 4.2),
+        ("OMP_3.0", 4.4),
+        ("OMP_3.1", 4.7),
+        ("OMP_4.0", 4.9),
+        ("OMP_4.5", 6),
+        ("OMP_5.0", 9),
+        ("OMP_5.0.1", 10),
+        ("OMP_5.0.2", 11),
+        ("OMP_5.1", 11),
+        ("OMP_5.1.1", 13),
+        ("OMP_5.2", 14),
+    ],
+    [
+        ("GOMP_1.0", 4.2),
+        ("GOMP_2.0", 4.4),
+        ("GOMP_3.0", 4.7),
+        ("GOMP_4.0", 4.9),
+        ("GOMP_4.0.1", 5),
+        ("GOMP_4.5", 6),
+        ("GOMP_5.0", 9),
+        ("GOMP_5.0.1", 11),
+        ("GOMP_5.1", 12),
+        ("GOMP_5.1.1", 13),
+        ("GOMP_5.1.2", 14),
+    ],
     [("OACC_2.0", 5), ("OACC_2.0.1", 6), ("OACC_2.5", 9), ("OACC_2.5.1", 10), ("OACC_2.6", 11)],
     [("GOACC_2.0", 5), ("GOACC_2.0.1", 6), ("GOACC_2.0.2", 11)],
-    [("GOMP_PLUGIN_1.0", 5), ("GOMP_PLUGIN_1.1", 6), ("GOMP_PLUGIN_1.2", 9), ("GOMP_PLUGIN_1.3", 10),
-     ("GOMP_PLUGIN_1.4", 13)],
+    [
+        ("GOMP_PLUGIN_1.0", 5),
+        ("GOMP_PLUGIN_1.1", 6),
+        ("GOMP_PLUGIN_1.2", 9),
+        ("GOMP_PLUGIN_1.3", 10),
+        ("GOMP_PLUGIN_1.4", 13),
+    ],
 ]
 # A few real entry points per CUDA library, exported next to the stub symbol.
 CUDA_EXPORTS = {
@@ -115,8 +196,12 @@ CUDA_EXPORTS = {
     "libnvJitLink": ["nvJitLinkCreate", "nvJitLinkAddData"],
 }
 BNB_EXPORTS = {
-    "cuda": ["cquantize_blockwise_fp16", "cdequantize_blockwise_fp16", "cgemm_4bit_inference_naive_fp16",
-             "cget_managed_ptr"],
+    "cuda": [
+        "cquantize_blockwise_fp16",
+        "cdequantize_blockwise_fp16",
+        "cgemm_4bit_inference_naive_fp16",
+        "cget_managed_ptr",
+    ],
     "rocm": ["cquantize_blockwise_fp16", "cdequantize_blockwise_fp16"],
     "xpu": ["cdequantize_blockwise_fp16"],
     "cpu": ["cquantize_blockwise_cpu_fp32", "cdequantize_blockwise_cpu_fp32"],
@@ -157,9 +242,18 @@ def _asm(functions: list[str], refs: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_elf(arch: str, out: Path, *, soname: str | None, nodes: Sequence[Node] = (),
-              exports: Sequence[str] = (), refs: Sequence[str] = (), link: Sequence[Path] = (),
-              runpath: str | None = None, work: Path) -> None:
+def build_elf(
+    arch: str,
+    out: Path,
+    *,
+    soname: str | None,
+    nodes: Sequence[Node] = (),
+    exports: Sequence[str] = (),
+    refs: Sequence[str] = (),
+    link: Sequence[Path] = (),
+    runpath: str | None = None,
+    work: Path,
+) -> None:
     """Link a shared library. ``nodes``: (version node, parent node, symbols it defines); a library
     with nodes exports only their symbols, one without exports ``exports`` unversioned."""
     assert not (nodes and exports), "a library has either version nodes or unversioned exports"
@@ -208,7 +302,7 @@ def _elf_sections(data: bytes | bytearray) -> tuple[str, list[tuple[int, int, in
     out = []
     for i in range(shnum):
         at = shoff + i * shentsize
-        sh_type, = struct.unpack_from(e + "I", data, at + 4)
+        (sh_type,) = struct.unpack_from(e + "I", data, at + 4)
         offset, size, link = struct.unpack_from(e + "QQI", data, at + 0x18)
         out.append((sh_type, offset, size, link))
     return e, out
@@ -229,7 +323,7 @@ def reorder_verneed(path: Path, order: dict[str, list[str]]) -> None:
 
     def cstr(at: int) -> str:
         end = data.index(b"\0", strtab + at)
-        return data[strtab + at:end].decode()
+        return data[strtab + at : end].decode()
 
     files: dict[str, tuple[tuple[int, int], dict[str, tuple[int, int, int, int]]]] = {}
     at = offset
@@ -256,7 +350,7 @@ def reorder_verneed(path: Path, order: dict[str, list[str]]) -> None:
             vhash, flags, other, vname = entries[v]
             blob += struct.pack(e + "IHHII", vhash, flags, other, vname, 0 if j == len(names) - 1 else 16)
     assert len(blob) == size, (len(blob), size)
-    data[offset:offset + size] = blob
+    data[offset : offset + size] = blob
     path.write_bytes(bytes(data))
 
 
@@ -265,8 +359,9 @@ def reorder_verneed(path: Path, order: dict[str, list[str]]) -> None:
 # ---------------------------------------------------------------------------------------------
 def wheel_library(version: str, platform_tag: str | None, file: str) -> tuple[dict[str, Any], dict[str, Any]]:
     wheels = json.loads(WHEELS.read_text(encoding="utf-8"))["wheels"]
-    matches = [w for w in wheels
-               if w["version"] == version and (platform_tag is None or w["platform_tag"] == platform_tag)]
+    matches = [
+        w for w in wheels if w["version"] == version and (platform_tag is None or w["platform_tag"] == platform_tag)
+    ]
     if not matches:
         tags = sorted({f"{w['version']} {w['platform_tag']}" for w in wheels})
         sys.exit(f"error: no recorded wheel {version} {platform_tag or ''} (recorded: {', '.join(tags)})")
@@ -283,8 +378,11 @@ def _aarch64_needs(needs: dict[str, list[str]]) -> dict[str, list[str]]:
     for lib, versions in needs.items():
         mapped = []
         for version in versions:
-            v = f"GLIBC_{AARCH64_GLIBC_BASE}" if (version.startswith("GLIBC_")
-                                                  and release(version) < release(AARCH64_GLIBC_BASE)) else version
+            v = (
+                f"GLIBC_{AARCH64_GLIBC_BASE}"
+                if (version.startswith("GLIBC_") and release(version) < release(AARCH64_GLIBC_BASE))
+                else version
+            )
             if v not in mapped:
                 mapped.append(v)
         out[lib] = mapped
@@ -312,8 +410,16 @@ def make_bnb(args: argparse.Namespace) -> None:
             deps.append(dep)
         refs = [stub_symbol(name, v) for name, versions in needs.items() for v in versions]
         out = Path(args.output)
-        build_elf(args.arch, out, soname=soname, exports=BNB_EXPORTS.get(lib.get("backend", "cuda"), []),
-                  refs=refs, link=deps, runpath=runpath, work=work)
+        build_elf(
+            args.arch,
+            out,
+            soname=soname,
+            exports=BNB_EXPORTS.get(lib.get("backend", "cuda"), []),
+            refs=refs,
+            link=deps,
+            runpath=runpath,
+            work=work,
+        )
     reorder_verneed(out, needs)
 
 
@@ -365,13 +471,22 @@ def make_system(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------------------------------------
 # One real export per imported DLL, so each import has a name.
 PE_IMPORT_SYMBOLS = {
-    "cudart64": "cudaGetLastError", "cublas64": "cublasCreate_v2", "cublaslt64": "cublasLtCreate",
-    "cusparse64": "cusparseCreate", "msvcp140": "_Thrd_yield", "vcruntime140": "memset",
-    "vcruntime140_1": "__CxxFrameHandler4", "vcomp140": "omp_get_max_threads",
-    "api-ms-win-crt-runtime-l1-1-0": "_initterm", "api-ms-win-crt-stdio-l1-1-0": "__stdio_common_vfprintf",
-    "api-ms-win-crt-math-l1-1-0": "ceilf", "api-ms-win-crt-string-l1-1-0": "strncmp",
-    "api-ms-win-crt-heap-l1-1-0": "malloc", "api-ms-win-crt-environment-l1-1-0": "getenv",
-    "api-ms-win-crt-time-l1-1-0": "_time64", "kernel32": "GetProcAddress",
+    "cudart64": "cudaGetLastError",
+    "cublas64": "cublasCreate_v2",
+    "cublaslt64": "cublasLtCreate",
+    "cusparse64": "cusparseCreate",
+    "msvcp140": "_Thrd_yield",
+    "vcruntime140": "memset",
+    "vcruntime140_1": "__CxxFrameHandler4",
+    "vcomp140": "omp_get_max_threads",
+    "api-ms-win-crt-runtime-l1-1-0": "_initterm",
+    "api-ms-win-crt-stdio-l1-1-0": "__stdio_common_vfprintf",
+    "api-ms-win-crt-math-l1-1-0": "ceilf",
+    "api-ms-win-crt-string-l1-1-0": "strncmp",
+    "api-ms-win-crt-heap-l1-1-0": "malloc",
+    "api-ms-win-crt-environment-l1-1-0": "getenv",
+    "api-ms-win-crt-time-l1-1-0": "_time64",
+    "kernel32": "GetProcAddress",
 }
 MINGW = "x86_64-w64-mingw32"
 
@@ -407,20 +522,41 @@ def make_pe(args: argparse.Namespace) -> None:
             "int DllMainCRTStartup(void *h, unsigned reason, void *r) { (void)h; (void)reason; (void)r; return 1; }\n"
             + "".join(f"extern void {s}(void);\n" for s in dict.fromkeys(symbols))
             + "__declspec(dllexport) void *bnbdoctor_refs[] = {\n"
-            + "".join(f"  (void *){s},\n" for s in dict.fromkeys(symbols)) + "};\n"
-            + "".join(f"__declspec(dllexport) void {s}(void) {{}}\n" for s in exports))
+            + "".join(f"  (void *){s},\n" for s in dict.fromkeys(symbols))
+            + "};\n"
+            + "".join(f"__declspec(dllexport) void {s}(void) {{}}\n" for s in exports)
+        )
         # The export directory records the output's file name: link under the real name.
         built = work / "out" / lib["file"]
         built.parent.mkdir()
-        run([f"{MINGW}-gcc", "-shared", "-nostdlib", "-fno-builtin", "-Os", "-s", "-fno-asynchronous-unwind-tables",
-             "-Wl,--no-insert-timestamp", "-Wl,--disable-auto-image-base", "-Wl,--image-base,0x180000000",
-             "-Wl,-e,DllMainCRTStartup", "-o", str(built), str(src), *libs])
+        run(
+            [
+                f"{MINGW}-gcc",
+                "-shared",
+                "-nostdlib",
+                "-fno-builtin",
+                "-Os",
+                "-s",
+                "-fno-asynchronous-unwind-tables",
+                "-Wl,--no-insert-timestamp",
+                "-Wl,--disable-auto-image-base",
+                "-Wl,--image-base,0x180000000",
+                "-Wl,-e,DllMainCRTStartup",
+                "-o",
+                str(built),
+                str(src),
+                *libs,
+            ]
+        )
         out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, out)
         out.chmod(0o755)
-    imports = [line.split(":", 1)[1].strip() for line in run([f"{MINGW}-objdump", "-p", str(out)]).splitlines()
-               if "DLL Name:" in line]
+    imports = [
+        line.split(":", 1)[1].strip()
+        for line in run([f"{MINGW}-objdump", "-p", str(out)]).splitlines()
+        if "DLL Name:" in line
+    ]
     if imports != lib["needed"]:
         sys.exit(f"error: import order {imports} differs from the recorded {lib['needed']}")
 
@@ -429,13 +565,30 @@ def make_pe(args: argparse.Namespace) -> None:
 # The loader cache of a fixture root
 # ---------------------------------------------------------------------------------------------
 TRUSTED_DIRS = {
-    ("debian", "x86_64"): ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
-                           "/usr/lib"],
+    ("debian", "x86_64"): [
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+    ],
     ("debian", "aarch64"): ["/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib", "/usr/lib"],
     ("rhel", "x86_64"): ["/lib64", "/usr/lib64"],
 }
-GLIBC_SONAMES = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "ld-linux-x86-64.so.2",
-                 "ld-linux-aarch64.so.1", "libresolv.so.2", "libutil.so.1", "libnsl.so.1", "libanl.so.1"}
+GLIBC_SONAMES = {
+    "libc.so.6",
+    "libm.so.6",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "librt.so.1",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
+    "libresolv.so.2",
+    "libutil.so.1",
+    "libnsl.so.1",
+    "libanl.so.1",
+}
 
 
 class FixtureRoot:
@@ -546,8 +699,9 @@ def _osversion(text: str | None) -> int:
     return (0 << 24) | (major << 16) | (minor << 8) | patch  # OS 0 = Linux
 
 
-def write_ld_so_cache(out: Path, entries: list[tuple[str, str]], arch: str, generator: str | None,
-                      osabi: str | None) -> None:
+def write_ld_so_cache(
+    out: Path, entries: list[tuple[str, str]], arch: str, generator: str | None, osabi: str | None
+) -> None:
     """glibc-ld.so.cache1.1, as ldconfig >= 2.33 writes it (little-endian, generator extension)."""
     header, entry_size = 48, 24
     strings = bytearray()
@@ -592,8 +746,12 @@ def make_ldcache(args: argparse.Namespace) -> None:
     if args.manifest:
         manifest = Path(args.manifest)
         data = json.loads(manifest.read_text(encoding="utf-8"))
-        record = {"argv": ["ldconfig", "-p"], "returncode": 0,
-                  "stdout": ldconfig_p_text(entries, args.arch, args.generator, args.osabi), "stderr": ""}
+        record = {
+            "argv": ["ldconfig", "-p"],
+            "returncode": 0,
+            "stdout": ldconfig_p_text(entries, args.arch, args.generator, args.osabi),
+            "stderr": "",
+        }
         commands = list(data.get("commands") or [])
         at = next((i for i, c in enumerate(commands) if c.get("argv") == ["ldconfig", "-p"]), None)
         if at is None:
@@ -608,16 +766,21 @@ def make_ldcache(args: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     bnb = sub.add_parser("bnb", help="a libbitsandbytes_*.so stub of a recorded wheel's library")
     bnb.add_argument("--version", required=True, help="bitsandbytes version, e.g. 0.50.2")
     bnb.add_argument("--platform-tag", help="wheel tag (default: the Linux wheel of that version)")
     bnb.add_argument("--file", required=True, help="library file name, e.g. libbitsandbytes_cuda121.so")
-    bnb.add_argument("--arch", choices=sorted(ARCHES), default="x86_64",
-                     help="aarch64 maps GLIBC_2.2.5..2.16 to 2.17 and x86_64-linux RUNPATHs to sbsa-linux")
+    bnb.add_argument(
+        "--arch",
+        choices=sorted(ARCHES),
+        default="x86_64",
+        help="aarch64 maps GLIBC_2.2.5..2.16 to 2.17 and x86_64-linux RUNPATHs to sbsa-linux",
+    )
     bnb.add_argument("-o", "--output", required=True)
     bnb.set_defaults(func=make_bnb)
 
@@ -641,12 +804,14 @@ def main(argv: list[str] | None = None) -> None:
     cache = sub.add_parser("ldcache", help="/etc/ld.so.cache (or `ldconfig -p` into a manifest) for a fixture root")
     cache.add_argument("--root", required=True, help="the fixture's root/ folder")
     cache.add_argument("--arch", choices=sorted(ARCHES), default="x86_64")
-    cache.add_argument("--layout", choices=["debian", "rhel"], default="debian",
-                       help="which trusted folders ldconfig adds")
+    cache.add_argument(
+        "--layout", choices=["debian", "rhel"], default="debian", help="which trusted folders ldconfig adds"
+    )
     cache.add_argument("--generator", help="the 'Cache generated by' string (glibc >= 2.33)")
     cache.add_argument("--osabi", help="kernel version in glibc's ABI note, e.g. 3.2.0")
-    cache.add_argument("--manifest",
-                       help="record `ldconfig -p` output in this machine.json instead of writing the cache file")
+    cache.add_argument(
+        "--manifest", help="record `ldconfig -p` output in this machine.json instead of writing the cache file"
+    )
     cache.set_defaults(func=make_ldcache)
 
     args = parser.parse_args(argv)

@@ -14,5 +14,13 @@ from bnbdoctor.explain.cli import build_parser, main
 from bnbdoctor.explain.pipeline import ExplainError, explain_file, explain_stream, explain_text
 from bnbdoctor.render.explain_text import render_explain_text, seen_lines
 
-__all__ = ["ExplainError", "build_parser", "explain_file", "explain_stream", "explain_text", "main",
-           "render_explain_text", "seen_lines"]
+__all__ = [
+    "ExplainError",
+    "build_parser",
+    "explain_file",
+    "explain_stream",
+    "explain_text",
+    "main",
+    "render_explain_text",
+    "seen_lines",
+]

@@ -35,6 +35,7 @@ from bnbdoctor.report import ExitCode
 if TYPE_CHECKING:
     from bnbdoctor.rules import Rule
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bnbdoctor explain",
@@ -45,11 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("file", metavar="FILE", help="the log to explain, or - to read standard input")
     add_output_arguments(parser, ReportKind.EXPLAIN)
-    parser.add_argument("--rule", metavar="ID", action="append", default=[],
-                        help="run only this rule (repeatable), e.g. --rule BNB306")
+    parser.add_argument(
+        "--rule", metavar="ID", action="append", default=[], help="run only this rule (repeatable), e.g. --rule BNB306"
+    )
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
-    parser.add_argument("--no-redact", action="store_true",
-                        help="keep the home folder and user name the log shows (redacted by default)")
+    parser.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="keep the home folder and user name the log shows (redacted by default)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
     return parser

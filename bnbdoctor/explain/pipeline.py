@@ -55,5 +55,3 @@ def explain_file(path: str, rules: Iterable[Rule] | None = None) -> Report:
         raise ExplainError(f"{path}: no such file") from None
     except OSError as exc:  # permission denied, an I/O error while reading
         raise ExplainError(f"{path}: {exc.strerror or exc}") from None
-
-

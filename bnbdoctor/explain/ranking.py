@@ -82,8 +82,14 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
         rule = _rule_of(finding)
         gate = rule.log_gate if rule is not None else None
         if gate is not None and not gate.admits(facts, seen):
-            diagnosis.skipped.append(CheckResult(finding.rule_id, finding.rule_name, finding.title,
-                                                 f"log: {gate.why}; run `bnbdoctor --rule {finding.rule_id}` on the machine"))
+            diagnosis.skipped.append(
+                CheckResult(
+                    finding.rule_id,
+                    finding.rule_name,
+                    finding.title,
+                    f"log: {gate.why}; run `bnbdoctor --rule {finding.rule_id}` on the machine",
+                )
+            )
             continue
         kept.append(finding)
 
@@ -94,8 +100,17 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
         partners = rule.stands_in_for if rule is not None else ()
         if partners:
             wanted = {c for s in ties[id(finding)] for c in SIGNATURES[s].catalog} & set(finding.covers)
-            host = next((f for f in kept if f.rule_id in partners and f.severity.rank <= finding.severity.rank
-                         and wanted and wanted <= set(f.covers)), None)
+            host = next(
+                (
+                    f
+                    for f in kept
+                    if f.rule_id in partners
+                    and f.severity.rank <= finding.severity.rank
+                    and wanted
+                    and wanted <= set(f.covers)
+                ),
+                None,
+            )
             if host is not None:
                 ties[id(host)] = list(dict.fromkeys(ties[id(host)] + ties[id(finding)]))
                 known = {e.value for e in host.evidence}
@@ -104,8 +119,12 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
         folded.append(finding)
 
     def key(finding: Finding) -> tuple[int, int, int, str]:
-        return (finding.severity is Severity.INFO, _tier(finding, ties[id(finding)]), finding.severity.rank,
-                finding.rule_id)
+        return (
+            finding.severity is Severity.INFO,
+            _tier(finding, ties[id(finding)]),
+            finding.severity.rank,
+            finding.rule_id,
+        )
 
     folded.sort(key=key)
     for rank, finding in enumerate(folded, start=1):
@@ -124,8 +143,11 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
         finding.confirm = list(dict.fromkeys(commands))
         cited = {e.value for e in finding.evidence}
         if log is not None and rule is not None and not rule.reads_log:
-            extra = [Evidence(f"log line {m.line}", m.text, f"log.matches[{i}]") for i, m in enumerate(log.matches)
-                     if m.signature in tied and m.text not in cited]
+            extra = [
+                Evidence(f"log line {m.line}", m.text, f"log.matches[{i}]")
+                for i, m in enumerate(log.matches)
+                if m.signature in tied and m.text not in cited
+            ]
             finding.evidence.extend(extra[:3])
     diagnosis.findings = folded
     return diagnosis

@@ -28,8 +28,20 @@ from bnbdoctor.fit_protocol import (
 )
 from bnbdoctor.hosts.base import Host
 
-_ELEMENT = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
-            "F8_E4M3": 1, "F8_E5M2": 1}
+_ELEMENT = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+}
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 _HEADER_LIMIT = 100 * 1024 * 1024
 
@@ -57,7 +69,7 @@ def _kind(name: str, shape: list[int], tied: bool) -> tuple[str, bool]:
     low = name.lower()
     if "embed" in low or low.endswith(("wte.weight", "wpe.weight")):
         return "embedding", False
-    if low.startswith("lm_head") or ".lm_head." in low or low.endswith("output.weight") and not tied:
+    if low.startswith("lm_head") or ".lm_head." in low or (low.endswith("output.weight") and not tied):
         return "lm_head", False
     if ".experts." in low or low.endswith(".experts") or len(shape) >= 3:
         return "experts", False
@@ -106,37 +118,47 @@ def tensors_from_config(config: dict[str, Any]) -> list[tuple[str, list[int], st
     shared = int(c.get("n_shared_experts") or 0)
     dense_first = int(c.get("first_k_dense_replace") or 0)
     mlp_only = set(c.get("mlp_only_layers") or [])
-    dtype = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}.get(str(c.get("torch_dtype") or c.get("dtype")),
-                                                                      "F32")
+    dtype = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}.get(
+        str(c.get("torch_dtype") or c.get("dtype")), "F32"
+    )
     out: list[tuple[str, list[int], str]] = [("model.embed_tokens.weight", [vocab, hidden], dtype)]
     for i in range(layers):
         p = f"model.layers.{i}."
-        out += [(p + "self_attn.q_proj.weight", [heads * head_dim, hidden], dtype),
-                (p + "self_attn.k_proj.weight", [kv_heads * head_dim, hidden], dtype),
-                (p + "self_attn.v_proj.weight", [kv_heads * head_dim, hidden], dtype),
-                (p + "self_attn.o_proj.weight", [hidden, heads * head_dim], dtype),
-                (p + "input_layernorm.weight", [hidden], dtype),
-                (p + "post_attention_layernorm.weight", [hidden], dtype)]
+        out += [
+            (p + "self_attn.q_proj.weight", [heads * head_dim, hidden], dtype),
+            (p + "self_attn.k_proj.weight", [kv_heads * head_dim, hidden], dtype),
+            (p + "self_attn.v_proj.weight", [kv_heads * head_dim, hidden], dtype),
+            (p + "self_attn.o_proj.weight", [hidden, heads * head_dim], dtype),
+            (p + "input_layernorm.weight", [hidden], dtype),
+            (p + "post_attention_layernorm.weight", [hidden], dtype),
+        ]
         if experts and i >= dense_first and i not in mlp_only:
-            out += [(p + "mlp.gate.weight", [experts, hidden], dtype),
-                    (p + "mlp.experts.gate_up_proj", [experts, 2 * moe_inter, hidden], dtype),
-                    (p + "mlp.experts.down_proj", [experts, hidden, moe_inter], dtype)]
+            out += [
+                (p + "mlp.gate.weight", [experts, hidden], dtype),
+                (p + "mlp.experts.gate_up_proj", [experts, 2 * moe_inter, hidden], dtype),
+                (p + "mlp.experts.down_proj", [experts, hidden, moe_inter], dtype),
+            ]
             if shared:
-                out += [(p + "mlp.shared_experts.gate_proj.weight", [shared * moe_inter, hidden], dtype),
-                        (p + "mlp.shared_experts.up_proj.weight", [shared * moe_inter, hidden], dtype),
-                        (p + "mlp.shared_experts.down_proj.weight", [hidden, shared * moe_inter], dtype)]
+                out += [
+                    (p + "mlp.shared_experts.gate_proj.weight", [shared * moe_inter, hidden], dtype),
+                    (p + "mlp.shared_experts.up_proj.weight", [shared * moe_inter, hidden], dtype),
+                    (p + "mlp.shared_experts.down_proj.weight", [hidden, shared * moe_inter], dtype),
+                ]
         else:
-            out += [(p + "mlp.gate_proj.weight", [inter, hidden], dtype),
-                    (p + "mlp.up_proj.weight", [inter, hidden], dtype),
-                    (p + "mlp.down_proj.weight", [hidden, inter], dtype)]
+            out += [
+                (p + "mlp.gate_proj.weight", [inter, hidden], dtype),
+                (p + "mlp.up_proj.weight", [inter, hidden], dtype),
+                (p + "mlp.down_proj.weight", [hidden, inter], dtype),
+            ]
     out.append(("model.norm.weight", [hidden], dtype))
     if not c.get("tie_word_embeddings", config.get("tie_word_embeddings", False)):
         out.append(("lm_head.weight", [vocab, hidden], dtype))
     return out
 
 
-def estimate(host: Host, config: dict[str, Any], files: list[str], quant: str, dtype: str | None,
-             double_quant: bool) -> dict[str, Any] | None:
+def estimate(
+    host: Host, config: dict[str, Any], files: list[str], quant: str, dtype: str | None, double_quant: bool
+) -> dict[str, Any] | None:
     """Sizes under bnb rules, approximately; None when neither the headers nor the config tell."""
     tensors = tensors_from_headers(host, files) if files else None
     source = "safetensors headers"
@@ -166,15 +188,26 @@ def estimate(host: Host, config: dict[str, Any], files: list[str], quant: str, d
         by_kind[kind] = by_kind.get(kind, 0) + size
         rows.append(FitTensor(name=name, kind=kind, shape=shape, dtype=st_dtype.lower(), bytes=size))
     rows.sort(key=lambda t: -t.bytes)
-    state = int(numel_quantized * (QUANT_STATE_4BIT_DOUBLE if double_quant else QUANT_STATE_4BIT)) \
-        if quant == QUANT_4BIT else 0
-    return {"source": source, "model_bytes": quantized + unquantized, "quantized_bytes": quantized,
-            "unquantized_bytes": unquantized, "unquantized_by_kind": by_kind, "quant_state_bytes": state,
-            "largest_unquantized": rows[:LARGEST_TENSORS], "largest_bytes": rows[0].bytes if rows else 0}
+    state = (
+        int(numel_quantized * (QUANT_STATE_4BIT_DOUBLE if double_quant else QUANT_STATE_4BIT))
+        if quant == QUANT_4BIT
+        else 0
+    )
+    return {
+        "source": source,
+        "model_bytes": quantized + unquantized,
+        "quantized_bytes": quantized,
+        "unquantized_bytes": unquantized,
+        "unquantized_by_kind": by_kind,
+        "quant_state_bytes": state,
+        "largest_unquantized": rows[:LARGEST_TENSORS],
+        "largest_bytes": rows[0].bytes if rows else 0,
+    }
 
 
-def approximate_verdict(model_bytes: int, largest_bytes: int, budgets: dict[str, int], device_map: str,
-                        detected: bool) -> tuple[str, list[FitDevice]]:
+def approximate_verdict(
+    model_bytes: int, largest_bytes: int, budgets: dict[str, int], device_map: str, detected: bool
+) -> tuple[str, list[FitDevice]]:
     """likely_fits / likely_raises from totals: the sum of GPU budgets after from_pretrained's x0.9
     (x0.81 for one detected GPU with a balanced map), less one largest layer kept free on GPU 0."""
     gpus = {k: v for k, v in budgets.items() if k.isdigit() and v > 0}

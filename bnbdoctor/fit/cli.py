@@ -37,35 +37,56 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="bnbdoctor fit",
-        description=("Predict, offline and without a GPU, whether from_pretrained(..., quantization_config="
-                     "BitsAndBytesConfig(...), device_map=...) places the model on the GPUs or raises 'Some modules "
-                     "are dispatched on the CPU or the disk', using your own transformers and accelerate."),
+        description=(
+            "Predict, offline and without a GPU, whether from_pretrained(..., quantization_config="
+            "BitsAndBytesConfig(...), device_map=...) places the model on the GPUs or raises 'Some modules "
+            "are dispatched on the CPU or the disk', using your own transformers and accelerate."
+        ),
     )
-    parser.add_argument("model", metavar="MODEL",
-                        help="a local model folder, its config.json, or a Hugging Face cache folder (no network)")
-    parser.add_argument("--quant", choices=QUANTS, help="bitsandbytes quantization (default: 4bit, or the "
-                        "checkpoint's own bnb config)")
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a local model folder, its config.json, or a Hugging Face cache folder (no network)",
+    )
+    parser.add_argument(
+        "--quant", choices=QUANTS, help="bitsandbytes quantization (default: 4bit, or the checkpoint's own bnb config)"
+    )
     parser.add_argument("--double-quant", action="store_true", help="bnb_4bit_use_double_quant=True")
     parser.add_argument("--quant-type", choices=QUANT_TYPES, default="nf4", help="bnb_4bit_quant_type (default nf4)")
     parser.add_argument("--dtype", help="dtype= for from_pretrained: auto (default), bfloat16, float16, float32")
     parser.add_argument("--device-map", choices=DEVICE_MAPS, default="auto", help="device_map= (default auto)")
-    parser.add_argument("--max-memory", metavar="SPEC", help='max_memory= as given to from_pretrained, e.g. '
-                        '"0=24GiB,1=24GiB,cpu=64GiB"')
-    parser.add_argument("--gpus", metavar="SIZES", help="simulate GPUs with this much free memory, e.g. 24GiB,24GiB "
-                        "or 8x80GB (max_memory=None; default: the GPUs detected here)")
-    parser.add_argument("--cpu-memory", metavar="SIZE", help="free CPU RAM when max_memory is not given "
-                        "(default: this machine's)")
+    parser.add_argument(
+        "--max-memory", metavar="SPEC", help='max_memory= as given to from_pretrained, e.g. "0=24GiB,1=24GiB,cpu=64GiB"'
+    )
+    parser.add_argument(
+        "--gpus",
+        metavar="SIZES",
+        help="simulate GPUs with this much free memory, e.g. 24GiB,24GiB "
+        "or 8x80GB (max_memory=None; default: the GPUs detected here)",
+    )
+    parser.add_argument(
+        "--cpu-memory", metavar="SIZE", help="free CPU RAM when max_memory is not given (default: this machine's)"
+    )
     parser.add_argument("--fp32-offload", action="store_true", help="llm_int8_enable_fp32_cpu_offload=True")
     parser.add_argument("--skip-modules", metavar="NAMES", help="llm_int8_skip_modules, comma-separated")
-    parser.add_argument("--python", metavar="PATH", help="the interpreter whose transformers to run "
-                        "(default: chosen as bnbdoctor chooses it)")
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter whose transformers to run (default: chosen as bnbdoctor chooses it)",
+    )
     parser.add_argument("--trust-remote-code", action="store_true", help="allow a model's own code to run")
-    parser.add_argument("--compare-transformers", metavar="DIR", action="append", default=[],
-                        help="a folder holding another transformers (pip install --target DIR transformers), used "
-                        "to verify whether upgrading changes the verdict (repeatable)")
+    parser.add_argument(
+        "--compare-transformers",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a folder holding another transformers (pip install --target DIR transformers), used "
+        "to verify whether upgrading changes the verdict (repeatable)",
+    )
     parser.add_argument("--no-remedies", action="store_true", help="only the verdict, no simulated remedies")
-    parser.add_argument("--timeout", type=float, default=180.0, metavar="S", help="time limit for the engine "
-                        "(default 180 s)")
+    parser.add_argument(
+        "--timeout", type=float, default=180.0, metavar="S", help="time limit for the engine (default 180 s)"
+    )
     add_output_arguments(parser, ReportKind.FIT)
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
     parser.add_argument("--standin", action="store_true", help=argparse.SUPPRESS)
@@ -76,13 +97,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def options_from_args(args: argparse.Namespace) -> FitOptions:
     return FitOptions(
-        model=args.model, quant=args.quant, double_quant=args.double_quant, quant_type=args.quant_type,
-        dtype=args.dtype, device_map=args.device_map, max_memory=args.max_memory, gpus=args.gpus,
-        cpu_memory=args.cpu_memory, fp32_offload=args.fp32_offload,
+        model=args.model,
+        quant=args.quant,
+        double_quant=args.double_quant,
+        quant_type=args.quant_type,
+        dtype=args.dtype,
+        device_map=args.device_map,
+        max_memory=args.max_memory,
+        gpus=args.gpus,
+        cpu_memory=args.cpu_memory,
+        fp32_offload=args.fp32_offload,
         skip_modules=[s.strip() for s in (args.skip_modules or "").split(",") if s.strip()],
-        python=args.python, trust_remote_code=args.trust_remote_code,
-        compare_transformers=list(args.compare_transformers), remedies=not args.no_remedies,
-        timeout_s=args.timeout, force_standin=args.standin,
+        python=args.python,
+        trust_remote_code=args.trust_remote_code,
+        compare_transformers=list(args.compare_transformers),
+        remedies=not args.no_remedies,
+        timeout_s=args.timeout,
+        force_standin=args.standin,
     )
 
 

@@ -88,8 +88,10 @@ def detect_gpus(host: Host) -> tuple[dict[str, int], str]:
             free[str(position)] = int(amount)
     if not free:
         why = gpu.nvml_error or "no visible NVIDIA GPU"
-        raise FitInputError(f"no NVIDIA GPU detected on this machine ({why}); simulate the target with "
-                            "--gpus 24GiB,24GiB or pass --max-memory 0=24GiB,cpu=64GiB")
+        raise FitInputError(
+            f"no NVIDIA GPU detected on this machine ({why}); simulate the target with "
+            "--gpus 24GiB,24GiB or pass --max-memory 0=24GiB,cpu=64GiB"
+        )
     names = ", ".join(f"{d.name}" for d in visible)
     return free, names
 
@@ -104,8 +106,9 @@ def _memory_plan(host: Host, options: FitOptions) -> MemoryPlan:
     gpus = cast("list[int] | None", options.gpus)
     if max_memory:
         if gpus:
-            notes.append("--gpus is ignored for the placement: from_pretrained does not query the GPUs when "
-                         "max_memory is given")
+            notes.append(
+                "--gpus is ignored for the placement: from_pretrained does not query the GPUs when max_memory is given"
+            )
         return dict(max_memory), None, "max_memory", notes
     if gpus:
         free = {str(i): int(size) for i, size in enumerate(gpus)}
@@ -113,8 +116,10 @@ def _memory_plan(host: Host, options: FitOptions) -> MemoryPlan:
     else:
         free, names = detect_gpus(host)
         source = "detected"
-        notes.append(f"free memory of the GPUs detected here ({names}) as NVML reports it now; from_pretrained "
-                     "reads it after creating its CUDA context, so its figure is lower by the context's size")
+        notes.append(
+            f"free memory of the GPUs detected here ({names}) as NVML reports it now; from_pretrained "
+            "reads it after creating its CUDA context, so its figure is lower by the context's size"
+        )
     if options.cpu_memory is not None:
         free["cpu"] = cast(int, options.cpu_memory)
     return None, free, source, notes
@@ -122,18 +127,29 @@ def _memory_plan(host: Host, options: FitOptions) -> MemoryPlan:
 
 def _quant(options: FitOptions, model: ModelInput, notes: list[str]) -> tuple[str, bool, str]:
     if model.pre_quantized:
-        notes.append(f"the checkpoint is pre-quantized with bitsandbytes ({model.pre_quantized}): from_pretrained uses "
-                     "its quantization_config and ignores a BitsAndBytesConfig passed to it"
-                     + (" (--quant, --double-quant, --fp32-offload and --skip-modules have no effect)"
-                        if options.quant or options.double_quant or options.fp32_offload or options.skip_modules
-                        else ""))
+        notes.append(
+            f"the checkpoint is pre-quantized with bitsandbytes ({model.pre_quantized}): from_pretrained uses "
+            "its quantization_config and ignores a BitsAndBytesConfig passed to it"
+            + (
+                " (--quant, --double-quant, --fp32-offload and --skip-modules have no effect)"
+                if options.quant or options.double_quant or options.fp32_offload or options.skip_modules
+                else ""
+            )
+        )
         return model.pre_quantized, model.pre_double_quant, model.pre_quant_type or QUANT_TYPE_FP4
     return options.quant or QUANT_4BIT, options.double_quant, options.quant_type
 
 
-def build_request(options: FitOptions, model: ModelInput, max_memory: dict[str, int] | None,
-                  free: dict[str, int] | None, quant: str, double_quant: bool, quant_type: str,
-                  dtype: str) -> dict[str, Any]:
+def build_request(
+    options: FitOptions,
+    model: ModelInput,
+    max_memory: dict[str, int] | None,
+    free: dict[str, int] | None,
+    quant: str,
+    double_quant: bool,
+    quant_type: str,
+    dtype: str,
+) -> dict[str, Any]:
     in_folder = model.config_path.replace("\\", "/").rsplit("/", 1)[-1] == "config.json"
     return {
         "config_source": model.model_dir if in_folder else model.config_path,
@@ -150,8 +166,15 @@ def build_request(options: FitOptions, model: ModelInput, max_memory: dict[str, 
         "force_standin": options.force_standin,
         "details": True,
         "remedies": options.remedies,
-        "scenarios": [{"id": "main", "device_map": options.device_map, "max_memory": max_memory,
-                       "detected": free, "fp32_offload": options.fp32_offload}],
+        "scenarios": [
+            {
+                "id": "main",
+                "device_map": options.device_map,
+                "max_memory": max_memory,
+                "detected": free,
+                "fp32_offload": options.fp32_offload,
+            }
+        ],
     }
 
 
@@ -161,8 +184,10 @@ def _engine_facts(fit: FitFacts, answer: EngineAnswer) -> list[dict[str, Any]]:
     item = (data.get("results") or [{}])[0]
     fit.engine = ENGINE_TRANSFORMERS if data.get("bnb_mode") == BNB_REAL else ENGINE_STANDIN
     if data.get("bnb_mode") != BNB_REAL:
-        fit.engine_note = (f"bitsandbytes could not be used ({data.get('bnb_error')}); a stand-in selected the "
-                           "modules transformers would quantize")
+        fit.engine_note = (
+            f"bitsandbytes could not be used ({data.get('bnb_error')}); a stand-in selected the "
+            "modules transformers would quantize"
+        )
     fit.versions = {k: str(v) for k, v in (data.get("versions") or {}).items() if v}
     fit.model_class = data.get("model_class")
     fit.verdict = item.get("verdict", VERDICT_UNKNOWN)
@@ -195,8 +220,14 @@ def _engine_facts(fit: FitFacts, answer: EngineAnswer) -> list[dict[str, Any]]:
 def _approximate(host: Host, fit: FitFacts, model: ModelInput, why: str) -> None:
     fit.engine = ENGINE_APPROXIMATE
     fit.engine_note = why
-    sizes = approx.estimate(host, model.config, model.checkpoint_files, fit.quant,
-                            fit.dtype if fit.dtype not in (None, DTYPE_AUTO) else None, fit.double_quant)
+    sizes = approx.estimate(
+        host,
+        model.config,
+        model.checkpoint_files,
+        fit.quant,
+        fit.dtype if fit.dtype not in (None, DTYPE_AUTO) else None,
+        fit.double_quant,
+    )
     if sizes is None:
         fit.verdict = VERDICT_UNKNOWN
         fit.notes.append("neither the safetensors headers nor the config give the model's sizes")
@@ -209,12 +240,20 @@ def _approximate(host: Host, fit: FitFacts, model: ModelInput, why: str) -> None
     fit.quant_state_bytes = sizes["quant_state_bytes"]
     fit.largest_unquantized = sizes["largest_unquantized"]
     budgets = fit.max_memory if fit.max_memory is not None else (fit.free_memory or {})
-    fit.verdict, fit.devices = approx.approximate_verdict(sizes["model_bytes"], sizes["largest_bytes"], budgets,
-                                                          fit.device_map, fit.max_memory is None)
+    fit.verdict, fit.devices = approx.approximate_verdict(
+        sizes["model_bytes"], sizes["largest_bytes"], budgets, fit.device_map, fit.max_memory is None
+    )
 
 
-def _upgrade_check(host: Host, options: FitOptions, fit: FitFacts, answer: EngineAnswer, python: str,
-                   request: dict[str, Any], progress: Progress | None) -> FitRemedy | None:
+def _upgrade_check(
+    host: Host,
+    options: FitOptions,
+    fit: FitFacts,
+    answer: EngineAnswer,
+    python: str,
+    request: dict[str, Any],
+    progress: Progress | None,
+) -> FitRemedy | None:
     """Claim "upgrade transformers" only when a newer transformers, run here, changes the verdict."""
     installed = _version(fit.versions.get("transformers"))
     if installed is None or fit.device_map not in BALANCED_MAPS or fit.verdict not in (VERDICT_RAISES, VERDICT_ALL_CPU):
@@ -233,12 +272,18 @@ def _upgrade_check(host: Host, options: FitOptions, fit: FitFacts, answer: Engin
     candidates.sort(key=lambda c: c[0] or Version("0"), reverse=True)
     title = f"upgrade transformers (installed {installed} lacks {fixes})"
     if not candidates:
-        return FitRemedy(kind=REMEDY_UPGRADE_TRANSFORMERS, status=STATUS_UNVERIFIED, title=title,
-                         detail=("Whether a newer transformers changes the verdict cannot be verified offline: no "
-                                 "newer transformers is available locally. To check, install one into a folder and "
-                                 "re-run: pip install --target DIR transformers, then "
-                                 "bnbdoctor fit ... --compare-transformers DIR."),
-                         transformers_version=str(installed))
+        return FitRemedy(
+            kind=REMEDY_UPGRADE_TRANSFORMERS,
+            status=STATUS_UNVERIFIED,
+            title=title,
+            detail=(
+                "Whether a newer transformers changes the verdict cannot be verified offline: no "
+                "newer transformers is available locally. To check, install one into a folder and "
+                "re-run: pip install --target DIR transformers, then "
+                "bnbdoctor fit ... --compare-transformers DIR."
+            ),
+            transformers_version=str(installed),
+        )
     tried = []
     for version, location in candidates:
         if progress:
@@ -254,15 +299,27 @@ def _upgrade_check(host: Host, options: FitOptions, fit: FitFacts, answer: Engin
         if verdict == VERDICT_FITS:
             placed = dict(item.get("device_map") or {})
             return FitRemedy(
-                kind=REMEDY_UPGRADE_TRANSFORMERS, status=STATUS_PASSES, verdict=verdict, device_map=placed,
+                kind=REMEDY_UPGRADE_TRANSFORMERS,
+                status=STATUS_PASSES,
+                verdict=verdict,
+                device_map=placed,
                 title=f"upgrade transformers to {got} or newer: verified, it fits",
-                detail=(f"transformers {got} (found in {location}) places the same model with the same arguments "
-                        f"without the error; the installed {installed} lacks {fixes}."),
-                code=f'pip install -U "transformers>={got}"', transformers_version=got, transformers_location=location)
+                detail=(
+                    f"transformers {got} (found in {location}) places the same model with the same arguments "
+                    f"without the error; the installed {installed} lacks {fixes}."
+                ),
+                code=f'pip install -U "transformers>={got}"',
+                transformers_version=got,
+                transformers_location=location,
+            )
         tried.append(f"transformers {got} in {location}: {verdict}")
-    return FitRemedy(kind=REMEDY_UPGRADE_TRANSFORMERS, status=STATUS_FAILS, title=title,
-                     detail="A newer transformers does not change the verdict: " + "; ".join(tried),
-                     transformers_version=str(installed))
+    return FitRemedy(
+        kind=REMEDY_UPGRADE_TRANSFORMERS,
+        status=STATUS_FAILS,
+        title=title,
+        detail="A newer transformers does not change the verdict: " + "; ".join(tried),
+        transformers_version=str(installed),
+    )
 
 
 def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | None = None) -> Report:
@@ -282,15 +339,29 @@ def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | 
     dtype = options.dtype or DTYPE_AUTO
     if dtype == DTYPE_AUTO and not model.config_dtype and not model.checkpoint_files:
         dtype = "float32"
-        notes.append("config.json names no dtype and there are no weights to read it from: float32 assumed "
-                     "(pass --dtype)")
+        notes.append(
+            "config.json names no dtype and there are no weights to read it from: float32 assumed (pass --dtype)"
+        )
     fit = FitFacts(
-        model=options.model, config_path=model.config_path, model_dir=model.model_dir, model_type=model.model_type,
-        architecture=model.architecture, quant=quant, quant_type=quant_type if quant == QUANT_4BIT else None,
-        double_quant=double_quant, pre_quantized=bool(model.pre_quantized), fp32_offload=options.fp32_offload,
-        skip_modules=list(options.skip_modules), dtype=dtype if dtype != DTYPE_AUTO else model.config_dtype,
-        device_map=options.device_map, max_memory=max_memory, memory_source=source, free_memory=free,
-        python=python, python_selected_by=selected_by, notes=notes,
+        model=options.model,
+        config_path=model.config_path,
+        model_dir=model.model_dir,
+        model_type=model.model_type,
+        architecture=model.architecture,
+        quant=quant,
+        quant_type=quant_type if quant == QUANT_4BIT else None,
+        double_quant=double_quant,
+        pre_quantized=bool(model.pre_quantized),
+        fp32_offload=options.fp32_offload,
+        skip_modules=list(options.skip_modules),
+        dtype=dtype if dtype != DTYPE_AUTO else model.config_dtype,
+        device_map=options.device_map,
+        max_memory=max_memory,
+        memory_source=source,
+        free_memory=free,
+        python=python,
+        python_selected_by=selected_by,
+        notes=notes,
     )
     request = build_request(options, model, max_memory, free, quant, double_quant, quant_type, dtype)
     if progress:
@@ -308,8 +379,10 @@ def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | 
     elif answer.error_kind in INPUT_ERRORS:
         message = answer.error or answer.error_kind
         if answer.error_kind == ERROR_REMOTE_CODE and not options.trust_remote_code:
-            message = (f"{model.config_path}: the model needs its own code (trust_remote_code); "
-                       "pass --trust-remote-code to run it")
+            message = (
+                f"{model.config_path}: the model needs its own code (trust_remote_code); "
+                "pass --trust-remote-code to run it"
+            )
         raise FitInputError(message)
     else:
         fit.versions = {k: str(v) for k, v in (answer.data.get("versions") or {}).items() if v}

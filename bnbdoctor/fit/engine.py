@@ -55,7 +55,7 @@ def parse_answer(result: CommandResult) -> EngineAnswer:
     for line in reversed(result.stdout.splitlines()):
         if line.startswith(MARKER):
             try:
-                data = json.loads(line[len(MARKER):])
+                data = json.loads(line[len(MARKER) :])
             except ValueError:
                 break
             if isinstance(data, dict):

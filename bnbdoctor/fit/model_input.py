@@ -53,8 +53,9 @@ def _snapshot(host: Host, repo_dir: str) -> str | None:
     if len(with_config) == 1:
         return join(snapshots, with_config[0])
     if with_config:
-        raise FitInputError(f"{repo_dir}: {len(with_config)} snapshots and no refs/main; "
-                            f"pass one folder under {snapshots}")
+        raise FitInputError(
+            f"{repo_dir}: {len(with_config)} snapshots and no refs/main; pass one folder under {snapshots}"
+        )
     return None
 
 
@@ -67,8 +68,10 @@ def _model_folder(host: Host, path: str) -> tuple[str, str | None]:
         found = _snapshot(host, path)
         if found:
             return found, path
-        raise FitInputError(f"{path}: a Hugging Face cache entry without a downloaded config.json "
-                            "(bnbdoctor fit works offline; download the model first)")
+        raise FitInputError(
+            f"{path}: a Hugging Face cache entry without a downloaded config.json "
+            "(bnbdoctor fit works offline; download the model first)"
+        )
     entries = host.list_dir(path) or []
     repos = [e for e in entries if e.startswith("models--") and host.is_dir(join(path, e))]
     if len(repos) == 1:
@@ -119,27 +122,40 @@ def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> Mo
         raise FitInputError(f"{config_path}: not a model config (a JSON object is expected)")
     architectures = config.get("architectures")
     if not architectures or not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures):
-        raise FitInputError(f"{config_path}: no `architectures` list, so the model class is unknown "
-                            "(add e.g. \"architectures\": [\"LlamaForCausalLM\"])")
+        raise FitInputError(
+            f"{config_path}: no `architectures` list, so the model class is unknown "
+            '(add e.g. "architectures": ["LlamaForCausalLM"])'
+        )
     auto_map = config.get("auto_map")
     remote_code = isinstance(auto_map, dict) and any(str(k).startswith("AutoModel") for k in auto_map)
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         if remote_code and not trust_remote_code:
-            raise FitInputError(f"{config_path}: custom model code (auto_map) and no model_type; "
-                                "pass --trust-remote-code to let its code run")
+            raise FitInputError(
+                f"{config_path}: custom model code (auto_map) and no model_type; "
+                "pass --trust-remote-code to let its code run"
+            )
         raise FitInputError(f"{config_path}: no `model_type`, so transformers cannot pick a config class")
-    model = ModelInput(given=given, config_path=config_path, model_dir=folder, config=config,
-                       architecture=architectures[0], model_type=model_type, remote_code=remote_code,
-                       from_cache=cache_repo)
+    model = ModelInput(
+        given=given,
+        config_path=config_path,
+        model_dir=folder,
+        config=config,
+        architecture=architectures[0],
+        model_type=model_type,
+        remote_code=remote_code,
+        from_cache=cache_repo,
+    )
     model.config_dtype = config.get("dtype") or config.get("torch_dtype")
     quant = config.get("quantization_config")
     if isinstance(quant, dict) and quant:
         method = str(quant.get("quant_method", "")).lower()
         if method != "bitsandbytes":
-            raise FitInputError(f"{config_path}: the checkpoint is already quantized with "
-                                f"{method or 'an unknown method'}; bnbdoctor fit models bitsandbytes 4/8-bit "
-                                "quantization only")
+            raise FitInputError(
+                f"{config_path}: the checkpoint is already quantized with "
+                f"{method or 'an unknown method'}; bnbdoctor fit models bitsandbytes 4/8-bit "
+                "quantization only"
+            )
         model.pre_quantized = QUANT_8BIT if quant.get("load_in_8bit") else QUANT_4BIT
         model.pre_quant_type = quant.get("bnb_4bit_quant_type")
         model.pre_double_quant = bool(quant.get("bnb_4bit_use_double_quant"))

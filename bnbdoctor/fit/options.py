@@ -13,8 +13,19 @@ from dataclasses import dataclass, field
 from bnbdoctor.fit_protocol import DEVICE_MAP_AUTO, DEVICE_MAPS, DTYPES, QUANT_TYPE_NF4, QUANT_TYPES, QUANTS
 
 #: The choices are the protocol's (the engine reads them too); they are offered here with the options.
-__all__ = ["DEVICE_MAPS", "DTYPES", "QUANTS", "QUANT_TYPES", "FitInputError", "FitOptions", "normalise_dtype",
-           "parse_gpus", "parse_max_memory", "parse_size", "validate"]
+__all__ = [
+    "DEVICE_MAPS",
+    "DTYPES",
+    "QUANTS",
+    "QUANT_TYPES",
+    "FitInputError",
+    "FitOptions",
+    "normalise_dtype",
+    "parse_gpus",
+    "parse_max_memory",
+    "parse_size",
+    "validate",
+]
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
 
 

@@ -65,7 +65,8 @@ def _source_path(module: str) -> str:
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _bound_names(node: ast.stmt) -> list[str]:
@@ -102,8 +103,10 @@ def _check_nested_imports(module: str, tree: ast.Module, skip: set[int]) -> None
         if id(node) in skip or not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         if isinstance(node, ast.ImportFrom) and node.level:
-            raise AssemblyError(f"{module}, line {node.lineno}: a relative import inside a function "
-                                "(take names from other parts at module level)")
+            raise AssemblyError(
+                f"{module}, line {node.lineno}: a relative import inside a function "
+                "(take names from other parts at module level)"
+            )
         names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
         if any(name.split(".")[0] == "bnbdoctor" for name in names):
             raise AssemblyError(f"{module}, line {node.lineno}: imports bnbdoctor, which the patient does not have")
@@ -126,8 +129,12 @@ def parse_part(module: str, source: str, path: str) -> Part:
     top: set[int] = set()
     for index, node in enumerate(tree.body):
         end = node.end_lineno or node.lineno
-        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
-                and isinstance(node.value.value, str):
+        if (
+            index == 0
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             drop.append((node.lineno, end))  # the module docstring
         elif isinstance(node, ast.ImportFrom) and node.module == "__future__":
             part.futures.update(alias.name for alias in node.names)
@@ -142,14 +149,19 @@ def parse_part(module: str, source: str, path: str) -> Part:
             drop.append((node.lineno, end))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             top.add(id(node))
-            targets = [(node.module or "", a.name, a.asname) for a in node.names] if isinstance(node, ast.ImportFrom) \
+            targets = (
+                [(node.module or "", a.name, a.asname) for a in node.names]
+                if isinstance(node, ast.ImportFrom)
                 else [(a.name, None, a.asname) for a in node.names]
+            )
             for target in targets:
                 root = target[0].split(".")[0]
                 if root not in sys.stdlib_module_names:
-                    raise AssemblyError(f"{module}, line {node.lineno}: imports {target[0]} at module level; only "
-                                        "the stdlib may be imported there (import the patient's packages inside "
-                                        "functions, from earlier parts with a relative import)")
+                    raise AssemblyError(
+                        f"{module}, line {node.lineno}: imports {target[0]} at module level; only "
+                        "the stdlib may be imported there (import the patient's packages inside "
+                        "functions, from earlier parts with a relative import)"
+                    )
                 part.imports.add(target)
             drop.append((node.lineno, end))
         elif isinstance(node, ast.If) and _is_type_checking(node):
@@ -197,7 +209,7 @@ def _header() -> str:
     first = ast.parse(source).body[0]
     if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)):
         raise AssemblyError(f"{path}: the package docstring (the script's) is missing")
-    return "\n".join(source.splitlines()[first.lineno - 1:first.end_lineno])
+    return "\n".join(source.splitlines()[first.lineno - 1 : first.end_lineno])
 
 
 def check(parts: list[Part]) -> None:
@@ -226,8 +238,10 @@ def assemble() -> str:
     check(parts)
     futures = sorted(set().union(*(p.futures for p in parts)))
     imports = set().union(*(p.imports for p in parts))
-    chunks = [_header(), "# Assembled by bnbdoctor/fit/script_assembly.py from, in order:\n"
-              + "\n".join(f"#   {p.path}" for p in parts)]
+    chunks = [
+        _header(),
+        "# Assembled by bnbdoctor/fit/script_assembly.py from, in order:\n" + "\n".join(f"#   {p.path}" for p in parts),
+    ]
     if futures:
         chunks.append(f"from __future__ import {', '.join(futures)}")
     chunks.append("\n".join(_import_lines(imports)))

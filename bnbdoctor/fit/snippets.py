@@ -10,10 +10,18 @@ import re
 from collections.abc import Mapping
 
 from bnbdoctor.fit_protocol import QUANT_4BIT, QUANT_8BIT, QUANT_TYPE_FP4
-from bnbdoctor.units import GIB, MIB, human
+from bnbdoctor.units import GIB, MIB
 
-__all__ = ["bnb_config_python", "collapse_runs", "device_literal", "device_map_lines", "device_map_python",
-           "from_pretrained_python", "max_memory_literal", "memory_literal"]
+__all__ = [
+    "bnb_config_python",
+    "collapse_runs",
+    "device_literal",
+    "device_map_lines",
+    "device_map_python",
+    "from_pretrained_python",
+    "max_memory_literal",
+    "memory_literal",
+]
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*\.)(?P<index>\d+)$")
 
@@ -86,8 +94,14 @@ def device_map_python(device_map: Mapping[str, int | str], name: str = "device_m
     return "\n".join(lines)
 
 
-def bnb_config_python(quant: str, *, double_quant: bool = False, quant_type: str | None = None,
-                      fp32_offload: bool = False, skip_modules: list[str] | None = None) -> str:
+def bnb_config_python(
+    quant: str,
+    *,
+    double_quant: bool = False,
+    quant_type: str | None = None,
+    fp32_offload: bool = False,
+    skip_modules: list[str] | None = None,
+) -> str:
     args = ["load_in_8bit=True"] if quant == QUANT_8BIT else ["load_in_4bit=True"]
     if quant == QUANT_4BIT and quant_type and quant_type != QUANT_TYPE_FP4:
         args.append(f'bnb_4bit_quant_type="{quant_type}"')
@@ -100,11 +114,20 @@ def bnb_config_python(quant: str, *, double_quant: bool = False, quant_type: str
     return f"BitsAndBytesConfig({', '.join(args)})"
 
 
-def from_pretrained_python(model: str, bnb_config: str, device_map: str, max_memory: Mapping[str, int] | None,
-                           auto_class: str = "AutoModelForCausalLM") -> str:
+def from_pretrained_python(
+    model: str,
+    bnb_config: str,
+    device_map: str,
+    max_memory: Mapping[str, int] | None,
+    auto_class: str = "AutoModelForCausalLM",
+) -> str:
     """A from_pretrained call; ``device_map`` is a Python expression (a string literal or a name)."""
-    lines = [f"model = {auto_class}.from_pretrained(", f"    {model!r},",
-             f"    quantization_config={bnb_config},", f"    device_map={device_map},"]
+    lines = [
+        f"model = {auto_class}.from_pretrained(",
+        f"    {model!r},",
+        f"    quantization_config={bnb_config},",
+        f"    device_map={device_map},",
+    ]
     if max_memory:
         lines.append(f"    max_memory={max_memory_literal(max_memory)},")
     lines.append(")")

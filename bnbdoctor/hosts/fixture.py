@@ -92,9 +92,7 @@ class FixtureHost(Host):
         if not isinstance(raw, dict):
             raise FixtureError(f"{self.folder / MANIFEST} must hold a JSON object")
         if raw.get("format") != FORMAT_VERSION:
-            raise FixtureError(
-                f"{self.folder / MANIFEST}: format {raw.get('format')!r} is not {FORMAT_VERSION}"
-            )
+            raise FixtureError(f"{self.folder / MANIFEST}: format {raw.get('format')!r} is not {FORMAT_VERSION}")
         self.manifest: dict[str, Any] = raw
         self._os = _os_info_from(raw.get("os"), self.folder)
         env = raw.get("env") or {}

@@ -205,8 +205,16 @@ def _read_os_info() -> OsInfo:
 
 
 _NVML_SONAME = "libnvidia-ml.so.1"
-_NVML_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-              "/usr/lib64", "/lib64", "/usr/lib", "/lib", "/usr/lib/wsl/lib")
+_NVML_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/lib64",
+    "/usr/lib",
+    "/lib",
+    "/usr/lib/wsl/lib",
+)
 
 
 def _nvml_library_missing() -> str | None:

@@ -24,7 +24,8 @@ def torch_index_for(driver_cuda: tuple[int, int] | None) -> str | None:
     if driver_cuda is None:
         return None
     usable = [v for v in TORCH_CUDA_INDEXES if v[0] == driver_cuda[0] and v <= driver_cuda] or [
-        v for v in TORCH_CUDA_INDEXES if v < driver_cuda]
+        v for v in TORCH_CUDA_INDEXES if v < driver_cuda
+    ]
     if not usable:
         return None
     major, minor = max(usable)

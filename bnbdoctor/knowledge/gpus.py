@@ -47,11 +47,17 @@ class DroppedArchitecture:
     source: str
 
 
-KEPLER = DroppedArchitecture("Kepler", 3, "0.39.1", None,
-                             "bnb_internals.md §4: Kepler binaries left pip in 0.39.0/0.39.1 (CHANGELOG 0.39.0)")
-MAXWELL = DroppedArchitecture("Maxwell", 5, "0.48.0", "0.47.0",
-                              "bnb_internals.md §4: 0.48 docs 'Maxwell support is not included in PyPI "
-                              "distributions from v0.48.0'; wheels 0.48.2/0.49.2 have no sm_50")
+KEPLER = DroppedArchitecture(
+    "Kepler", 3, "0.39.1", None, "bnb_internals.md §4: Kepler binaries left pip in 0.39.0/0.39.1 (CHANGELOG 0.39.0)"
+)
+MAXWELL = DroppedArchitecture(
+    "Maxwell",
+    5,
+    "0.48.0",
+    "0.47.0",
+    "bnb_internals.md §4: 0.48 docs 'Maxwell support is not included in PyPI "
+    "distributions from v0.48.0'; wheels 0.48.2/0.49.2 have no sm_50",
+)
 DROPPED_ARCHITECTURES = (KEPLER, MAXWELL)
 
 #: Kepler's last NVIDIA driver branch: such a GPU cannot take a newer driver.
@@ -74,9 +80,14 @@ INT8_WITHOUT_FALLBACK = VersionRange(None, "0.37.0", "CHANGELOG 0.37.0; issue #5
 INT8_NAMEERROR = VersionRange("0.37.0", "0.37.1", "failure catalog cuda_setup_nameerror_bnb_0_37; CHANGELOG 0.37.1")
 #: supports_igemmlt() excludes GPUs by name (NO_TENSOR_CORE_NAMES: GTX 16xx, cc 7.5 without tensor
 #: cores); bnbdoctor counts it as used up to 0.44.x.
-GTX16_NAME_CHECK = VersionRange(None, "0.45", "bnb_internals.md §4: supports_igemmlt(), repo@0.41.0 and "
-                                "0.45.0:bitsandbytes/autograd/_functions.py", last="0.44.x")
+GTX16_NAME_CHECK = VersionRange(
+    None,
+    "0.45",
+    "bnb_internals.md §4: supports_igemmlt(), repo@0.41.0 and 0.45.0:bitsandbytes/autograd/_functions.py",
+    last="0.44.x",
+)
 #: Up to 0.44.x one native library (cuBLASLt or _nocublaslt) is chosen for the whole process from
 #: the highest compute capability among visible GPUs; 0.45.0 dropped the _nocublaslt builds.
-CC_CHOOSES_LIBRARY = VersionRange(None, "0.45", "bnb_internals.md §1.1-1.3: highest_compute_capability, "
-                                  "_nocublaslt gone in 0.45.0")
+CC_CHOOSES_LIBRARY = VersionRange(
+    None, "0.45", "bnb_internals.md §1.1-1.3: highest_compute_capability, _nocublaslt gone in 0.45.0"
+)

@@ -14,8 +14,9 @@ from bnbdoctor.knowledge.ranges import VersionRange
 
 #: <= 0.43.0: the CUDASetup loader, which also scans path-like environment variables for libcudart
 #: and raises "CUDA Setup failed despite GPU being available"; 0.43.1 follows torch only (#1041).
-LEGACY_CUDA_SETUP = VersionRange(None, "0.43.1", "bnb_internals.md §1.3: CUDASetup in 0.41.0-0.43.0, reworked "
-                                 "by PR #1041 in 0.43.1", last="0.43.0")
+LEGACY_CUDA_SETUP = VersionRange(
+    None, "0.43.1", "bnb_internals.md §1.3: CUDASetup in 0.41.0-0.43.0, reworked by PR #1041 in 0.43.1", last="0.43.0"
+)
 #: From 0.41 the CUDA version comes from torch.version.cuda; before, from the CUDA runtime found on the
 #: system (CHANGELOG 0.41.0: "relies PyTorch CUDA libraries").
 CUDA_VERSION_FROM_TORCH = VersionRange("0.41", None, "bnb_internals.md §1.2: CHANGELOG.md, section 0.41.0")
@@ -24,15 +25,14 @@ CUDA_VERSION_FROM_TORCH = VersionRange("0.41", None, "bnb_internals.md §1.2: CH
 CPU_FALLBACK_ERA = VersionRange("0.43.1", "0.46", "bnb_internals.md §1.3: repo@0.43.1 and 0.46.0:cextension.py")
 #: 0.50+: the nearest packaged build of the same CUDA/ROCm major when the exact one is missing
 #: (#1980); BNB_CUDA_VERSION / BNB_ROCM_VERSION count when set at all and must be digits.
-NEAREST_BUILD = VersionRange("0.50", None, "bnb_internals.md §1.3-1.4: repo@0.50.0:cextension.py "
-                             "get_cuda_bnb_library_path")
+NEAREST_BUILD = VersionRange(
+    "0.50", None, "bnb_internals.md §1.3-1.4: repo@0.50.0:cextension.py get_cuda_bnb_library_path"
+)
 #: The releases that told users to clear the override with ``export BNB_CUDA_VERSION=`` and ignore an
 #: empty value; from :data:`NEAREST_BUILD` on an empty value raises.
-EMPTY_OVERRIDE_IGNORED = VersionRange("0.43", "0.50", "bnb_internals.md §1.4 (0.43-0.49 override warning)",
-                                      last="0.49")
+EMPTY_OVERRIDE_IGNORED = VersionRange("0.43", "0.50", "bnb_internals.md §1.4 (0.43-0.49 override warning)", last="0.49")
 #: ROCm builds of 0.47-0.49 raise on any non-empty BNB_CUDA_VERSION.
-ROCM_REJECTS_CUDA_OVERRIDE = VersionRange("0.47", "0.50", "bnb_internals.md §1.4: 0.47.0-0.49.2, ROCm",
-                                          last="0.49")
+ROCM_REJECTS_CUDA_OVERRIDE = VersionRange("0.47", "0.50", "bnb_internals.md §1.4: 0.47.0-0.49.2, ROCm", last="0.49")
 #: Up to 0.43.x the override builds a wrong file name for the _nocublaslt builds (cc < 7.5);
 #: 0.44.0 fixed it with re.sub(r"cuda\d+", ...) (#1318).
 OVERRIDE_NOCUBLASLT_BUG = VersionRange(None, "0.44", "bnb_internals.md §1.4: issue #1312, fixed by #1318")
@@ -59,6 +59,10 @@ class MislinkedBuilds:
 
 
 #: 0.45.x cuda126/cuda128 need GLIBC_2.34 (dlopen@GLIBC_2.34) on a manylinux_2_24 wheel; fixed in 0.46.0.
-GLIBC_234_BUILDS = MislinkedBuilds(VersionRange("0.45", "0.46", "bnb_internals.md §6; issue #1610"),
-                                   ("12.6", "12.8"), "2.34", "12.4",
-                                   "bnb_internals.md §6: wheel 0.45.5; issue #1610 and lora-scripts #694")
+GLIBC_234_BUILDS = MislinkedBuilds(
+    VersionRange("0.45", "0.46", "bnb_internals.md §6; issue #1610"),
+    ("12.6", "12.8"),
+    "2.34",
+    "12.4",
+    "bnb_internals.md §6: wheel 0.45.5; issue #1610 and lora-scripts #694",
+)

@@ -14,14 +14,17 @@ from bnbdoctor.knowledge.ranges import VersionRange
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM
 
 #: Official Windows wheels (win_amd64) from 0.43.0.
-WINDOWS_WHEELS = VersionRange(FIRST_RELEASE_FOR_PLATFORM[("windows", "x86_64")], None,
-                              "CHANGELOG 0.43.0: official Windows wheels (bnb_internals.md §5)")
+WINDOWS_WHEELS = VersionRange(
+    FIRST_RELEASE_FOR_PLATFORM[("windows", "x86_64")],
+    None,
+    "CHANGELOG 0.43.0: official Windows wheels (bnb_internals.md §5)",
+)
 #: macOS arm64 wheels (macosx_14_0_arm64) from 0.49.0.
-MACOS_WHEELS = VersionRange(FIRST_RELEASE_FOR_PLATFORM[("macos", "aarch64")], None,
-                            "bnb_internals.md §5: macosx_14_0_arm64 from 0.49.0 (#1818)")
+MACOS_WHEELS = VersionRange(
+    FIRST_RELEASE_FOR_PLATFORM[("macos", "aarch64")], None, "bnb_internals.md §5: macosx_14_0_arm64 from 0.49.0 (#1818)"
+)
 #: Up to 0.42 a py3-none-any wheel holding only Linux x86-64 .so files (it installs on Windows too).
-LINUX_ONLY_WHEEL = VersionRange(None, WINDOWS_WHEELS.first, "bnb_internals.md §5: <= 0.42.0 py3-none-any",
-                                last="0.42")
+LINUX_ONLY_WHEEL = VersionRange(None, WINDOWS_WHEELS.first, "bnb_internals.md §5: <= 0.42.0 py3-none-any", last="0.42")
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,7 @@ class ManylinuxTag:
 
 
 #: Linux wheels by release: 0.43.0+ are manylinux_2_24 (hard-coded in .github/scripts/set_platform_tag.py).
-MANYLINUX_TAGS = (
-    ManylinuxTag("manylinux_2_24", "0.43.0", "bnb_internals.md §5-6: manylinux_2_24_x86_64 from 0.43.0"),
-)
+MANYLINUX_TAGS = (ManylinuxTag("manylinux_2_24", "0.43.0", "bnb_internals.md §5-6: manylinux_2_24_x86_64 from 0.43.0"),)
 #: The tag of current Linux wheels: what `pip install -U bitsandbytes` needs.
 CURRENT_MANYLINUX = MANYLINUX_TAGS[-1]
 

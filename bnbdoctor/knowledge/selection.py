@@ -112,13 +112,18 @@ def select_library(
     if version < CPU_FALLBACK:
         return _legacy(version, suffix, files, runtime, highest_cc, bnb_cuda_version)
     if version < NEAREST:
-        return _cpu_fallback_or_exact(version, suffix, files, backend, runtime, highest_cc,
-                                      bnb_cuda_version, cpu_name)
+        return _cpu_fallback_or_exact(version, suffix, files, backend, runtime, highest_cc, bnb_cuda_version, cpu_name)
     return _nearest(backend, suffix, files, runtime, bnb_cuda_version if backend == "cuda" else bnb_rocm_version)
 
 
-def _legacy(version: tuple[int, ...], suffix: str, files: set[str], runtime: tuple[int, int],
-            highest_cc: tuple[int, int] | None, override: str | None) -> LibrarySelection:
+def _legacy(
+    version: tuple[int, ...],
+    suffix: str,
+    files: set[str],
+    runtime: tuple[int, int],
+    highest_cc: tuple[int, int] | None,
+    override: str | None,
+) -> LibrarySelection:
     name = f"libbitsandbytes_cuda{runtime[0]}{runtime[1]}"
     if highest_cc is not None and highest_cc < (7, 5):
         name += "_nocublaslt"
@@ -138,23 +143,37 @@ def _legacy(version: tuple[int, ...], suffix: str, files: set[str], runtime: tup
         outcome="loads" if exists else "import_error",
         reason="CUDASetup: torch's CUDA version" + (" and cc < 7.5 (_nocublaslt)" if "_nocublaslt" in name else ""),
         override=override or None,
-        message=None if exists else (
-            f"CUDA SETUP: Required library version not found: {name}. Maybe you need to compile it from source?"
-        ),
+        message=None
+        if exists
+        else (f"CUDA SETUP: Required library version not found: {name}. Maybe you need to compile it from source?"),
     )
 
 
-def _cpu_fallback_or_exact(version: tuple[int, ...], suffix: str, files: set[str], backend: str,
-                           runtime: tuple[int, int], highest_cc: tuple[int, int] | None,
-                           override: str | None, cpu_name: str) -> LibrarySelection:
+def _cpu_fallback_or_exact(
+    version: tuple[int, ...],
+    suffix: str,
+    files: set[str],
+    backend: str,
+    runtime: tuple[int, int],
+    highest_cc: tuple[int, int] | None,
+    override: str | None,
+    cpu_name: str,
+) -> LibrarySelection:
     name = f"libbitsandbytes_{backend}{_version_tag(version, runtime)}"
     if version < (0, 45, 0) and highest_cc is not None and highest_cc < (7, 5):
         name += "_nocublaslt"
     name += suffix
     if backend == "rocm" and override and version >= (0, 47, 0):
-        return LibrarySelection("rocm", name, None, name in files, "override_error",
-                                "BNB_CUDA_VERSION is set on a ROCm build", override,
-                                message=f"BNB_CUDA_VERSION={override} detected for ROCm!!")
+        return LibrarySelection(
+            "rocm",
+            name,
+            None,
+            name in files,
+            "override_error",
+            "BNB_CUDA_VERSION is set on a ROCm build",
+            override,
+            message=f"BNB_CUDA_VERSION={override} detected for ROCm!!",
+        )
     if override and backend == "cuda":
         if version < (0, 44, 0):
             stem = name[: -len(suffix)]
@@ -163,38 +182,67 @@ def _cpu_fallback_or_exact(version: tuple[int, ...], suffix: str, files: set[str
             name = re.sub(r"cuda\d+", f"cuda{override}", name, count=1)
     exists = name in files
     if exists:
-        return LibrarySelection(backend, name, name, True, "loads", f"torch's {backend.upper()} version",
-                                override or None)
+        return LibrarySelection(
+            backend, name, name, True, "loads", f"torch's {backend.upper()} version", override or None
+        )
     if version < EXACT:
-        return LibrarySelection(backend, name, cpu_name if cpu_name in files else None, False, "cpu_fallback",
-                                "the exact library is missing; this release falls back to the CPU library",
-                                override or None,
-                                message=f"Could not find the bitsandbytes CUDA binary at {name!r}")
+        return LibrarySelection(
+            backend,
+            name,
+            cpu_name if cpu_name in files else None,
+            False,
+            "cpu_fallback",
+            "the exact library is missing; this release falls back to the CPU library",
+            override or None,
+            message=f"Could not find the bitsandbytes CUDA binary at {name!r}",
+        )
     label = "CUDA" if version < (0, 47, 0) else backend.upper()
-    return LibrarySelection(backend, name, None, False, "error_on_first_call",
-                            "the exact library is missing (this release needs an exact match)", override or None,
-                            message=f"Configured {label} binary not found at {name}")
+    return LibrarySelection(
+        backend,
+        name,
+        None,
+        False,
+        "error_on_first_call",
+        "the exact library is missing (this release needs an exact match)",
+        override or None,
+        message=f"Configured {label} binary not found at {name}",
+    )
 
 
-def _nearest(backend: str, suffix: str, files: set[str], runtime: tuple[int, int],
-             override: str | None) -> LibrarySelection:
+def _nearest(
+    backend: str, suffix: str, files: set[str], runtime: tuple[int, int], override: str | None
+) -> LibrarySelection:
     variable = "BNB_CUDA_VERSION" if backend == "cuda" else "BNB_ROCM_VERSION"
     prefix = f"libbitsandbytes_{backend}"
     if override is not None:
         if not override.isdigit():
             return LibrarySelection(
-                backend, f"{prefix}{override}{suffix}", None, False, "override_error", f"{variable} must be digits",
-                override, message=f"{variable}={override!r}: value must be digits only (e.g. '124' for 12.4).")
+                backend,
+                f"{prefix}{override}{suffix}",
+                None,
+                False,
+                "override_error",
+                f"{variable} must be digits",
+                override,
+                message=f"{variable}={override!r}: value must be digits only (e.g. '124' for 12.4).",
+            )
         name = f"{prefix}{override}{suffix}"
         exists = name in files
-        return LibrarySelection(backend, name, name if exists else None, exists,
-                                "loads" if exists else "error_on_first_call",
-                                f"{variable} override (no fallback)", override,
-                                message=None if exists else f"No compatible {backend.upper()} binary found at {name}")
+        return LibrarySelection(
+            backend,
+            name,
+            name if exists else None,
+            exists,
+            "loads" if exists else "error_on_first_call",
+            f"{variable} override (no fallback)",
+            override,
+            message=None if exists else f"No compatible {backend.upper()} binary found at {name}",
+        )
     exact = f"{prefix}{runtime[0]}{runtime[1]}{suffix}"
     if exact in files:
-        return LibrarySelection(backend, exact, exact, True, "loads",
-                                f"exact match for torch's {backend.upper()} {runtime[0]}.{runtime[1]}")
+        return LibrarySelection(
+            backend, exact, exact, True, "loads", f"exact match for torch's {backend.upper()} {runtime[0]}.{runtime[1]}"
+        )
     packaged = []
     pattern = re.compile(rf"^{prefix}(\d+){re.escape(suffix)}$")
     for name in files:
@@ -206,12 +254,24 @@ def _nearest(backend: str, suffix: str, files: set[str], runtime: tuple[int, int
     higher = [p for p in same_major if p[0] > runtime]
     chosen = lower[-1] if lower else (higher[0] if higher else None)
     if chosen is None:
-        return LibrarySelection(backend, exact, None, False, "error_on_first_call",
-                                f"no packaged {backend.upper()} {runtime[0]}.x library (no fallback across majors)",
-                                message=f"No compatible {backend.upper()} binary found at {exact}")
+        return LibrarySelection(
+            backend,
+            exact,
+            None,
+            False,
+            "error_on_first_call",
+            f"no packaged {backend.upper()} {runtime[0]}.x library (no fallback across majors)",
+            message=f"No compatible {backend.upper()} binary found at {exact}",
+        )
     (major, minor), name = chosen
-    return LibrarySelection(backend, exact, name, True, "loads",
-                            f"nearest packaged {backend.upper()} {major}.{minor} for torch's {runtime[0]}.{runtime[1]}",
-                            fallback_from=exact,
-                            message=f"No prebuilt binary for {backend.upper()} {runtime[0]}.{runtime[1]}, loading "
-                                    f"{backend.upper()} {major}.{minor} instead. Set {variable} to override.")
+    return LibrarySelection(
+        backend,
+        exact,
+        name,
+        True,
+        "loads",
+        f"nearest packaged {backend.upper()} {major}.{minor} for torch's {runtime[0]}.{runtime[1]}",
+        fallback_from=exact,
+        message=f"No prebuilt binary for {backend.upper()} {runtime[0]}.{runtime[1]}, loading "
+        f"{backend.upper()} {major}.{minor} instead. Set {variable} to override.",
+    )

@@ -33,9 +33,11 @@ BIGGEST_LEAF_FIX = Fix("#47211", VersionRange("5.18", None, "dispatch_fit.md §2
 
 #: The releases whose from_pretrained pipeline the fit engine replicates: the range lives in the fit
 #: protocol, which the engine script carries into the patient interpreter (it cannot import this module).
-FIT_ENGINE_TRANSFORMERS = VersionRange(".".join(map(str, SUPPORTED_TRANSFORMERS_MIN)),
-                                       ".".join(map(str, SUPPORTED_TRANSFORMERS_BELOW)),
-                                       "bnbdoctor/fit_protocol.py, sent with the engine script")
+FIT_ENGINE_TRANSFORMERS = VersionRange(
+    ".".join(map(str, SUPPORTED_TRANSFORMERS_MIN)),
+    ".".join(map(str, SUPPORTED_TRANSFORMERS_BELOW)),
+    "bnbdoctor/fit_protocol.py, sent with the engine script",
+)
 
 #: Since about 4.3x is_bitsandbytes_available() also requires torch.cuda.is_available() (PR #30533).
 BNB_CHECK_NEEDS_GPU_SINCE = "4.3x"

@@ -25,7 +25,7 @@ def release_tuple(text: str | None) -> tuple[int, ...] | None:
 
 
 def major_minor(text: str | None) -> tuple[int, int] | None:
-    """"12.1" / "12.1.105" -> (12, 1); a bare "12" -> (12, 0)."""
+    """ "12.1" / "12.1.105" -> (12, 1); a bare "12" -> (12, 0)."""
     release = release_tuple(text)
     if not release:
         return None

@@ -38,14 +38,27 @@ from bnbdoctor.logs.clean import ReadStats
 from bnbdoctor.logs.state import MAX_MATCHES_PER_SIGNATURE, LogState
 from bnbdoctor.logs.tokens import BNB_LIB, basename, dirname
 
-_LINUX_SEARCH = ["loaded by torch before bitsandbytes", "LD_LIBRARY_PATH", "RUNPATH", "ld.so.cache",
-                 "default directories"]
-_WINDOWS_SEARCH = ["loaded by torch before bitsandbytes", "the DLL's own folder", "System32",
-                   "os.add_dll_directory (torch)"]
+_LINUX_SEARCH = [
+    "loaded by torch before bitsandbytes",
+    "LD_LIBRARY_PATH",
+    "RUNPATH",
+    "ld.so.cache",
+    "default directories",
+]
+_WINDOWS_SEARCH = [
+    "loaded by torch before bitsandbytes",
+    "the DLL's own folder",
+    "System32",
+    "os.add_dll_directory (torch)",
+]
 _OTHER_PACKAGES = ("transformers", "accelerate", "peft", "triton", "pytorch-triton-rocm", "scipy", "trl", "diffusers")
 #: What bitsandbytes does when its library is missing, by the release family its messages belong to.
-_ERA_OUTCOME = {"legacy": "import_error", "fallback": "cpu_fallback", "exact": "error_on_first_call",
-                "nearest": "error_on_first_call"}
+_ERA_OUTCOME = {
+    "legacy": "import_error",
+    "fallback": "cpu_fallback",
+    "exact": "error_on_first_call",
+    "nearest": "error_on_first_call",
+}
 
 
 def platform_facts(state: LogState) -> PlatformFacts | None:
@@ -61,8 +74,12 @@ def platform_facts(state: LogState) -> PlatformFacts | None:
             os_name = "linux"
     if os_name is None:
         return None
-    arch = {"AMD64": "x86_64", "amd64": "x86_64", "arm64": "aarch64" if os_name != "macos" else "arm64",
-            "sbsa": "aarch64"}.get(seen.arch or "", seen.arch or "unknown")
+    arch = {
+        "AMD64": "x86_64",
+        "amd64": "x86_64",
+        "arm64": "aarch64" if os_name != "macos" else "arm64",
+        "sbsa": "aarch64",
+    }.get(seen.arch or "", seen.arch or "unknown")
     if os_name == "macos" and arch == "arm64":
         arch = "aarch64"
     platform = PlatformFacts(os=os_name, arch=arch, kernel=seen.kernel, os_version=seen.os_version)
@@ -95,8 +112,12 @@ def gpu_facts(state: LogState) -> GpuFacts | None:
             index = next(i for i in range(64) if i not in used)
             devices.append(GpuDevice(index=index, name="name not in the log", compute_capability=list(highest)))
     if devices:
-        return GpuFacts(nvml_available=True, devices=devices, driver_version=seen.driver_version,
-                        driver_cuda_version=seen.driver_cuda)
+        return GpuFacts(
+            nvml_available=True,
+            devices=devices,
+            driver_version=seen.driver_version,
+            driver_cuda_version=seen.driver_cuda,
+        )
     if seen.no_driver:
         return GpuFacts(nvml_available=False, nvml_error=seen.no_driver, nvml_error_kind="library_not_found")
     return None
@@ -116,9 +137,13 @@ def _bnb_version(state: LogState) -> str | None:
         from bnbdoctor.knowledge.releases import recorded_wheels
 
         wanted = max(need.missing)
-        lines = {w.version.rsplit(".", 1)[0] for w in recorded_wheels() if w.os == "linux"
-                 for name in selected if name in w.libraries
-                 and w.libraries[name].max_required.get("GLIBC", "GLIBC_0") >= wanted}
+        lines = {
+            w.version.rsplit(".", 1)[0]
+            for w in recorded_wheels()
+            if w.os == "linux"
+            for name in selected
+            if name in w.libraries and w.libraries[name].max_required.get("GLIBC", "GLIBC_0") >= wanted
+        }
         if len(lines) == 1:
             return f"{lines.pop()}.x"
     return None
@@ -150,10 +175,19 @@ def python_facts(state: LogState) -> PythonFacts | None:
     packages: dict[str, str | None] = {k: v for k, v in versions.items() if k in _OTHER_PACKAGES}
     prefix = None
     if seen.site_packages:
-        prefix = re.split(r"[\\/](?:lib|Lib)(?:[\\/]python[\d.]+)?[\\/](?:site|dist)-packages$",
-                          seen.site_packages[0])[0]
-    return PythonFacts(executable="", selected_by="log", version=seen.version, prefix=prefix,
-                       site_packages=list(seen.site_packages), torch=torch, bitsandbytes=bnb, packages=packages)
+        prefix = re.split(r"[\\/](?:lib|Lib)(?:[\\/]python[\d.]+)?[\\/](?:site|dist)-packages$", seen.site_packages[0])[
+            0
+        ]
+    return PythonFacts(
+        executable="",
+        selected_by="log",
+        version=seen.version,
+        prefix=prefix,
+        site_packages=list(seen.site_packages),
+        torch=torch,
+        bitsandbytes=bnb,
+        packages=packages,
+    )
 
 
 def _backend(name: str) -> str:
@@ -172,37 +206,60 @@ def _selection(state: LogState) -> tuple[SelectedLibrary | None, str | None]:
     cpu_name = next((basename(p) for p, _ in chosen if "_cpu" in basename(p)), None)
     if bnb.override_rejected:
         backend = "rocm" if "ROCM" in bnb.override_rejected or "ROCm" in bnb.override_rejected else "cuda"
-        return SelectedLibrary(backend=backend, expected_file="(none: the override was rejected)", loaded_file=None,
-                               exists=False, outcome="override_error", reason="as the log shows",
-                               override=override if override is not None else "",
-                               message=bnb.override_rejected), None
+        return SelectedLibrary(
+            backend=backend,
+            expected_file="(none: the override was rejected)",
+            loaded_file=None,
+            exists=False,
+            outcome="override_error",
+            reason="as the log shows",
+            override=override if override is not None else "",
+            message=bnb.override_rejected,
+        ), None
     if missing:
         expected = missing[-1]
         cpu_loads = cpu_name is not None and cpu_name not in bnb.absent
         return SelectedLibrary(
             backend=_backend(expected),
-            expected_file=expected, loaded_file=cpu_name if cpu_loads else None, exists=False,
-            outcome=era, reason="as the log shows: the library for this CUDA/ROCm version is missing",
-            override=override, message=None), None
+            expected_file=expected,
+            loaded_file=cpu_name if cpu_loads else None,
+            exists=False,
+            outcome=era,
+            reason="as the log shows: the library for this CUDA/ROCm version is missing",
+            override=override,
+            message=None,
+        ), None
     if gpu_chosen:
         path, _ = gpu_chosen[-1]
         name = basename(path)
         exists = name not in bnb.absent
         return SelectedLibrary(
             backend=_backend(name),
-            expected_file=name, loaded_file=name if exists else None, exists=exists,
-            outcome="loads" if exists else era, reason="as the log shows", override=override), path
+            expected_file=name,
+            loaded_file=name if exists else None,
+            exists=exists,
+            outcome="loads" if exists else era,
+            reason="as the log shows",
+            override=override,
+        ), path
     if chosen:
         path, _ = chosen[-1]
         name = basename(path)
-        return SelectedLibrary(backend="cpu", expected_file=name, loaded_file=name, exists=name not in bnb.absent,
-                               outcome="cpu_library", reason="as the log shows: bitsandbytes chose its CPU library",
-                               override=override), path
+        return SelectedLibrary(
+            backend="cpu",
+            expected_file=name,
+            loaded_file=name,
+            exists=name not in bnb.absent,
+            outcome="cpu_library",
+            reason="as the log shows: bitsandbytes chose its CPU library",
+            override=override,
+        ), path
     return None, None
 
 
-def native_facts(state: LogState, python: PythonFacts | None,
-                 platform: PlatformFacts | None) -> tuple[NativeFacts | None, LoadCheck | None]:
+def native_facts(
+    state: LogState, python: PythonFacts | None, platform: PlatformFacts | None
+) -> tuple[NativeFacts | None, LoadCheck | None]:
     selection, path = _selection(state)
     load_seen = state.load
     if selection is None and not load_seen.missing_deps and not load_seen.abi:
@@ -220,15 +277,18 @@ def native_facts(state: LogState, python: PythonFacts | None,
         native.needed.append(name)
     for need in load_seen.abi.values():
         kind = "libc" if need.library.startswith("libc.so") else "cxx_runtime"
-        native.dependencies.append(ResolvedDependency(name=need.library, kind=kind,
-                                                      resolved=need.provider or need.library,
-                                                      via="as the loader reported"))
+        native.dependencies.append(
+            ResolvedDependency(
+                name=need.library, kind=kind, resolved=need.provider or need.library, via="as the loader reported"
+            )
+        )
         native.abi.append(need)
         native.version_needs[need.library] = list(need.required)
     load = None
     if load_seen.missing_deps or load_seen.abi:
-        load = LoadCheck(ran=True, ok=False, library=native.library,
-                         error=load_seen.errors[0] if load_seen.errors else None)
+        load = LoadCheck(
+            ran=True, ok=False, library=native.library, error=load_seen.errors[0] if load_seen.errors else None
+        )
     return native, load
 
 
@@ -240,8 +300,9 @@ def _whole_log_signatures(state: LogState, gpu: GpuFacts | None) -> None:
     if len(tiers) > 1:
         named = state.gpu.named
         line = min(n for _i, _c, n in named.values()) if named else (state.gpu.highest_cc or ((0, 0), 1))[1]
-        state.match("mixed_gpu_generations", line,
-                    "GPUs: " + ", ".join(f"{d.name} (cc {d.cc_text})" for d in gpu.devices))
+        state.match(
+            "mixed_gpu_generations", line, "GPUs: " + ", ".join(f"{d.name} (cc {d.cc_text})" for d in gpu.devices)
+        )
 
 
 def build_facts(state: LogState, stats: ReadStats | None = None) -> Facts:
@@ -261,10 +322,16 @@ def build_facts(state: LogState, stats: ReadStats | None = None) -> Facts:
     dropped = sum(max(0, c - MAX_MATCHES_PER_SIGNATURE) for c in state.counts.values())
     if dropped:
         source["matches_not_kept"] = dropped
-    log = LogFacts(source=state.label, lines=state.lines, matches=sorted(state.matches, key=lambda m: m.line),
-                   versions=dict(state.python.versions), exception=state.exception)
-    facts = Facts(source=source, env=dict(state.env), platform=platform, gpu=gpu, python=python, native=native,
-                  load=load, log=log)
+    log = LogFacts(
+        source=state.label,
+        lines=state.lines,
+        matches=sorted(state.matches, key=lambda m: m.line),
+        versions=dict(state.python.versions),
+        exception=state.exception,
+    )
+    facts = Facts(
+        source=source, env=dict(state.env), platform=platform, gpu=gpu, python=python, native=native, load=load, log=log
+    )
     for section in ("platform", "gpu", "python", "cuda_toolkit", "native", "load"):
         if getattr(facts, section) is None:
             facts.probes.append(ProbeRun(section, ok=False, duration_s=0.0, error="not shown in the log", skipped=True))

@@ -104,8 +104,9 @@ def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[byte
         stats.bytes += len(data)
 
 
-def read_blocks(stream: BinaryIO, stats: ReadStats | None = None, max_line: int = MAX_LINE,
-                block: int = BLOCK) -> Iterator[tuple[int, bytes]]:
+def read_blocks(
+    stream: BinaryIO, stats: ReadStats | None = None, max_line: int = MAX_LINE, block: int = BLOCK
+) -> Iterator[tuple[int, bytes]]:
     """``(number of the block's first line, block)``: whole lines joined by ``\\n``, cleaned of colour
     codes and carriage returns, lines longer than ``max_line`` bytes cut. Memory stays bounded by
     the block size and ``max_line``, even for a file without a single newline."""
@@ -131,7 +132,7 @@ def read_blocks(stream: BinaryIO, stats: ReadStats | None = None, max_line: int 
             else:
                 carry = data
             continue
-        whole, carry = data[:end], data[end + 1:]
+        whole, carry = data[:end], data[end + 1 :]
         if len(carry) > max_line:
             carry, skipping = carry[:max_line], True
             stats.truncated_lines += 1

@@ -23,36 +23,44 @@ _FREE = re.compile(
     r"|(?:NVIDIA\s+)?Quadro\s+(?:RTX\s+)?[A-Z]{0,2}\d{2,5}\w{0,3}"
     r"|(?:NVIDIA\s+)?TITAN\s+(?:RTX|Xp|X|V|Black|Z)\b"
     r"|NVIDIA\s+(?:RTX\s+)?(?:A|H|L|B|GH|GB)\d{1,4}\w{0,4}(?:-\w{1,12}){0,3}"
-    r"|NVIDIA\s+Jetson\s+\w{2,20}|Jetson\s+(?:AGX\s+)?(?:Orin|Xavier|TX2|Nano)\w{0,10})")
+    r"|NVIDIA\s+Jetson\s+\w{2,20}|Jetson\s+(?:AGX\s+)?(?:Orin|Xavier|TX2|Nano)\w{0,10})"
+)
 
 #: A name with the compute capability printed next to it (torch's old-GPU warning; nvidia-smi's query output).
 _PRINTED_CC = (
-    re.compile(r"\bFound GPU\d{1,2} (?P<name>[^\n]{2,80}?) which is of cuda capability "
-               r"(?P<major>\d{1,2})\.(?P<minor>\d{1,2})"),
-    re.compile(r"^\s{0,8}(?:\d{1,2},\s{0,4})?(?P<name>(?:NVIDIA|Tesla|GeForce|Quadro|TITAN)[^,]{1,80}),"
-               r"\s{0,4}(?P<major>\d{1,2})\.(?P<minor>\d{1,2})\s*$"),
+    re.compile(
+        r"\bFound GPU\d{1,2} (?P<name>[^\n]{2,80}?) which is of cuda capability "
+        r"(?P<major>\d{1,2})\.(?P<minor>\d{1,2})"
+    ),
+    re.compile(
+        r"^\s{0,8}(?:\d{1,2},\s{0,4})?(?P<name>(?:NVIDIA|Tesla|GeForce|Quadro|TITAN)[^,]{1,80}),"
+        r"\s{0,4}(?P<major>\d{1,2})\.(?P<minor>\d{1,2})\s*$"
+    ),
 )
 
-_CC: tuple[tuple[re.Pattern[str], tuple[int, int]], ...] = tuple((re.compile(p), cc) for p, cc in (
-    (r"\bK80\b", (3, 7)),
-    (r"\bK(?:40|20X?|6000)\w*\b|GTX\s?TITAN|TITAN\s?(?:BLACK|Z)\b|GTX\s?7[89]0", (3, 5)),
-    (r"\bK10\b|GTX\s?7[0-7][05]\b(?<!750)|GTX\s?6\d0", (3, 0)),
-    (r"GTX\s?750|\bM10\b", (5, 0)),
-    (r"GTX\s?9\d|\bM(?:40|60|6|4)\b|QUADRO\s+M\d|TITAN\s?X\b(?!P)", (5, 2)),
-    (r"\bP100\b|GP100", (6, 0)),
-    (r"\bP(?:40|4|6|102)\b|GTX\s?10[5-8]|GT\s?103|TITAN\s?XP|QUADRO\s+P\d", (6, 1)),
-    (r"TX2", (6, 2)),
-    (r"\bV100\b|TITAN\s?V\b|GV100", (7, 0)),
-    (r"XAVIER", (7, 2)),
-    (r"\bT4\b|RTX\s?20[5-8]|GTX\s?16[3-6]|TITAN\s?RTX|QUADRO\s+RTX|\bT(?:400|600|1000|1200)\b", (7, 5)),
-    (r"\bA100\b|\bA30\b|\bA800\b", (8, 0)),
-    (r"RTX\s?30[5-9]|RTX\s?A\d{4}|\bA(?:40|10G?|16|2|6000|5000|4500|4000|2000)\b", (8, 6)),
-    (r"ORIN", (8, 7)),
-    (r"RTX\s?40[5-9]|\bL4\b|\bL40S?\b|\bL20\b|RTX\s?6000\s?ADA", (8, 9)),
-    (r"\bH100\b|\bH200\b|\bH800\b|\bGH200\b|\bH20\b", (9, 0)),
-    (r"\bB200\b|\bB100\b|\bGB200\b", (10, 0)),
-    (r"RTX\s?50[6-9]|RTX\s?PRO\s?6000", (12, 0)),
-))
+_CC: tuple[tuple[re.Pattern[str], tuple[int, int]], ...] = tuple(
+    (re.compile(p), cc)
+    for p, cc in (
+        (r"\bK80\b", (3, 7)),
+        (r"\bK(?:40|20X?|6000)\w*\b|GTX\s?TITAN|TITAN\s?(?:BLACK|Z)\b|GTX\s?7[89]0", (3, 5)),
+        (r"\bK10\b|GTX\s?7[0-7][05]\b(?<!750)|GTX\s?6\d0", (3, 0)),
+        (r"GTX\s?750|\bM10\b", (5, 0)),
+        (r"GTX\s?9\d|\bM(?:40|60|6|4)\b|QUADRO\s+M\d|TITAN\s?X\b(?!P)", (5, 2)),
+        (r"\bP100\b|GP100", (6, 0)),
+        (r"\bP(?:40|4|6|102)\b|GTX\s?10[5-8]|GT\s?103|TITAN\s?XP|QUADRO\s+P\d", (6, 1)),
+        (r"TX2", (6, 2)),
+        (r"\bV100\b|TITAN\s?V\b|GV100", (7, 0)),
+        (r"XAVIER", (7, 2)),
+        (r"\bT4\b|RTX\s?20[5-8]|GTX\s?16[3-6]|TITAN\s?RTX|QUADRO\s+RTX|\bT(?:400|600|1000|1200)\b", (7, 5)),
+        (r"\bA100\b|\bA30\b|\bA800\b", (8, 0)),
+        (r"RTX\s?30[5-9]|RTX\s?A\d{4}|\bA(?:40|10G?|16|2|6000|5000|4500|4000|2000)\b", (8, 6)),
+        (r"ORIN", (8, 7)),
+        (r"RTX\s?40[5-9]|\bL4\b|\bL40S?\b|\bL20\b|RTX\s?6000\s?ADA", (8, 9)),
+        (r"\bH100\b|\bH200\b|\bH800\b|\bGH200\b|\bH20\b", (9, 0)),
+        (r"\bB200\b|\bB100\b|\bGB200\b", (10, 0)),
+        (r"RTX\s?50[6-9]|RTX\s?PRO\s?6000", (12, 0)),
+    )
+)
 
 
 class SeenGpu(NamedTuple):

@@ -49,8 +49,9 @@ class Pattern:
         return None
 
 
-def pattern(name: str, keys: tuple[str, ...] | str, *regexes: str, flags: int = 0,
-            evidence: int | None = None) -> Pattern:
+def pattern(
+    name: str, keys: tuple[str, ...] | str, *regexes: str, flags: int = 0, evidence: int | None = None
+) -> Pattern:
     """A :class:`Pattern` from expression strings (compiled once, when its collector is imported)."""
     if isinstance(keys, str):
         keys = (keys,)
@@ -59,10 +60,38 @@ def pattern(name: str, keys: tuple[str, ...] | str, *regexes: str, flags: int = 
 
 #: Short substrings searched in whole blocks of bytes (``bytes.find`` runs at C speed): every key
 #: contains one of them, or is its own anchor. A line is looked at only when it holds an anchor.
-ANCHOR_WORDS = ("bitsandbytes", "CUDA", "cuda", "not found", "annot", "not import", "Error", "error", "GPU",
-                "NVIDIA", "device", "symbol", "Win", "bit", "lora", "No module", "Could not find", "dispatched",
-                "replica", "tensors", "Jet", "ython", "latform", "/", ":\\", "torch", "PyTorch", "Version", "triton",
-                "libc")
+ANCHOR_WORDS = (
+    "bitsandbytes",
+    "CUDA",
+    "cuda",
+    "not found",
+    "annot",
+    "not import",
+    "Error",
+    "error",
+    "GPU",
+    "NVIDIA",
+    "device",
+    "symbol",
+    "Win",
+    "bit",
+    "lora",
+    "No module",
+    "Could not find",
+    "dispatched",
+    "replica",
+    "tensors",
+    "Jet",
+    "ython",
+    "latform",
+    "/",
+    ":\\",
+    "torch",
+    "PyTorch",
+    "Version",
+    "triton",
+    "libc",
+)
 
 
 def anchor(key: str) -> bytes:
@@ -85,4 +114,5 @@ def anchors(patterns: Iterable[Pattern]) -> dict[bytes, tuple[int, ...]]:
 #: A Python exception line: ``ValueError: ...``, ``torch.OutOfMemoryError: ...``, ``[rank1]: OSError: ...``.
 EXCEPTION = re.compile(
     r"^(?:\[rank\d{1,4}\]:\s*)?(?:[A-Za-z_][\w]{0,60}\.){0,6}(?P<type>[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Warning))"
-    r"(?::\s?(?P<message>.*))?$")
+    r"(?::\s?(?P<message>.*))?$"
+)

@@ -23,9 +23,7 @@ SYMBOLS_PER_VERSION = 8
 _MAGIC = b"\x7fELF"
 _DT_NEEDED, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 1, 14, 15, 29
 _VER_FLG_BASE = 0x1
-_MACHINE_NAMES = {
-    v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int) and k != "_default_"
-}
+_MACHINE_NAMES = {v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int) and k != "_default_"}
 # ELF class -> (struct code of e_shoff, offset of e_shoff, offset of e_shentsize, Ehdr size)
 _EHDR = {32: ("I", 0x20, 0x2E, 52), 64: ("Q", 0x28, 0x3A, 64)}
 # ELF class -> (Elf_Dyn struct, Elf_Sym struct, index of st_name, index of st_shndx)
@@ -124,9 +122,7 @@ def _parse(data: bytes, acc: _Acc) -> None:
     if data[4] not in (1, 2):
         raise _Corrupt(f"unsupported ELF class byte {data[4]} (expected 1 = 32-bit or 2 = 64-bit)")
     if data[5] not in (1, 2):
-        raise _Corrupt(
-            f"unsupported ELF data encoding byte {data[5]} (expected 1 = LSB or 2 = MSB)"
-        )
+        raise _Corrupt(f"unsupported ELF data encoding byte {data[5]} (expected 1 = LSB or 2 = MSB)")
     elf_class = acc.elf_class = 32 if data[4] == 1 else 64
     end = "<" if data[5] == 1 else ">"
     shoff_code, shoff_at, shent_at, ehdr_size = _EHDR[elf_class]
@@ -137,9 +133,7 @@ def _parse(data: bytes, acc: _Acc) -> None:
     (shoff,) = struct.unpack_from(end + shoff_code, data, shoff_at)
     shentsize, shnum, _ = struct.unpack_from(end + "HHH", data, shent_at)
     if shoff == 0:
-        raise _Corrupt(
-            "ELF has no section headers (stripped with sstrip?); dynamic tables not read"
-        )
+        raise _Corrupt("ELF has no section headers (stripped with sstrip?); dynamic tables not read")
     if shoff + max(shnum, 1) * shentsize > size:
         raise _Corrupt(
             f"truncated ELF: section header table past end of file "
@@ -174,20 +168,24 @@ def _parse(data: bytes, acc: _Acc) -> None:
         acc.version_defs = _read_verdef(data, end, vd, strtab(vd.link))
     sym, versym = secs.get("SHT_DYNSYM"), secs.get("SHT_GNU_versym")
     if sym is not None and versym is not None and index_names:
-        acc.symbols_by_version = _read_symbol_versions(
-            data, end, elf_class, sym, strtab(sym.link), versym, index_names
-        )
+        acc.symbols_by_version = _read_symbol_versions(data, end, elf_class, sym, strtab(sym.link), versym, index_names)
 
 
 #: Section types read here (elf.h), by the names pyelftools gives them.
-_WANTED = {6: "SHT_DYNAMIC", 11: "SHT_DYNSYM", 0x6FFFFFFF: "SHT_GNU_versym", 0x6FFFFFFE: "SHT_GNU_verneed",
-           0x6FFFFFFD: "SHT_GNU_verdef"}
+_WANTED = {
+    6: "SHT_DYNAMIC",
+    11: "SHT_DYNSYM",
+    0x6FFFFFFF: "SHT_GNU_versym",
+    0x6FFFFFFE: "SHT_GNU_verneed",
+    0x6FFFFFFD: "SHT_GNU_verdef",
+}
 #: Elf32_Shdr / Elf64_Shdr without the fields not needed: name, type, offset, size, link, info.
 _SHDR = {32: ("IIIIIIIIII", 40), 64: ("IIQQQQIIQQ", 64)}
 
 
-def _section_headers(data: bytes, end: str, elf_class: int, shoff: int, shentsize: int,
-                     shnum: int) -> list[tuple[int, _Sec]]:
+def _section_headers(
+    data: bytes, end: str, elf_class: int, shoff: int, shentsize: int, shnum: int
+) -> list[tuple[int, _Sec]]:
     """(sh_type, section) for every section header, read with struct.
 
     pyelftools' ELFFile would do this too, but importing it pulls in its DWARF machinery (about
@@ -209,7 +207,7 @@ def _section_headers(data: bytes, end: str, elf_class: int, shoff: int, shentsiz
         if names is not None and names[1] + sh_name < len(data):
             start = names[1] + sh_name
             stop = data.find(b"\0", start, min(len(data), names[1] + names[2]))
-            name = data[start:stop if stop >= 0 else start].decode("ascii", "replace")
+            name = data[start : stop if stop >= 0 else start].decode("ascii", "replace")
         out.append((kind, _Sec(name, offset, sec_size, link, info)))
     return out
 
@@ -226,9 +224,7 @@ def _check_bounds(sec: _Sec, size: int) -> _Sec:
 def _string(data: bytes, tab: _Sec, index: int) -> str:
     """A NUL-terminated string from a string table, bounded by the table."""
     if index >= tab.size:
-        raise _Corrupt(
-            f"corrupt ELF: string index {index} past the end of {tab.name or 'a string table'}"
-        )
+        raise _Corrupt(f"corrupt ELF: string index {index} past the end of {tab.name or 'a string table'}")
     start = tab.offset + index
     stop = data.find(b"\0", start, tab.offset + tab.size)
     return data[start : stop if stop >= 0 else tab.offset + tab.size].decode("utf-8", "replace")
@@ -267,9 +263,7 @@ def _read_verneed(
         aoff = off + aux
         for _ in range(cnt):
             if aoff + 16 > limit:
-                raise _Corrupt(
-                    "corrupt ELF: .gnu.version_r auxiliary entry past the end of its section"
-                )
+                raise _Corrupt("corrupt ELF: .gnu.version_r auxiliary entry past the end of its section")
             _, _, other, name_idx, anext = struct.unpack_from(end + "IHHII", data, aoff)
             name = _string(data, strs, name_idx)
             names.append(name)
@@ -295,9 +289,7 @@ def _read_verdef(data: bytes, end: str, sec: _Sec, strs: _Sec) -> tuple[str, ...
         _, flags, _, cnt, _, aux, nxt = struct.unpack_from(end + "HHHHIII", data, off)
         if cnt and not flags & _VER_FLG_BASE:
             if off + aux + 8 > limit:
-                raise _Corrupt(
-                    "corrupt ELF: .gnu.version_d auxiliary entry past the end of its section"
-                )
+                raise _Corrupt("corrupt ELF: .gnu.version_d auxiliary entry past the end of its section")
             (name_idx,) = struct.unpack_from(end + "I", data, off + aux)
             out.append(_string(data, strs, name_idx))
         if nxt == 0:
@@ -328,9 +320,7 @@ def _read_symbol_versions(
         name = entry[name_at]
         if name:
             found.setdefault(index_names[ver], set()).add(_string(data, strs, name))
-    return {
-        v: tuple(sorted(found[v])[:SYMBOLS_PER_VERSION]) for v in sorted(found, key=version_key)
-    }
+    return {v: tuple(sorted(found[v])[:SYMBOLS_PER_VERSION]) for v in sorted(found, key=version_key)}
 
 
 _VERSION_RE = re.compile(r"^(?P<prefix>.*?)_(?P<num>\d+(?:\.\d+)*)$")

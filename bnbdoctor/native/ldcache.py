@@ -116,11 +116,7 @@ def parse_ld_so_cache(data: bytes) -> LdCache:
             strings = _OLD_HEADER + nlibs * _OLD_ENTRY
             # ALIGN_CACHE: the new header is aligned like uint64_t (8 bytes, 4 on i386).
             new_at = next(
-                (
-                    at
-                    for at in ((strings + 7) & ~7, (strings + 3) & ~3)
-                    if data.startswith(NEW_MAGIC, at)
-                ),
+                (at for at in ((strings + 7) & ~7, (strings + 3) & ~3) if data.startswith(NEW_MAGIC, at)),
                 None,
             )
             if new_at is not None and len(data) >= new_at + _NEW_HEADER:
@@ -130,9 +126,7 @@ def parse_ld_so_cache(data: bytes) -> LdCache:
                 fmt = "old"
                 _parse_old(data, nlibs, strings, entries)
         elif data.startswith(NEW_MAGIC[:17]):
-            return LdCache(
-                error=f"unsupported ld.so.cache version {data[17:20]!r} (expected b'1.1')"
-            )
+            return LdCache(error=f"unsupported ld.so.cache version {data[17:20]!r} (expected b'1.1')")
         else:
             return LdCache(error=f"not an ld.so.cache file (magic {data[:8]!r})")
     except _Corrupt as exc:
@@ -150,9 +144,7 @@ def parse_ld_so_cache(data: bytes) -> LdCache:
 
 def _cstr(data: bytes, at: int, what: str) -> str:
     if not 0 <= at < len(data):
-        raise _Corrupt(
-            f"corrupt ld.so.cache: {what} string offset {at} past end of file ({len(data)} bytes)"
-        )
+        raise _Corrupt(f"corrupt ld.so.cache: {what} string offset {at} past end of file ({len(data)} bytes)")
     end = data.find(b"\0", at)
     return data[at : end if end >= 0 else len(data)].decode("utf-8", "surrogateescape")
 
@@ -169,9 +161,7 @@ def _describe(flags: int) -> tuple[str, str]:
 
 def _parse_old(data: bytes, nlibs: int, strings: int, out: list[LdCacheEntry]) -> None:
     if strings > len(data):
-        raise _Corrupt(
-            f"truncated ld.so.cache: {nlibs} entries need {strings} bytes, file has {len(data)}"
-        )
+        raise _Corrupt(f"truncated ld.so.cache: {nlibs} entries need {strings} bytes, file has {len(data)}")
     for i in range(nlibs):
         flags, key, value = struct.unpack_from("<iII", data, _OLD_HEADER + i * _OLD_ENTRY)
         arch, abi = _describe(flags)
@@ -214,10 +204,7 @@ def _parse_new(data: bytes, base: int, out: list[LdCacheEntry]) -> str | None:
             )
         )
     if table_end > len(data):
-        raise _Corrupt(
-            f"truncated ld.so.cache: header says {nlibs} entries, "
-            f"only {fits} fit in {len(data)} bytes"
-        )
+        raise _Corrupt(f"truncated ld.so.cache: header says {nlibs} entries, only {fits} fit in {len(data)} bytes")
     return generator
 
 
@@ -260,8 +247,4 @@ def lookup(cache: LdCache, soname: str, arch: str | None = None) -> list[str]:
     exact ``abi`` text; None returns every architecture's entries.
     """
     want = normalize_arch(arch) if arch is not None else None
-    return [
-        e.path
-        for e in cache.entries
-        if e.soname == soname and (want is None or e.arch == want or e.abi == arch)
-    ]
+    return [e.path for e in cache.entries if e.soname == soname and (want is None or e.arch == want or e.abi == arch)]

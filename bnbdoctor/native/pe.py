@@ -45,19 +45,13 @@ def parse_pe(data: bytes) -> PeInfo:
     except Exception as exc:  # noqa: BLE001 - pefile raises PEFormatError, struct.error, ...
         return PeInfo(error=f"corrupt PE: {_one_line(exc)}")
     try:
-        pe.parse_data_directories(
-            directories=[_DIR_IMPORT, _DIR_DELAY_IMPORT], import_dllnames_only=True
-        )
+        pe.parse_data_directories(directories=[_DIR_IMPORT, _DIR_DELAY_IMPORT], import_dllnames_only=True)
         regular = tuple(_name(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_IMPORT", ()))
         delay = tuple(_name(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", ()))
         problem = _import_problem(pe, len(data), bool(regular), bool(delay))
     except Exception as exc:  # noqa: BLE001 - as above: a corrupt directory is a fact, not a crash
-        return PeInfo(
-            error=f"corrupt PE import directory: {_one_line(exc)}", machine=machine, is_dll=is_dll
-        )
-    return PeInfo(
-        error=problem, machine=machine, is_dll=is_dll, imports=regular + delay, delay_imports=delay
-    )
+        return PeInfo(error=f"corrupt PE import directory: {_one_line(exc)}", machine=machine, is_dll=is_dll)
+    return PeInfo(error=problem, machine=machine, is_dll=is_dll, imports=regular + delay, delay_imports=delay)
 
 
 def _import_problem(pe: pefile.PE, size: int, have_regular: bool, have_delay: bool) -> str | None:

@@ -24,12 +24,28 @@ from bnbdoctor.native.ldcache import LdCache, lookup
 _CUDA = re.compile(r"^(lib)?(cudart|cublas|cublasLt|cusparse|nvJitLink|cuda|nvrtc)(64)?[._-]", re.IGNORECASE)
 _ROCM = re.compile(r"^(lib)?(hip|amdhip|roc|hsa|MIOpen)", re.IGNORECASE)
 _CXX = re.compile(r"^(libstdc\+\+|libgcc_s|libgomp|msvcp|vcruntime|concrt|vcomp)", re.IGNORECASE)
-_ONEAPI = re.compile(r"^(lib)?(sycl|svml|imf|intlc|irng|ur_loader|ur_adapter|umf|tbb|mkl|OpenCL|ze_loader)",
-                     re.IGNORECASE)
+_ONEAPI = re.compile(
+    r"^(lib)?(sycl|svml|imf|intlc|irng|ur_loader|ur_adapter|umf|tbb|mkl|OpenCL|ze_loader)", re.IGNORECASE
+)
 _LIBC = re.compile(r"^(libc|libm|libpthread|libdl|librt|ld-linux[-\w]*)\.so", re.IGNORECASE)
-_WINDOWS_SYSTEM = {"kernel32.dll", "user32.dll", "advapi32.dll", "ntdll.dll", "ws2_32.dll", "shell32.dll",
-                   "ole32.dll", "oleaut32.dll", "bcrypt.dll", "msvcrt.dll", "ucrtbase.dll", "version.dll",
-                   "setupapi.dll", "dbghelp.dll", "psapi.dll", "shlwapi.dll"}
+_WINDOWS_SYSTEM = {
+    "kernel32.dll",
+    "user32.dll",
+    "advapi32.dll",
+    "ntdll.dll",
+    "ws2_32.dll",
+    "shell32.dll",
+    "ole32.dll",
+    "oleaut32.dll",
+    "bcrypt.dll",
+    "msvcrt.dll",
+    "ucrtbase.dll",
+    "version.dll",
+    "setupapi.dll",
+    "dbghelp.dll",
+    "psapi.dll",
+    "shlwapi.dll",
+}
 _VERSION_IN_NAME = re.compile(r"\.so\.(\d+(?:\.\d+)*)$")
 
 
@@ -91,8 +107,13 @@ def linux_search(
     """The search steps for a library in ``library_dir``, in ld.so's order."""
     steps = [SearchStep("loaded by torch before bitsandbytes", known=dict(preloaded))]
     if runtime_dirs:
-        steps.append(SearchStep("C++ runtime already loaded in the conda env", runtime_dirs,
-                                only_names=("libstdc++.so.6", "libgcc_s.so.1")))
+        steps.append(
+            SearchStep(
+                "C++ runtime already loaded in the conda env",
+                runtime_dirs,
+                only_names=("libstdc++.so.6", "libgcc_s.so.1"),
+            )
+        )
     if rpath and not runpath:
         steps.append(SearchStep("RPATH", expand_origin(rpath, library_dir)))
     steps.append(SearchStep("LD_LIBRARY_PATH", [p for p in (ld_library_path or "").split(":") if p]))
@@ -103,10 +124,19 @@ def linux_search(
     return steps
 
 
-def windows_search(*, library_dir: str, python_dir: str | None, system_root: str, preloaded: dict[str, str],
-                   dll_directories: list[str], path: str | None) -> list[SearchStep]:
-    steps = [SearchStep("loaded by torch before bitsandbytes", known={k.lower(): v for k, v in preloaded.items()}),
-             SearchStep("the DLL's own folder", [library_dir])]
+def windows_search(
+    *,
+    library_dir: str,
+    python_dir: str | None,
+    system_root: str,
+    preloaded: dict[str, str],
+    dll_directories: list[str],
+    path: str | None,
+) -> list[SearchStep]:
+    steps = [
+        SearchStep("loaded by torch before bitsandbytes", known={k.lower(): v for k, v in preloaded.items()}),
+        SearchStep("the DLL's own folder", [library_dir]),
+    ]
     if python_dir:
         steps.append(SearchStep("the application folder", [python_dir]))
     if dll_directories:  # LOAD_LIBRARY_SEARCH_USER_DIRS come before System32
@@ -116,9 +146,16 @@ def windows_search(*, library_dir: str, python_dir: str | None, system_root: str
     return steps
 
 
-def resolve(host: Host, names: list[str], steps: list[SearchStep], *, cache: LdCache | None = None,
-            cache_arch: str | None = None, windows: bool = False,
-            other_dirs: list[str] | None = None) -> list[ResolvedDependency]:
+def resolve(
+    host: Host,
+    names: list[str],
+    steps: list[SearchStep],
+    *,
+    cache: LdCache | None = None,
+    cache_arch: str | None = None,
+    windows: bool = False,
+    other_dirs: list[str] | None = None,
+) -> list[ResolvedDependency]:
     """Resolve each name through the steps; the first existing file wins. ``other_dirs`` are
     places outside the search path (toolkits, wheels) where a missing library may be sitting."""
     join = host.pathmod.join
@@ -151,8 +188,14 @@ def resolve(host: Host, names: list[str], steps: list[SearchStep], *, cache: LdC
                     continue
                 seen_paths.add(path)
                 real = host.realpath(path)
-                dep.candidates.append(LibraryCandidate(path=path, via=step.via, realpath=real,
-                                                       version=version_from_name(real) or version_from_name(path)))
+                dep.candidates.append(
+                    LibraryCandidate(
+                        path=path,
+                        via=step.via,
+                        realpath=real,
+                        version=version_from_name(real) or version_from_name(path),
+                    )
+                )
                 usable = not step.via.startswith("PATH (not searched")
                 if dep.resolved is None and usable:
                     dep.resolved, dep.via = path, step.via

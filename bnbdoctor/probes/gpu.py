@@ -32,8 +32,11 @@ def visible_indices(devices: list[NvmlDevice], mask: str | None) -> set[int]:
                 break
             visible.add(index)
             continue
-        matches = [d.index for d in devices if d.uuid and entry.startswith(("GPU-", "MIG-"))
-                   and (d.uuid.startswith(entry) or entry.startswith(d.uuid))]
+        matches = [
+            d.index
+            for d in devices
+            if d.uuid and entry.startswith(("GPU-", "MIG-")) and (d.uuid.startswith(entry) or entry.startswith(d.uuid))
+        ]
         if len(matches) != 1:
             break
         visible.add(matches[0])

@@ -58,10 +58,14 @@ def gather_load(ctx: ProbeContext) -> LoadCheck:
         return LoadCheck(ran=False, library=library, skipped_reason="the selected library does not exist")
     preload = preload_plan(host, facts, _needed(host.read_bytes(library)))
     windows = facts.platform is not None and facts.platform.os == "windows"
-    args = {"library": library, "preload": preload,
-            "dll_directories": [python.torch.lib_dir] if windows and python.torch.lib_dir else []}
-    result = ctx.host.run_python(python.executable, load_script_for(args), timeout=LOAD_TIMEOUT_S, purpose="load",
-                                 isolated=True)
+    args = {
+        "library": library,
+        "preload": preload,
+        "dll_directories": [python.torch.lib_dir] if windows and python.torch.lib_dir else [],
+    }
+    result = ctx.host.run_python(
+        python.executable, load_script_for(args), timeout=LOAD_TIMEOUT_S, purpose="load", isolated=True
+    )
     check = LoadCheck(ran=True, library=library, duration_s=result.duration_s)
     if result.timed_out:
         check.error = f"loading {library} did not finish within {LOAD_TIMEOUT_S:.0f}s"

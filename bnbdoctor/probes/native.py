@@ -104,8 +104,11 @@ def _other_dirs(host: Host, facts: Facts, windows: bool) -> list[str]:
     join = host.pathmod.join
     dirs: list[str] = []
     for toolkit in facts.cuda_toolkit.toolkits if facts.cuda_toolkit else []:
-        subs = ("bin",) if windows else ("lib64", "lib", join("targets", "x86_64-linux", "lib"),
-                                          join("targets", "sbsa-linux", "lib"))
+        subs = (
+            ("bin",)
+            if windows
+            else ("lib64", "lib", join("targets", "x86_64-linux", "lib"), join("targets", "sbsa-linux", "lib"))
+        )
         dirs.extend(join(toolkit.path, sub) for sub in subs)
     python = facts.python
     if python and python.torch.installed:
@@ -142,15 +145,31 @@ def _glibc_defines(version: str | None) -> list[str] | None:
     if not match:
         return None
     major, minor = int(match.group(1)), int(match.group(2))
-    defined = ["GLIBC_2.0", "GLIBC_2.1", "GLIBC_2.1.1", "GLIBC_2.1.2", "GLIBC_2.1.3", "GLIBC_2.2", "GLIBC_2.2.1",
-               "GLIBC_2.2.2", "GLIBC_2.2.3", "GLIBC_2.2.4", "GLIBC_2.2.5", "GLIBC_2.2.6", "GLIBC_2.3", "GLIBC_2.3.2",
-               "GLIBC_2.3.3", "GLIBC_2.3.4"]
+    defined = [
+        "GLIBC_2.0",
+        "GLIBC_2.1",
+        "GLIBC_2.1.1",
+        "GLIBC_2.1.2",
+        "GLIBC_2.1.3",
+        "GLIBC_2.2",
+        "GLIBC_2.2.1",
+        "GLIBC_2.2.2",
+        "GLIBC_2.2.3",
+        "GLIBC_2.2.4",
+        "GLIBC_2.2.5",
+        "GLIBC_2.2.6",
+        "GLIBC_2.3",
+        "GLIBC_2.3.2",
+        "GLIBC_2.3.3",
+        "GLIBC_2.3.4",
+    ]
     defined += [f"GLIBC_2.{m}" for m in range(4, minor + 1)] if major == 2 else []
     return defined
 
 
-def _abi(host: Host, facts: Facts, version_needs: dict[str, list[str]],
-         deps: list[ResolvedDependency]) -> list[AbiNeed]:
+def _abi(
+    host: Host, facts: Facts, version_needs: dict[str, list[str]], deps: list[ResolvedDependency]
+) -> list[AbiNeed]:
     from bnbdoctor.native.elf import max_versions, missing_versions, parse_elf
 
     by_name = {d.name: d for d in deps}
@@ -245,8 +264,7 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
         return native
     native.format = _file_format(data)
     if native.format == "unknown":
-        native.error = ("an empty file (0 bytes)" if not data else
-                        f"not a shared library (it starts with {data[:8]!r})")
+        native.error = "an empty file (0 bytes)" if not data else f"not a shared library (it starts with {data[:8]!r})"
     native.preloaded = sorted(_preloaded(host, facts, windows).values())
     if native.format == "ELF":
         from bnbdoctor.native.elf import parse_elf
@@ -260,15 +278,23 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
             return native
         cache, native.loader_cache = load_ld_cache(host)
         steps = linux_search(
-            library_dir=bnb.location, rpath=native.rpath, runpath=native.runpath,
-            ld_library_path=facts.env.get("LD_LIBRARY_PATH"), preloaded=_preloaded(host, facts, False),
+            library_dir=bnb.location,
+            rpath=native.rpath,
+            runpath=native.runpath,
+            ld_library_path=facts.env.get("LD_LIBRARY_PATH"),
+            preloaded=_preloaded(host, facts, False),
             runtime_dirs=_conda_runtime_dirs(host, facts),
             default_dirs=_DEFAULT_DIRS.get(platform.arch, ["/lib64", "/usr/lib64", "/lib", "/usr/lib"]),
         )
         native.search_order = [s.via for s in steps]
-        native.dependencies = resolve(host, native.needed, steps, cache=cache,
-                                      cache_arch=arch_for_elf(info.machine, info.elf_class),
-                                      other_dirs=_other_dirs(host, facts, False))
+        native.dependencies = resolve(
+            host,
+            native.needed,
+            steps,
+            cache=cache,
+            cache_arch=arch_for_elf(info.machine, info.elf_class),
+            other_dirs=_other_dirs(host, facts, False),
+        )
         native.abi = _abi(host, facts, native.version_needs, native.dependencies)
     elif native.format == "PE":
         from bnbdoctor.native.pe import (
@@ -286,12 +312,15 @@ def gather_native(ctx: ProbeContext) -> NativeFacts:
         # folder is the base install (where python.org ships VCRUNTIME140*.dll)
         app_dir = python.base_prefix or host.pathmod.dirname(python.executable)
         steps = windows_search(
-            library_dir=bnb.location, python_dir=app_dir,
+            library_dir=bnb.location,
+            python_dir=app_dir,
             system_root=facts.env.get("SYSTEMROOT") or facts.env.get("WINDIR") or "C:\\Windows",
-            preloaded=_preloaded(host, facts, True), dll_directories=dll_dirs, path=facts.env.get("PATH"),
+            preloaded=_preloaded(host, facts, True),
+            dll_directories=dll_dirs,
+            path=facts.env.get("PATH"),
         )
         native.search_order = [s.via for s in steps]
-        native.dependencies = resolve(host, native.needed, steps, windows=True,
-                                      other_dirs=_other_dirs(host, facts, True))
+        native.dependencies = resolve(
+            host, native.needed, steps, windows=True, other_dirs=_other_dirs(host, facts, True)
+        )
     return native
-

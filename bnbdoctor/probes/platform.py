@@ -10,9 +10,18 @@ from bnbdoctor.probes.base import ProbeContext
 
 WSL_LIB_DIR = "/usr/lib/wsl/lib"
 _OS_NAMES = {"linux": "linux", "windows": "windows", "darwin": "macos"}
-_ARCH_NAMES = {"amd64": "x86_64", "x86_64": "x86_64", "x64": "x86_64", "arm64": "aarch64",
-               "aarch64": "aarch64", "armv8": "aarch64", "ppc64le": "ppc64le", "i686": "x86",
-               "i386": "x86", "x86": "x86"}
+_ARCH_NAMES = {
+    "amd64": "x86_64",
+    "x86_64": "x86_64",
+    "x64": "x86_64",
+    "arm64": "aarch64",
+    "aarch64": "aarch64",
+    "armv8": "aarch64",
+    "ppc64le": "ppc64le",
+    "i686": "x86",
+    "i386": "x86",
+    "x86": "x86",
+}
 
 
 def normalise_arch(machine: str) -> str:

@@ -22,8 +22,9 @@ def patient_script() -> str:
 
 def _venv_python(host: Host, prefix: str) -> str | None:
     join = host.pathmod.join
-    names = ("Scripts/python.exe", "python.exe") if host.os_info().system == "Windows" else (
-        "bin/python", "bin/python3")
+    names = (
+        ("Scripts/python.exe", "python.exe") if host.os_info().system == "Windows" else ("bin/python", "bin/python3")
+    )
     for name in names:
         candidate = join(prefix, *name.split("/"))
         if host.is_file(candidate):

@@ -54,8 +54,9 @@ def _run_one(probe: Probe, ctx: ProbeContext) -> tuple[Any, ProbeRun]:
     return box.get("value"), ProbeRun(probe.name, True, elapsed)
 
 
-def _run_wave(wave: list[Probe], ctx: ProbeContext, by_name: dict[str, Probe],
-              progress: ProgressCallback | None) -> dict[str, tuple[Any, ProbeRun]]:
+def _run_wave(
+    wave: list[Probe], ctx: ProbeContext, by_name: dict[str, Probe], progress: ProgressCallback | None
+) -> dict[str, tuple[Any, ProbeRun]]:
     """Run one wave's probes side by side; each reports as soon as it finishes."""
     results: dict[str, tuple[Any, ProbeRun]] = {}
 

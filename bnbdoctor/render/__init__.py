@@ -110,8 +110,10 @@ def _markdown_renderer(kind: ReportKind) -> Renderer:
         try:
             from bnbdoctor.render.markdown import MarkdownRenderer
         except ImportError:
-            note("--markdown: the Markdown renderer (bnbdoctor.render.markdown) is not in this build; "
-                 "printing the fit section only")
+            note(
+                "--markdown: the Markdown renderer (bnbdoctor.render.markdown) is not in this build; "
+                "printing the fit section only"
+            )
             return FitMarkdownRenderer(then=None)
         return FitMarkdownRenderer(then=MarkdownRenderer())
     assert_never(kind)

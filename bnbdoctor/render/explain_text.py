@@ -29,10 +29,16 @@ def seen_lines(facts: Facts) -> list[tuple[str, str]]:
             name += f", glibc {platform.libc_version}"
         machine.append(name)
     if gpu and gpu.devices:
-        machine.append(", ".join(f"{d.name} (cc {d.cc_text})" if d.name != "name not in the log" else
-                                 f"a GPU with compute capability {d.cc_text}" for d in gpu.devices)
-                       + (f"; driver {gpu.driver_version}" if gpu.driver_version else "")
-                       + (f" (CUDA {gpu.driver_cuda_version})" if gpu.driver_cuda_version else ""))
+        machine.append(
+            ", ".join(
+                f"{d.name} (cc {d.cc_text})"
+                if d.name != "name not in the log"
+                else f"a GPU with compute capability {d.cc_text}"
+                for d in gpu.devices
+            )
+            + (f"; driver {gpu.driver_version}" if gpu.driver_version else "")
+            + (f" (CUDA {gpu.driver_cuda_version})" if gpu.driver_cuda_version else "")
+        )
     elif gpu and not gpu.nvml_available:
         machine.append("no NVIDIA driver")
     if machine:
@@ -49,8 +55,10 @@ def seen_lines(facts: Facts) -> list[tuple[str, str]]:
             parts.append("torch not installed")
         if bnb.installed:
             era = " (legacy CUDA setup, 0.43.0 or older)" if bnb.legacy_cuda_setup and not bnb.version else ""
-            parts.append(f"bitsandbytes {bnb.version or '(version not shown)'}{era}"
-                         + (f" at {bnb.location}" if bnb.location else ""))
+            parts.append(
+                f"bitsandbytes {bnb.version or '(version not shown)'}{era}"
+                + (f" at {bnb.location}" if bnb.location else "")
+            )
         elif bnb.error and "No module" in bnb.error:
             parts.append("bitsandbytes not installed")
         for name, version in python.packages.items():
@@ -59,8 +67,14 @@ def seen_lines(facts: Facts) -> list[tuple[str, str]]:
             rows.append(("Python", ", ".join(parts)))
     if facts.native and facts.native.selection:
         sel = facts.native.selection
-        rows.append(("Library", sel.expected_file + ("" if sel.exists else " (missing)")
-                     + (f", BNB_CUDA_VERSION={sel.override}" if sel.override else "")))
+        rows.append(
+            (
+                "Library",
+                sel.expected_file
+                + ("" if sel.exists else " (missing)")
+                + (f", BNB_CUDA_VERSION={sel.override}" if sel.override else ""),
+            )
+        )
     if facts.log and facts.log.exception:
         rows.append(("Raised", facts.log.exception))
     return rows
@@ -75,8 +89,11 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
     from bnbdoctor.findings import Severity
     from bnbdoctor.render.text import catalog_text
 
-    style = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"),
-             Severity.INFO: ("ℹ", "bold cyan")}
+    style = {
+        Severity.ERROR: ("✖", "bold red"),
+        Severity.WARNING: ("▲", "bold yellow"),
+        Severity.INFO: ("ℹ", "bold cyan"),
+    }
 
     def grid() -> Table:
         table = Table.grid(padding=(0, 1))
@@ -85,13 +102,22 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         return table
 
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width or (None if color else 100),
-                      highlight=False, emoji=False)
+    console = Console(
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        width=width or (None if color else 100),
+        highlight=False,
+        emoji=False,
+    )
     facts = report.facts
     lines = facts.log.lines if facts.log else 0
     label = report.source.get("label", "log")
-    console.print(Text(f"bnbdoctor {report.tool_version} explain — {label} ({lines} line{'s' if lines != 1 else ''})",
-                       style="bold"))
+    console.print(
+        Text(
+            f"bnbdoctor {report.tool_version} explain — {label} ({lines} line{'s' if lines != 1 else ''})", style="bold"
+        )
+    )
     header = grid()
     for name, value in seen_lines(facts):
         header.add_row(name, Text(value))
@@ -110,11 +136,16 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         head.append(finding.title, style="bold")
         console.print(head)
         body = grid()
-        where = f" (log line{'s' if len(finding.log_lines) != 1 else ''} {', '.join(map(str, finding.log_lines))})" \
-            if finding.log_lines else ""
-        sure = {"high": "high: the log shows the message this finding explains",
-                "medium": "medium: inferred from facts or generic messages in the log",
-                "low": "low: the log shows little about it"}.get(finding.confidence or "", "")
+        where = (
+            f" (log line{'s' if len(finding.log_lines) != 1 else ''} {', '.join(map(str, finding.log_lines))})"
+            if finding.log_lines
+            else ""
+        )
+        sure = {
+            "high": "high: the log shows the message this finding explains",
+            "medium": "medium: inferred from facts or generic messages in the log",
+            "low": "low: the log shows little about it",
+        }.get(finding.confidence or "", "")
         if sure:
             body.add_row("  sure", Text(sure + where))
         body.add_row("  why", Text(finding.explanation))
@@ -137,13 +168,18 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         console.print()
     matched = len(facts.log.matches) if facts.log else 0
     errors, warnings, info = report.summary.errors, report.summary.warnings, report.summary.info
-    console.print(Text(
-        f"Summary: {errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}, "
-        f"{info} info; {matched} log line{'s' if matched != 1 else ''} recognised; {len(report.passed)} rules found "
-        f"nothing, {report.summary.skipped} had too little in the log to judge.", style="bold"))
+    console.print(
+        Text(
+            f"Summary: {errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}, "
+            f"{info} info; {matched} log line{'s' if matched != 1 else ''} recognised; {len(report.passed)} rules found "
+            f"nothing, {report.summary.skipped} had too little in the log to judge.",
+            style="bold",
+        )
+    )
     if report.findings:
-        console.print(Text("Facts from a log are partial: run the commands under 'check on the machine' there.",
-                           style="dim"))
+        console.print(
+            Text("Facts from a log are partial: run the commands under 'check on the machine' there.", style="dim")
+        )
     text = buffer.getvalue()
     if not color:
         text = "\n".join(line.rstrip() for line in text.split("\n"))

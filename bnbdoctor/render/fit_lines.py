@@ -14,8 +14,7 @@ VERDICT_LINE: dict[str, tuple[str, str]] = {
     "fits": ("✔ fits: every module is placed on a GPU", "bold green"),
     "raises": ("✖ raises ValueError: modules are dispatched on the CPU or the disk", "bold red"),
     "all_cpu": ("▲ no error, but the whole model is placed on the CPU", "bold yellow"),
-    "fp32_offload": ("▲ no error: modules are offloaded to the CPU (llm_int8_enable_fp32_cpu_offload)",
-                     "bold yellow"),
+    "fp32_offload": ("▲ no error: modules are offloaded to the CPU (llm_int8_enable_fp32_cpu_offload)", "bold yellow"),
     "likely_fits": ("✔ probably fits (approximate: no device map computed)", "green"),
     "likely_raises": ("✖ probably raises ValueError (approximate: no device map computed)", "red"),
     "unknown": ("? unknown: the model's sizes could not be read", "yellow"),
@@ -39,8 +38,11 @@ def request_line(fit: FitFacts) -> str:
     elif fit.free_memory is not None:
         gpus = [human(v) for k, v in sorted(fit.free_memory.items()) if k.isdigit()]
         source = "simulated" if fit.memory_source == "--gpus" else "detected"
-        parts.append(f"max_memory=None ({source} free GPU memory: {', '.join(gpus)}"
-                     + (f"; cpu {human(fit.free_memory['cpu'])}" if "cpu" in fit.free_memory else "") + ")")
+        parts.append(
+            f"max_memory=None ({source} free GPU memory: {', '.join(gpus)}"
+            + (f"; cpu {human(fit.free_memory['cpu'])}" if "cpu" in fit.free_memory else "")
+            + ")"
+        )
     if fit.fp32_offload:
         parts.append("llm_int8_enable_fp32_cpu_offload=True")
     if fit.skip_modules:
@@ -52,9 +54,11 @@ def engine_line(fit: FitFacts) -> str:
     """What computed the placement (transformers itself, or the approximation), its versions and time."""
     v = fit.versions
     names = ", ".join(f"{k} {v[k]}" for k in ("transformers", "accelerate", "bitsandbytes", "torch") if v.get(k))
-    kinds = {"transformers": "transformers' own placement",
-             "transformers+standin": "transformers' own placement, bitsandbytes stand-in",
-             "approximate": "APPROXIMATE"}
+    kinds = {
+        "transformers": "transformers' own placement",
+        "transformers+standin": "transformers' own placement, bitsandbytes stand-in",
+        "approximate": "APPROXIMATE",
+    }
     kind = kinds.get(fit.engine, fit.engine)
     seconds = fit.timings.get("total")
     return f"{kind}: {names or 'no packages'}" + (f" · {seconds:.1f} s" if seconds else "")
@@ -64,7 +68,12 @@ def size_line(fit: FitFacts) -> str:
     """The model's size, quantized and not, with the unquantized kinds above 1%."""
     if fit.model_bytes is None:
         return "unknown"
-    kinds = ", ".join(f"{k} {human(v)}" for k, v in sorted(fit.unquantized_by_kind.items(), key=lambda kv: -kv[1])
-                      if v >= (fit.unquantized_bytes or 0) * 0.01)
-    return (f"{human(fit.model_bytes)} = quantized Linear {human(fit.quantized_bytes)} + unquantized "
-            f"{human(fit.unquantized_bytes)}" + (f" ({kinds})" if kinds else ""))
+    kinds = ", ".join(
+        f"{k} {human(v)}"
+        for k, v in sorted(fit.unquantized_by_kind.items(), key=lambda kv: -kv[1])
+        if v >= (fit.unquantized_bytes or 0) * 0.01
+    )
+    return (
+        f"{human(fit.model_bytes)} = quantized Linear {human(fit.quantized_bytes)} + unquantized "
+        f"{human(fit.unquantized_bytes)}" + (f" ({kinds})" if kinds else "")
+    )

@@ -14,10 +14,10 @@ from rich.text import Text
 
 from bnbdoctor.facts import FitDevice
 from bnbdoctor.fit.snippets import device_map_lines
-from bnbdoctor.units import human
 from bnbdoctor.render.fit_lines import VERDICT_LINE, device_label, engine_line, request_line, size_line
 from bnbdoctor.render.text import print_finding
 from bnbdoctor.report import Report
+from bnbdoctor.units import human
 
 _MAX_MAP_ROWS = 40
 
@@ -29,11 +29,16 @@ def _budget_table(devices: list[FitDevice]) -> Table:
     for d in devices:
         why = ""
         if d.skipped_at:
-            why = (f"{d.skipped_at} ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left")
-        table.add_row(device_label(d.device), human(d.given_bytes) if d.given_bytes is not None else "-",
-                      human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else "-",
-                      human(d.budget_bytes) if d.budget_bytes is not None else "-",
-                      human(d.reserved_bytes) if d.reserved_bytes else "-", human(d.used_bytes), why)
+            why = f"{d.skipped_at} ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left"
+        table.add_row(
+            device_label(d.device),
+            human(d.given_bytes) if d.given_bytes is not None else "-",
+            human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else "-",
+            human(d.budget_bytes) if d.budget_bytes is not None else "-",
+            human(d.reserved_bytes) if d.reserved_bytes else "-",
+            human(d.used_bytes),
+            why,
+        )
     return table
 
 
@@ -48,15 +53,22 @@ def render_fit_text(report: Report, *, color: bool = False, width: int | None = 
     """The fit report as text (``width`` None: the terminal's, 100 when not a terminal)."""
     fit = report.facts.fit
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width or (None if color else 100),
-                      highlight=False, emoji=False)
+    console = Console(
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        width=width or (None if color else 100),
+        highlight=False,
+        emoji=False,
+    )
     console.print(Text(f"bnbdoctor fit {report.tool_version}", style="bold"))
     if fit is None:
         console.print("no fit facts in this report")
         return buffer.getvalue()
     head = _grid()
-    head.add_row("Model", f"{fit.model} ({fit.model_class or fit.architecture}, {fit.model_type}, "
-                          f"{fit.dtype or 'dtype auto'})")
+    head.add_row(
+        "Model", f"{fit.model} ({fit.model_class or fit.architecture}, {fit.model_type}, {fit.dtype or 'dtype auto'})"
+    )
     head.add_row("Request", request_line(fit))
     head.add_row("Engine", engine_line(fit))
     head.add_row("Python", f"{fit.python} (chosen by {fit.python_selected_by})")
@@ -70,11 +82,15 @@ def render_fit_text(report: Report, *, color: bool = False, width: int | None = 
     sizes = _grid()
     sizes.add_row("Size", size_line(fit))
     if fit.quant_state_bytes:
-        sizes.add_row("Not counted", f"quantization state {human(fit.quant_state_bytes)}, CUDA context, activations, "
-                                     "KV cache")
+        sizes.add_row(
+            "Not counted", f"quantization state {human(fit.quant_state_bytes)}, CUDA context, activations, KV cache"
+        )
     if fit.biggest_leaf_bytes:
-        sizes.add_row("Largest", f"leaf {fit.biggest_leaf} {human(fit.biggest_leaf_bytes)}; no-split block "
-                                 f"{fit.biggest_no_split} {human(fit.biggest_no_split_bytes)}")
+        sizes.add_row(
+            "Largest",
+            f"leaf {fit.biggest_leaf} {human(fit.biggest_leaf_bytes)}; no-split block "
+            f"{fit.biggest_no_split} {human(fit.biggest_no_split_bytes)}",
+        )
     console.print(sizes)
     console.print()
     if fit.devices:

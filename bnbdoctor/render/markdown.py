@@ -50,8 +50,10 @@ def verdict(report: Report) -> str:
         return f"**bitsandbytes will not work here:** {plain(top.title)} ({top.rule_id}){more}"
     warnings = [f for f in report.findings if f.severity is Severity.WARNING]
     if warnings:
-        return f"**bitsandbytes should work, with {len(warnings)} warning{'s' if len(warnings) > 1 else ''}:** " \
-               f"{plain(warnings[0].title)} ({warnings[0].rule_id})"
+        return (
+            f"**bitsandbytes should work, with {len(warnings)} warning{'s' if len(warnings) > 1 else ''}:** "
+            f"{plain(warnings[0].title)} ({warnings[0].rule_id})"
+        )
     return "**No problems found:** bitsandbytes should work on this machine."
 
 
@@ -103,15 +105,17 @@ def _facts(report: Report) -> list[str]:
         if value in (None, {}, []):
             continue
         rows = _flatten(value)
-        lines += [f"<details><summary>Facts: {section} ({len(rows)})</summary>", "",
-                  "| fact | value |", "|---|---|"]
+        lines += [f"<details><summary>Facts: {section} ({len(rows)})</summary>", "", "| fact | value |", "|---|---|"]
         lines += [f"| {code(key)} | {code(val)} |" for key, val in rows]
         lines += ["", "</details>", ""]
     probes = data.get("probes") or []
     if probes:
         lines += ["<details><summary>Probes</summary>", "", "| probe | ok | seconds | error |", "|---|---|---|---|"]
-        lines += [f"| {code(p['name'])} | {'yes' if p['ok'] else 'no'} | {p['duration_s']:.3f} | "
-                  f"{code(p['error']) if p['error'] else ''} |" for p in probes]
+        lines += [
+            f"| {code(p['name'])} | {'yes' if p['ok'] else 'no'} | {p['duration_s']:.3f} | "
+            f"{code(p['error']) if p['error'] else ''} |"
+            for p in probes
+        ]
         lines += ["", "</details>", ""]
     return lines
 
@@ -124,28 +128,42 @@ def render_markdown(report: Report) -> str:
     context = []
     if facts.platform:
         p = facts.platform
-        context.append(f"{plain(p.distro_name or p.os)} {p.arch}"
-                       + (f", glibc {p.libc_version}" if p.libc_version else ""))
+        context.append(
+            f"{plain(p.distro_name or p.os)} {p.arch}" + (f", glibc {p.libc_version}" if p.libc_version else "")
+        )
     if facts.gpu and facts.gpu.visible:
-        context.append(", ".join(sorted({plain(d.name) for d in facts.gpu.visible})) +
-                       (f", driver {facts.gpu.driver_version} (CUDA {facts.gpu.driver_cuda_version})"
-                        if facts.gpu.driver_version else ""))
+        context.append(
+            ", ".join(sorted({plain(d.name) for d in facts.gpu.visible}))
+            + (
+                f", driver {facts.gpu.driver_version} (CUDA {facts.gpu.driver_cuda_version})"
+                if facts.gpu.driver_version
+                else ""
+            )
+        )
     if facts.python:
         from bnbdoctor.render.text import package_text
 
         t, b = facts.python.torch, facts.python.bitsandbytes
-        context.append(f"Python {facts.python.version or '?'}, "
-                       f"{plain(package_text('torch', t.installed, t.version, t.error))}, "
-                       f"{plain(package_text('bitsandbytes', b.installed, b.version, b.error))}")
+        context.append(
+            f"Python {facts.python.version or '?'}, "
+            f"{plain(package_text('torch', t.installed, t.version, t.error))}, "
+            f"{plain(package_text('bitsandbytes', b.installed, b.version, b.error))}"
+        )
     if context:
         lines += [" · ".join(context), ""]
-    lines += [f"{summary.line()} "
-              f"(bnbdoctor {report.tool_version}, report schema {report.schema_version}"
-              + (", redacted" if report.redaction is not None else ", NOT redacted") + ")", ""]
+    lines += [
+        f"{summary.line()} "
+        f"(bnbdoctor {report.tool_version}, report schema {report.schema_version}"
+        + (", redacted" if report.redaction is not None else ", NOT redacted")
+        + ")",
+        "",
+    ]
     if report.findings:
         lines += ["| Severity | Rule | Finding |", "|---|---|---|"]
-        lines += [f"| {_ICON[f.severity]} | [{f.rule_id}]({DOCS_URL}/{f.rule_id}.md) | {plain(f.title)} |"
-                  for f in report.findings]
+        lines += [
+            f"| {_ICON[f.severity]} | [{f.rule_id}]({DOCS_URL}/{f.rule_id}.md) | {plain(f.title)} |"
+            for f in report.findings
+        ]
         lines.append("")
         for finding in report.findings:
             lines += _finding(finding)
@@ -160,11 +178,24 @@ def render_markdown(report: Report) -> str:
     lines += _facts(report)
     payload = json.dumps(to_jsonable(report), indent=1, ensure_ascii=False)
     if len(payload) <= MAX_INLINE_JSON:
-        lines += ["<details><summary>Full report (JSON, replay with <code>bnbdoctor --from</code>)</summary>", "",
-                  "```json", payload, "```", "", "</details>", ""]
+        lines += [
+            "<details><summary>Full report (JSON, replay with <code>bnbdoctor --from</code>)</summary>",
+            "",
+            "```json",
+            payload,
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
     else:
-        lines += [(f"_The full report ({len(payload) // 1024} KiB) is too large to paste here: attach the file from "
-                   "`bnbdoctor --json -o bnbdoctor-report.json` to the issue._"), ""]
+        lines += [
+            (
+                f"_The full report ({len(payload) // 1024} KiB) is too large to paste here: attach the file from "
+                "`bnbdoctor --json -o bnbdoctor-report.json` to the issue._"
+            ),
+            "",
+        ]
     return "\n".join(lines)
 
 

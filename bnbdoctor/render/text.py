@@ -20,7 +20,7 @@ _STYLE = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold y
 
 
 def package_text(name: str, installed: bool, version: str | None, error: str | None = None) -> str:
-    """"torch 2.5.1", "torch not installed", or "torch (not shown in the log)" for partial facts."""
+    """ "torch 2.5.1", "torch not installed", or "torch (not shown in the log)" for partial facts."""
     if not installed:
         return f"{name} ({error})" if error else f"{name} not installed"
     return f"{name} {version}" if version else f"{name} (version unknown)"
@@ -114,8 +114,14 @@ def _finding(finding: Finding) -> Group:
 def render_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
     """The report as text; ``width`` None means the terminal's width (100 when not a terminal)."""
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width or (None if color else 100),
-                      highlight=False, emoji=False)
+    console = Console(
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        width=width or (None if color else 100),
+        highlight=False,
+        emoji=False,
+    )
     console.print(Text(f"bnbdoctor {report.tool_version}", style="bold"))
     header = _grid()
     for label, value in machine_lines(report):

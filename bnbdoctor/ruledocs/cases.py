@@ -91,10 +91,23 @@ def load_case(path: Path) -> RuleCase:
         raise CaseError(f"{path}: 'base' names exactly one of fixture, log, facts")
     raw = data["expect"]
     severity = raw.get("severity")
-    expect = Expect(fires=bool(raw.get("fires", True)), severity=Severity(severity) if severity else None,
-                    covers=raw.get("covers"), title=raw.get("title"), hits=raw.get("hits"))
-    return RuleCase(rule_id=path.parent.name, name=path.stem, path=path, description=str(data.get("description", "")),
-                    base=base, edits=dict(data.get("set") or {}), expect=expect, example=bool(data.get("example")))
+    expect = Expect(
+        fires=bool(raw.get("fires", True)),
+        severity=Severity(severity) if severity else None,
+        covers=raw.get("covers"),
+        title=raw.get("title"),
+        hits=raw.get("hits"),
+    )
+    return RuleCase(
+        rule_id=path.parent.name,
+        name=path.stem,
+        path=path,
+        description=str(data.get("description", "")),
+        base=base,
+        edits=dict(data.get("set") or {}),
+        expect=expect,
+        example=bool(data.get("example")),
+    )
 
 
 def all_cases(root: Path = CASES) -> list[RuleCase]:

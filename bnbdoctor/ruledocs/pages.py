@@ -27,9 +27,9 @@ from pathlib import Path
 
 from bnbdoctor.catalog import catalog, catalog_entry
 from bnbdoctor.render import OutputFormat, ReportKind, render
+from bnbdoctor.ruledocs.cases import ROOT, RuleCase, case_facts, cases_of
 from bnbdoctor.rules import all_rules
 from bnbdoctor.rules.base import Rule
-from bnbdoctor.ruledocs.cases import ROOT, RuleCase, case_facts, cases_of
 
 DOCS = ROOT / "docs" / "rules"
 INDEX_TEMPLATE = Path(__file__).with_name("index_template.md")
@@ -190,12 +190,25 @@ def references(rule: Rule, prose: Prose) -> list[str]:
 
 def render_page(rule: Rule) -> str:
     prose = prose_of(rule)
-    parts = [f"# {rule.id} — {rule.name}", "", header_line(rule, prose), "",
-             "## What it detects", "", prose.get("What it detects"), "",
-             "## Why it matters", "", prose.get("Why it matters"), "", "## Example", ""]
+    parts = [
+        f"# {rule.id} — {rule.name}",
+        "",
+        header_line(rule, prose),
+        "",
+        "## What it detects",
+        "",
+        prose.get("What it detects"),
+        "",
+        "## Why it matters",
+        "",
+        prose.get("Why it matters"),
+        "",
+        "## Example",
+        "",
+    ]
     case = example_case(rule)
     if case is None:
-        parts += ["_No example case yet: add one to `tests/rule_cases/" + rule.id + "/` with `\"example\": true`._", ""]
+        parts += ["_No example case yet: add one to `tests/rule_cases/" + rule.id + '/` with `"example": true`._', ""]
     else:
         intro, output = example_output(case)
         parts += [intro, "", "```text", output.rstrip("\n"), "```", ""]
@@ -210,7 +223,9 @@ def _table(rules: list[Rule]) -> list[str]:
     rows = ["| id | name | severity | summary | covers |", "|---|---|---|---|---|"]
     for rule in rules:
         covers = ", ".join(f"`{c}`" for c in rule.covers) or "—"
-        rows.append(f"| [{rule.id}]({rule.id}.md) | `{rule.name}` | {rule.severity.value} | {rule.summary} | {covers} |")
+        rows.append(
+            f"| [{rule.id}]({rule.id}.md) | `{rule.name}` | {rule.severity.value} | {rule.summary} | {covers} |"
+        )
     return rows
 
 
@@ -219,24 +234,34 @@ def render_index(rules: list[Rule]) -> str:
     machine = [r for r in rules if r.machine_checkable]
     fit = [r for r in rules if "fit" in r.needs]
     logs = [r for r in rules if r.reads_log]
-    return (template.replace("{machine_rules}", "\n".join(_table(machine)))
-            .replace("{fit_rules}", "\n".join(_table(fit)))
-            .replace("{log_rules}", "\n".join(_table(logs))))
+    return (
+        template.replace("{machine_rules}", "\n".join(_table(machine)))
+        .replace("{fit_rules}", "\n".join(_table(fit)))
+        .replace("{log_rules}", "\n".join(_table(logs)))
+    )
 
 
 def render_catalog(rules: list[Rule]) -> str:
     """docs/catalog.md: every catalog entry under a heading whose anchor is its id, with the rules
     that diagnose it (the links in reports point here)."""
-    lines = ["# The failure catalog", "",
-             "Real bitsandbytes failures, each with a stable id (public API: every finding names the entries it "
-             "diagnoses in `covers`). Generated from `bnbdoctor/data/failure_catalog.json` by "
-             "`python -m bnbdoctor.ruledocs`.", ""]
+    lines = [
+        "# The failure catalog",
+        "",
+        "Real bitsandbytes failures, each with a stable id (public API: every finding names the entries it "
+        "diagnoses in `covers`). Generated from `bnbdoctor/data/failure_catalog.json` by "
+        "`python -m bnbdoctor.ruledocs`.",
+        "",
+    ]
     for entry in catalog():
         entry_id = entry["id"]
         rule_links = ", ".join(f"[{r.id}](rules/{r.id}.md)" for r in rules if entry_id in r.covers) or "none yet"
         lines += [f"## {entry_id}", "", f"**{entry.get('title', '')}**", ""]
-        for label, key in (("Root cause", "root_cause"), ("What to do", "remediation"), ("Platforms", "platform"),
-                           ("Versions", "versions")):
+        for label, key in (
+            ("Root cause", "root_cause"),
+            ("What to do", "remediation"),
+            ("Platforms", "platform"),
+            ("Versions", "versions"),
+        ):
             if entry.get(key):
                 lines += [f"- {label}: {entry[key]}"]
         lines += [f"- Diagnosed by: {rule_links}"]
@@ -258,8 +283,7 @@ def expected_pages() -> dict[Path, str]:
 def stale_pages() -> list[Path]:
     """Pages whose file differs from what would be generated, and pages of rules that do not exist."""
     expected = expected_pages()
-    stale = [path for path, text in expected.items()
-             if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    stale = [path for path, text in expected.items() if not path.is_file() or path.read_text(encoding="utf-8") != text]
     stale += [path for path in DOCS.glob("BNB*.md") if path not in expected]
     return sorted(stale)
 

@@ -100,8 +100,9 @@ def rule(
             raise ValueError(f"{id}: only a rule that reads a log can stand in for machine rules")
         if log_gate is not None and "log" in needs:
             raise ValueError(f"{id}: a log gate is for machine rules read from a log's facts")
-        _REGISTRY[id] = Rule(id, name, severity, summary, check, needs, covers, references, confirm,
-                             stands_in_for, log_gate)
+        _REGISTRY[id] = Rule(
+            id, name, severity, summary, check, needs, covers, references, confirm, stands_in_for, log_gate
+        )
         return check
 
     return register

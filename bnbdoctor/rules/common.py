@@ -54,9 +54,11 @@ def wheel_upgrade_blocked(facts: Facts) -> str | None:
     glibc = major_minor(platform.libc_version)
     wheel = CURRENT_MANYLINUX
     if glibc is not None and glibc < wheel.glibc:
-        return (f"bitsandbytes {minor(wheel.first)}+ ships {wheel.tag} wheels, which pip will not install on glibc "
-                f"{platform.libc_version} ({platform.distro_name or 'this OS'}): build bitsandbytes from source here, "
-                f"or run in a container/OS with glibc {wheel.glibc_text} or newer")
+        return (
+            f"bitsandbytes {minor(wheel.first)}+ ships {wheel.tag} wheels, which pip will not install on glibc "
+            f"{platform.libc_version} ({platform.distro_name or 'this OS'}): build bitsandbytes from source here, "
+            f"or run in a container/OS with glibc {wheel.glibc_text} or newer"
+        )
     return None
 
 

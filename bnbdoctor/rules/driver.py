@@ -25,9 +25,12 @@ _DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
-    The rule reads the `gpu` and `platform` facts and is skipped when either probe failed. It is also skipped on macOS (no NVIDIA driver exists there) and when torch is a ROCm (`torch.version.hip`) or XPU build, because then no NVIDIA GPU is expected.
+    The rule reads the `gpu` and `platform` facts and is skipped when either probe failed. It is also skipped on macOS
+    (no NVIDIA driver exists there) and when torch is a ROCm (`torch.version.hip`) or XPU build, because then no NVIDIA
+    GPU is expected.
 
-    It passes when NVML (the driver's management library) loaded and at least one GPU is visible, i.e. not hidden by `CUDA_VISIBLE_DEVICES`. Otherwise it reports one finding, worded for the case it sees:
+    It passes when NVML (the driver's management library) loaded and at least one GPU is visible, i.e. not hidden by
+    `CUDA_VISIBLE_DEVICES`. Otherwise it reports one finding, worded for the case it sees:
 
     - NVML lists GPUs but `CUDA_VISIBLE_DEVICES` matches none of them;
     - NVML answers but lists no GPU (typical of a container started without GPU access);
@@ -35,20 +38,27 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
     - NVML did not answer in time (`timeout`);
     - NVML could not be loaded at all, i.e. no driver. Under WSL2 the advice points at the Windows driver instead.
 
-    The finding is an **error** when `torch.version.cuda` is set (a GPU is expected) and **info** otherwise: a machine without an NVIDIA GPU that runs bitsandbytes on its CPU backend is a valid setup.
+    The finding is an **error** when `torch.version.cuda` is set (a GPU is expected) and **info** otherwise: a machine
+    without an NVIDIA GPU that runs bitsandbytes on its CPU backend is a valid setup.
 
     ## Why it matters
 
-    bitsandbytes picks its native library from what torch reports. If `torch.cuda.is_available()` is False, every release loads the CPU library, and anything that needs CUDA (8-bit optimizers, LLM.int8(), 4-bit quantization on a GPU) fails later. Depending on the release, users see:
+    bitsandbytes picks its native library from what torch reports. If `torch.cuda.is_available()` is False, every
+    release loads the CPU library, and anything that needs CUDA (8-bit optimizers, LLM.int8(), 4-bit quantization on a
+    GPU) fails later. Depending on the release, users see:
 
-    - 0.37–0.41 (legacy loader): `WARNING: No GPU detected! Check your CUDA paths. Proceeding to load CPU-only library...`
-    - up to 0.45.x: `The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit multiplication, and GPU quantization are unavailable.` (the package is fine; only the CPU library was chosen)
+    - 0.37–0.41 (legacy loader): `WARNING: No GPU detected! Check your CUDA paths. Proceeding to load CPU-only
+      library...`
+    - up to 0.45.x: `The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit
+      multiplication, and GPU quantization are unavailable.` (the package is fine; only the CPU library was chosen)
     - 0.46+: `Method '{name}' not available in CPU-only version of bitsandbytes.` at the first missing native call.
-    - A CUDA library forced onto a machine without a usable driver: `Error CUDA driver version is insufficient for CUDA runtime version at line 167 in file ...ops.cu`.
+    - A CUDA library forced onto a machine without a usable driver: `Error CUDA driver version is insufficient for CUDA
+      runtime version at line 167 in file ...ops.cu`.
 
     ## Example notes
 
-    On a machine where torch is a CUDA build, the same case is an error titled `No NVIDIA driver found`, and the fix line asks for the driver to be installed.
+    On a machine where torch is a CUDA build, the same case is an error titled `No NVIDIA driver found`, and the fix
+    line asks for the driver to be installed.
 
     ## How to fix
 
@@ -61,11 +71,14 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
     python -c "import torch; print(torch.version.cuda, torch.cuda.is_available())"
     ```
 
-    - GPUs hidden: `unset CUDA_VISIBLE_DEVICES`, or set it to indices or UUIDs printed by `nvidia-smi -L`. CUDA stops reading the list at the first entry it cannot match.
-    - No driver: install the NVIDIA driver for the GPU; `nvidia-smi` must list it afterwards. After a driver update, reboot so the kernel module and the user-space library match.
+    - GPUs hidden: `unset CUDA_VISIBLE_DEVICES`, or set it to indices or UUIDs printed by `nvidia-smi -L`. CUDA stops
+      reading the list at the first entry it cannot match.
+    - No driver: install the NVIDIA driver for the GPU; `nvidia-smi` must list it afterwards. After a driver update,
+      reboot so the kernel module and the user-space library match.
     - Containers: start them with the NVIDIA Container Toolkit, e.g. `docker run --gpus all ...`.
     - WSL2: install the driver on Windows, never a Linux driver inside WSL (see [BNB107](BNB107.md)).
-    - No NVIDIA GPU at all: there is nothing to repair. Use a CPU build of torch and do not enable 8-bit optimizers or GPU quantization.
+    - No NVIDIA GPU at all: there is nothing to repair. Use a CPU build of torch and do not enable 8-bit optimizers or
+      GPU quantization.
 
     ## Severity note
 
@@ -74,7 +87,8 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
     ## Further reading
 
     - https://www.nvidia.com/Download/index.aspx
-    - https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html (`CUDA_VISIBLE_DEVICES`)
+    - https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html
+      (`CUDA_VISIBLE_DEVICES`)
     - https://github.com/NVIDIA/nvidia-container-toolkit
     """
     gpu, platform = facts.gpu, facts.platform
@@ -116,32 +130,57 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
         )
     if gpu.nvml_available:
         title, why = "The NVIDIA driver reports no GPUs", "NVML answered but lists no GPU."
-        fix = Remediation("Check that the GPU is attached (containers need `--gpus all` and the NVIDIA "
-                          "container toolkit).", ["nvidia-smi"])
+        fix = Remediation(
+            "Check that the GPU is attached (containers need `--gpus all` and the NVIDIA container toolkit).",
+            ["nvidia-smi"],
+        )
     elif gpu.nvml_error_kind == "driver_not_loaded":
         title, why = "The NVIDIA driver is installed but not loaded", f"NVML: {gpu.nvml_error}."
-        fix = Remediation("Load the kernel module (reboot after a driver update) or, in a container, start it "
-                          "with the NVIDIA runtime (`docker run --gpus all ...`).", ["nvidia-smi"])
+        fix = Remediation(
+            "Load the kernel module (reboot after a driver update) or, in a container, start it "
+            "with the NVIDIA runtime (`docker run --gpus all ...`).",
+            ["nvidia-smi"],
+        )
     elif gpu.nvml_error_kind == "timeout":
         title, why = "The NVIDIA driver did not answer", f"NVML: {gpu.nvml_error}."
-        fix = Remediation("A hung driver needs attention before bitsandbytes can work: check `nvidia-smi` "
-                          "and the kernel log.", ["nvidia-smi", "dmesg | grep -i nvrm"])
+        fix = Remediation(
+            "A hung driver needs attention before bitsandbytes can work: check `nvidia-smi` and the kernel log.",
+            ["nvidia-smi", "dmesg | grep -i nvrm"],
+        )
     else:
-        title = "No NVIDIA driver found" if expected else "No NVIDIA GPU on this machine: bitsandbytes will use its CPU backend"
+        title = (
+            "No NVIDIA driver found"
+            if expected
+            else "No NVIDIA GPU on this machine: bitsandbytes will use its CPU backend"
+        )
         why = f"NVML could not be loaded ({gpu.nvml_error or 'no driver library'})."
         if platform.wsl == 2:
-            fix = Remediation("Under WSL2 the driver comes from Windows: install the current NVIDIA Windows "
-                              "driver and make sure /usr/lib/wsl/lib is on the loader path. Do not install a "
-                              "Linux driver inside WSL.", ["ls /usr/lib/wsl/lib", "nvidia-smi"])
+            fix = Remediation(
+                "Under WSL2 the driver comes from Windows: install the current NVIDIA Windows "
+                "driver and make sure /usr/lib/wsl/lib is on the loader path. Do not install a "
+                "Linux driver inside WSL.",
+                ["ls /usr/lib/wsl/lib", "nvidia-smi"],
+            )
         elif expected:
-            fix = Remediation("Install the NVIDIA driver for your GPU (then `nvidia-smi` must list it), or, "
-                              "on a machine without an NVIDIA GPU, install a CPU build of torch.",
-                              ["nvidia-smi"])
+            fix = Remediation(
+                "Install the NVIDIA driver for your GPU (then `nvidia-smi` must list it), or, "
+                "on a machine without an NVIDIA GPU, install a CPU build of torch.",
+                ["nvidia-smi"],
+            )
         else:
-            fix = Remediation("Nothing to fix if this machine has no NVIDIA GPU. On a GPU machine, install the "
-                              "NVIDIA driver and a CUDA build of torch.", ["nvidia-smi"])
-    return Hit(title=title, explanation=f"{why} {consequence}", evidence=evidence, remediation=fix,
-               severity=severity, references=[_DRIVER_DOWNLOAD])
+            fix = Remediation(
+                "Nothing to fix if this machine has no NVIDIA GPU. On a GPU machine, install the "
+                "NVIDIA driver and a CUDA build of torch.",
+                ["nvidia-smi"],
+            )
+    return Hit(
+        title=title,
+        explanation=f"{why} {consequence}",
+        evidence=evidence,
+        remediation=fix,
+        severity=severity,
+        references=[_DRIVER_DOWNLOAD],
+    )
 
 
 @rule(
@@ -156,20 +195,34 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
 def driver_too_old(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
-    The rule needs the `gpu` and `python` facts. It is skipped when torch is not a CUDA build, or when the highest CUDA version the driver supports (NVML's value, shown as "CUDA Version" by `nvidia-smi`) or `torch.version.cuda` cannot be read.
+    The rule needs the `gpu` and `python` facts. It is skipped when torch is not a CUDA build, or when the highest CUDA
+    version the driver supports (NVML's value, shown as "CUDA Version" by `nvidia-smi`) or `torch.version.cuda` cannot
+    be read.
 
     It compares the two as major.minor versions. It passes when the driver's version is at least torch's. Otherwise:
 
     - driver major < torch major (e.g. driver 11.4, torch cu121): an **error**;
-    - same major, older minor (e.g. driver 12.2, torch cu124): a **warning**, because CUDA's minor version compatibility lets the runtime start, with limits.
+    - same major, older minor (e.g. driver 12.2, torch cu124): a **warning**, because CUDA's minor version compatibility
+      lets the runtime start, with limits.
 
-    When it can, the finding suggests the same torch version from the newest PyTorch CUDA wheel index the driver can run.
+    When it can, the finding suggests the same torch version from the newest PyTorch CUDA wheel index the driver can
+    run.
 
     ## Why it matters
 
-    - **Major version behind.** The CUDA runtime in torch cannot start on the driver. torch prints `The NVIDIA driver on your system is too old (found version 11000)` (11000 means CUDA 11.0) and `torch.cuda.is_available()` is False. bitsandbytes then has no GPU: it loads its CPU library or, on the legacy loader, stops with `CUDA Setup failed despite GPU being available`.
-    - **Minor version behind.** NVIDIA supports running an application built with a newer toolkit from the same major family on an older driver (CUDA 12.x needs driver >= 525, 11.x needs >= 450), but with a limited feature set. PTX produced by the newer toolkit cannot be JIT-compiled by the older driver and fails with `the provided PTX was compiled with an unsupported toolchain`.
-    - **A driver whose parts disagree** (user-space library newer or older than the loaded kernel module, typically after a driver upgrade without a reboot, or a `cuda-compat` library on the path) gives CUDA error 803: `CUDA exception! Error code: system has unsupported display driver / cuda driver combination`, then `RuntimeError: Unexpected error from cudaGetDeviceCount() ... Error 803`. The legacy loader then falls back to the CPU library. This rule catches it only when the version that NVML reports is also older than torch's CUDA.
+    - **Major version behind.** The CUDA runtime in torch cannot start on the driver. torch prints `The NVIDIA driver on
+      your system is too old (found version 11000)` (11000 means CUDA 11.0) and `torch.cuda.is_available()` is False.
+      bitsandbytes then has no GPU: it loads its CPU library or, on the legacy loader, stops with `CUDA Setup failed
+      despite GPU being available`.
+    - **Minor version behind.** NVIDIA supports running an application built with a newer toolkit from the same major
+      family on an older driver (CUDA 12.x needs driver >= 525, 11.x needs >= 450), but with a limited feature set. PTX
+      produced by the newer toolkit cannot be JIT-compiled by the older driver and fails with `the provided PTX was
+      compiled with an unsupported toolchain`.
+    - **A driver whose parts disagree** (user-space library newer or older than the loaded kernel module, typically
+      after a driver upgrade without a reboot, or a `cuda-compat` library on the path) gives CUDA error 803: `CUDA
+      exception! Error code: system has unsupported display driver / cuda driver combination`, then `RuntimeError:
+      Unexpected error from cudaGetDeviceCount() ... Error 803`. The legacy loader then falls back to the CPU library.
+      This rule catches it only when the version that NVML reports is also older than torch's CUDA.
 
     ## How to fix
 
@@ -180,13 +233,16 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
     python -c "import torch; print(torch.__version__, torch.version.cuda)"
     ```
 
-    Either update the NVIDIA driver to one that supports torch's CUDA version, or install torch built for a CUDA version the driver supports, then a bitsandbytes release that has a library for it:
+    Either update the NVIDIA driver to one that supports torch's CUDA version, or install torch built for a CUDA version
+    the driver supports, then a bitsandbytes release that has a library for it:
 
     ```bash
     pip install --force-reinstall "torch==2.5.1" --index-url https://download.pytorch.org/whl/cu118
     ```
 
-    Pick the torch version and index from PyTorch's "previous versions" page, because not every torch release exists for every CUDA index. For error 803: reboot after a driver upgrade, remove `cuda-compat` directories from `LD_LIBRARY_PATH`, and in containers use the host's driver (do not install one in the image).
+    Pick the torch version and index from PyTorch's "previous versions" page, because not every torch release exists for
+    every CUDA index. For error 803: reboot after a driver upgrade, remove `cuda-compat` directories from
+    `LD_LIBRARY_PATH`, and in containers use the host's driver (do not install one in the image).
 
     ## Severity note
 
@@ -207,7 +263,9 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
     if driver >= runtime:
         return None
     evidence = [
-        ev("driver", f"{gpu.driver_version} (supports CUDA up to {gpu.driver_cuda_version})", "gpu.driver_cuda_version"),
+        ev(
+            "driver", f"{gpu.driver_version} (supports CUDA up to {gpu.driver_cuda_version})", "gpu.driver_cuda_version"
+        ),
         ev("torch", f"{torch.version} built with CUDA {torch.cuda}", "python.torch.cuda"),
     ]
     index = torch_index_for(driver)
@@ -220,7 +278,7 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
         return Hit(
             title=f"Driver supports CUDA {gpu.driver_cuda_version}, torch needs CUDA {torch.cuda}",
             explanation="A CUDA runtime of a newer major version than the driver supports cannot start: "
-            "torch.cuda.is_available() is False (\"The NVIDIA driver on your system is too old\"), so "
+            'torch.cuda.is_available() is False ("The NVIDIA driver on your system is too old"), so '
             "bitsandbytes has no GPU and falls back to, or fails in, its CPU library.",
             evidence=evidence,
             remediation=Remediation(
@@ -239,11 +297,14 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
         "unsupported toolchain' or 'unsupported display driver / cuda driver combination'.",
         evidence=evidence,
         remediation=Remediation(
-            (f"Kepler GPUs cannot take a newer driver ({KEPLER_LAST_DRIVER_BRANCH} is their last branch): use a torch "
-             f"build for CUDA "
-             f"{gpu.driver_cuda_version} or older." if kepler else
-             f"Update the NVIDIA driver to one that supports CUDA {torch.cuda}, or use a torch build for CUDA "
-             f"{gpu.driver_cuda_version} or older."),
+            (
+                f"Kepler GPUs cannot take a newer driver ({KEPLER_LAST_DRIVER_BRANCH} is their last branch): use a torch "
+                f"build for CUDA "
+                f"{gpu.driver_cuda_version} or older."
+                if kepler
+                else f"Update the NVIDIA driver to one that supports CUDA {torch.cuda}, or use a torch build for CUDA "
+                f"{gpu.driver_cuda_version} or older."
+            ),
             commands,
         ),
         severity=Severity.WARNING,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import CheckResult, Finding, Hit, Skip
@@ -60,8 +60,9 @@ def run_rules(facts: Facts, rules: Iterable[Rule]) -> Diagnosis:
             diagnosis.skipped.append(CheckResult(rule.id, rule.name, rule.summary, str(skip) or "not applicable"))
             continue
         except Exception as exc:  # noqa: BLE001 - a rule bug must not hide other findings
-            diagnosis.skipped.append(CheckResult(rule.id, rule.name, rule.summary,
-                                                 f"rule failed: {type(exc).__name__}: {exc}"))
+            diagnosis.skipped.append(
+                CheckResult(rule.id, rule.name, rule.summary, f"rule failed: {type(exc).__name__}: {exc}")
+            )
             continue
         if isinstance(output, Skip):
             diagnosis.skipped.append(CheckResult(rule.id, rule.name, rule.summary, str(output) or "not applicable"))

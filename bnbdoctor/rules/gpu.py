@@ -87,28 +87,44 @@ def _installed_library(facts: Facts) -> WheelLibrary | None:
     f"Every visible GPU has compute capability {QUANTIZATION_MIN.text} or newer",
     needs=("gpu",),
     covers=("kepler_gpu_unsupported", "maxwell_gpu_dropped", "no_kernel_image_available"),
-    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/575",
-                "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1755"),
+    references=(
+        BNB_DOCS_INSTALL,
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/575",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1755",
+    ),
 )
 def below_minimum(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
 
-    The rule needs the `gpu` facts and is skipped when no NVIDIA GPU is visible. It reports one finding for each visible GPU whose compute capability is known and below 6.0, the Pascal minimum stated by current bitsandbytes documentation. The GPU is named as Kepler (3.x), Maxwell (5.x) or "pre-Pascal".
+    The rule needs the `gpu` facts and is skipped when no NVIDIA GPU is visible. It reports one finding for each visible
+    GPU whose compute capability is known and below 6.0, the Pascal minimum stated by current bitsandbytes
+    documentation. The GPU is named as Kepler (3.x), Maxwell (5.x) or "pre-Pascal".
 
-    The suggested fix comes from bnbdoctor's records of real PyPI wheels: it looks for the newest release, for this operating system and torch's CUDA major version, that ships a CUDA library whose SASS or PTX still runs on the GPU. If there is one, the finding suggests pinning it. If not, it says that no recorded release has kernels for the GPU.
+    The suggested fix comes from bnbdoctor's records of real PyPI wheels: it looks for the newest release, for this
+    operating system and torch's CUDA major version, that ships a CUDA library whose SASS or PTX still runs on the GPU.
+    If there is one, the finding suggests pinning it. If not, it says that no recorded release has kernels for the GPU.
 
-    The check looks only at the GPU. It does not look at the installed bitsandbytes version, so it also fires when the installed release still ships kernels for a Maxwell card (for example 0.47.0).
+    The check looks only at the GPU. It does not look at the installed bitsandbytes version, so it also fires when the
+    installed release still ships kernels for a Maxwell card (for example 0.47.0).
 
     ## Why it matters
 
-    A CUDA library contains machine code (SASS) for a list of architectures and, sometimes, PTX that the driver can compile for newer ones. A GPU older than everything in the list cannot run any kernel. The first call fails with `Error no kernel image is available for execution on the device at line 479 in file ...ops.cu`.
+    A CUDA library contains machine code (SASS) for a list of architectures and, sometimes, PTX that the driver can
+    compile for newer ones. A GPU older than everything in the list cannot run any kernel. The first call fails with
+    `Error no kernel image is available for execution on the device at line 479 in file ...ops.cu`.
 
-    - Kepler (3.x): the docs say that `bitsandbytes >= 0.39.1 no longer includes Kepler binaries in pip installations`. Old logs show the loader giving up: `CUDA SETUP: Required library version not found: libbitsandbytes_cuda101_nocublaslt.so. Maybe you need to compile it from source?` followed by `CUDA SETUP: Defaulting to libbitsandbytes_cpu.so...`.
-    - Maxwell (5.0/5.2): supported but deprecated in the 0.45–0.47 docs. From 0.48.0 the docs say that Maxwell support *is not included in PyPI distributions* and must be built from source. The real wheels agree: the 0.47.0 CUDA 11.8–12.6 libraries still contain sm_50, the 0.48.2 ones start at sm_60.
+    - Kepler (3.x): the docs say that `bitsandbytes >= 0.39.1 no longer includes Kepler binaries in pip installations`.
+      Old logs show the loader giving up: `CUDA SETUP: Required library version not found:
+      libbitsandbytes_cuda101_nocublaslt.so. Maybe you need to compile it from source?` followed by `CUDA SETUP:
+      Defaulting to libbitsandbytes_cpu.so...`.
+    - Maxwell (5.0/5.2): supported but deprecated in the 0.45–0.47 docs. From 0.48.0 the docs say that Maxwell support
+      *is not included in PyPI distributions* and must be built from source. The real wheels agree: the 0.47.0 CUDA
+      11.8–12.6 libraries still contain sm_50, the 0.48.2 ones start at sm_60.
 
     ## Example notes
 
-    With a Maxwell card and torch cu124, the fix line instead reads `bitsandbytes 0.47.0 is the newest release whose prebuilt kernels still run on Maxwell (best effort, unmaintained)` and offers `pip install "bitsandbytes==0.47.0"`.
+    With a Maxwell card and torch cu124, the fix line instead reads `bitsandbytes 0.47.0 is the newest release whose
+    prebuilt kernels still run on Maxwell (best effort, unmaintained)` and offers `pip install "bitsandbytes==0.47.0"`.
 
     ## How to fix
 
@@ -147,46 +163,59 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
         cc = device.cc
         assert cc is not None
         family = pre_pascal_family(cc)
-        evidence = [ev("GPU", _group_label(group), f"gpu.devices[{device.index}]"),
-                    ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")]
+        evidence = [
+            ev("GPU", _group_label(group), f"gpu.devices[{device.index}]"),
+            ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability"),
+        ]
         if library is not None and kernel_runs_on(library, cc):
-            hits.append(Hit(
-                title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below {QUANTIZATION_MIN.text}: "
-                "supported by this release, not by newer ones",
-                explanation=f"The installed {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} still "
-                f"ships {family} kernels "
-                f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in {MAXWELL.removed_in} "
-                f"and current releases support {QUANTIZATION_MIN.architecture} ({QUANTIZATION_MIN.text}) and newer "
-                "only. Upgrading bitsandbytes will break this GPU.",
-                evidence=evidence + [ev("library", library.file, "python.bitsandbytes.native_libraries")],
-                remediation=Remediation(f"Keep bitsandbytes below {minor(MAXWELL.removed_in)} on this machine "
-                                        f"(pin it), or move to a {QUANTIZATION_MIN.architecture} or newer GPU.", []),
-                severity=Severity.WARNING,
-            ))
+            hits.append(
+                Hit(
+                    title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below {QUANTIZATION_MIN.text}: "
+                    "supported by this release, not by newer ones",
+                    explanation=f"The installed {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} still "
+                    f"ships {family} kernels "
+                    f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in {MAXWELL.removed_in} "
+                    f"and current releases support {QUANTIZATION_MIN.architecture} ({QUANTIZATION_MIN.text}) and newer "
+                    "only. Upgrading bitsandbytes will break this GPU.",
+                    evidence=evidence + [ev("library", library.file, "python.bitsandbytes.native_libraries")],
+                    remediation=Remediation(
+                        f"Keep bitsandbytes below {minor(MAXWELL.removed_in)} on this machine "
+                        f"(pin it), or move to a {QUANTIZATION_MIN.architecture} or newer GPU.",
+                        [],
+                    ),
+                    severity=Severity.WARNING,
+                )
+            )
             continue
         older = newest_release_with_kernels(cc, os_name, torch.cuda if torch else None)
         if older and (bnb is None or older != bnb.version):
-            fix = (f"bitsandbytes {older} is the newest release whose prebuilt kernels still run on "
-                   f"{family} (best effort, unmaintained); otherwise use a {QUANTIZATION_MIN.architecture} "
-                   f"({QUANTIZATION_MIN.text}) or newer GPU.")
+            fix = (
+                f"bitsandbytes {older} is the newest release whose prebuilt kernels still run on "
+                f"{family} (best effort, unmaintained); otherwise use a {QUANTIZATION_MIN.architecture} "
+                f"({QUANTIZATION_MIN.text}) or newer GPU."
+            )
             commands = [f'pip install "bitsandbytes=={older}"']
         else:
-            fix = (f"No bitsandbytes release of the last years ships {family} kernels (Kepler binaries left PyPI "
-                   f"in {KEPLER.removed_in}, before 4-bit support). Use a GPU with compute capability "
-                   f"{QUANTIZATION_MIN.text} or newer, build "
-                   "bitsandbytes from source for this architecture at your own risk, or use a quantization "
-                   "method that does not need bitsandbytes.")
+            fix = (
+                f"No bitsandbytes release of the last years ships {family} kernels (Kepler binaries left PyPI "
+                f"in {KEPLER.removed_in}, before 4-bit support). Use a GPU with compute capability "
+                f"{QUANTIZATION_MIN.text} or newer, build "
+                "bitsandbytes from source for this architecture at your own risk, or use a quantization "
+                "method that does not need bitsandbytes."
+            )
             commands = []
-        hits.append(Hit(
-            title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below bitsandbytes' minimum of "
-            f"{QUANTIZATION_MIN.text}",
-            explanation="bitsandbytes supports 8-bit optimizers and 4/8-bit quantization from "
-            f"{QUANTIZATION_MIN.architecture} ({QUANTIZATION_MIN.text}) on. "
-            f"{family} GPUs are not built for: loading a kernel fails with 'no kernel image is available for "
-            f"execution on the device' (Kepler left PyPI in {KEPLER.removed_in}, Maxwell in {MAXWELL.removed_in}).",
-            evidence=evidence,
-            remediation=Remediation(fix, commands),
-        ))
+        hits.append(
+            Hit(
+                title=f"{_group_label(group)} {'are' if len(group) > 1 else 'is'} below bitsandbytes' minimum of "
+                f"{QUANTIZATION_MIN.text}",
+                explanation="bitsandbytes supports 8-bit optimizers and 4/8-bit quantization from "
+                f"{QUANTIZATION_MIN.architecture} ({QUANTIZATION_MIN.text}) on. "
+                f"{family} GPUs are not built for: loading a kernel fails with 'no kernel image is available for "
+                f"execution on the device' (Kepler left PyPI in {KEPLER.removed_in}, Maxwell in {MAXWELL.removed_in}).",
+                evidence=evidence,
+                remediation=Remediation(fix, commands),
+            )
+        )
     return hits
 
 
@@ -197,28 +226,40 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
     f"Every visible GPU has int8 tensor cores for LLM.int8() (cc {INT8_MATMUL_MIN.text}+)",
     needs=("gpu",),
     covers=("slow_int8_matmul_warning_cc_lt_75", "int8_matmul_unsupported_cc_lt_75", "cuda_setup_nameerror_bnb_0_37"),
-    references=("https://huggingface.co/docs/bitsandbytes/main/en/reference/nn/linear8bit",
-                "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/529"),
+    references=(
+        "https://huggingface.co/docs/bitsandbytes/main/en/reference/nn/linear8bit",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/529",
+    ),
 )
 def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
 
-    The rule needs the `gpu` facts and is skipped when no NVIDIA GPU is visible. It reports one finding for each visible GPU that has compute capability 6.0 or newer (older GPUs are [BNB103](BNB103.md)'s) and either:
+    The rule needs the `gpu` facts and is skipped when no NVIDIA GPU is visible. It reports one finding for each visible
+    GPU that has compute capability 6.0 or newer (older GPUs are [BNB103](BNB103.md)'s) and either:
 
     - has compute capability below 7.5, so it has no int8 tensor cores (Pascal 6.x, Volta 7.0, Xavier 7.2); or
-    - has compute capability 7.5 but its name contains `GTX 1630`, `GTX 1650` or `GTX 1660`, and the installed bitsandbytes is older than 0.46. These Turing cards have no tensor cores, and bitsandbytes' `supports_igemmlt()` excludes them by name (the function is called up to 0.44.x).
+    - has compute capability 7.5 but its name contains `GTX 1630`, `GTX 1650` or `GTX 1660`, and the installed
+      bitsandbytes is older than 0.46. These Turing cards have no tensor cores, and bitsandbytes' `supports_igemmlt()`
+      excludes them by name (the function is called up to 0.44.x).
 
     Only LLM.int8() (`load_in_8bit=True`) is affected, so the finding is a warning.
 
     ## Why it matters
 
-    LLM.int8() multiplies the int8 part of each layer with cuBLASLt's int8 tensor-core kernels (`igemmlt`), which need Turing (7.5) or newer. On older GPUs:
+    LLM.int8() multiplies the int8 part of each layer with cuBLASLt's int8 tensor-core kernels (`igemmlt`), which need
+    Turing (7.5) or newer. On older GPUs:
 
-    - 0.37 to 0.44 load a `_nocublaslt` library and use a slower 8-bit matmul. From 0.45.0 the Python side no longer branches on compute capability, but the GPU still has no int8 tensor cores. The legacy loader says so: `WARNING: Compute capability < 7.5 detected! Only slow 8-bit matmul is supported for your GPU!`. This is a warning, not the failure. If something else breaks, the cause is elsewhere in the log.
-    - 0.36 and older have no slow path. They abort in the matmul with `ERROR: Your GPU does not support Int8 Matmul!` and an `igemmlt` assertion (`Assertion 'false' failed`).
-    - 0.36.0 and 0.37.0 can crash on import on these GPUs with `NameError: name 'cuda_setup' is not defined`. The bug is in the warning code for capability < 7.5.
+    - 0.37 to 0.44 load a `_nocublaslt` library and use a slower 8-bit matmul. From 0.45.0 the Python side no longer
+      branches on compute capability, but the GPU still has no int8 tensor cores. The legacy loader says so: `WARNING:
+      Compute capability < 7.5 detected! Only slow 8-bit matmul is supported for your GPU!`. This is a warning, not the
+      failure. If something else breaks, the cause is elsewhere in the log.
+    - 0.36 and older have no slow path. They abort in the matmul with `ERROR: Your GPU does not support Int8 Matmul!`
+      and an `igemmlt` assertion (`Assertion 'false' failed`).
+    - 0.36.0 and 0.37.0 can crash on import on these GPUs with `NameError: name 'cuda_setup' is not defined`. The bug is
+      in the warning code for capability < 7.5.
 
-    4-bit quantization (NF4/FP4) and the 8-bit optimizers do not use these kernels. They work from compute capability 6.0.
+    4-bit quantization (NF4/FP4) and the 8-bit optimizers do not use these kernels. They work from compute capability
+    6.0.
 
     ## How to fix
 
@@ -229,7 +270,8 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
       config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")
       ```
 
-    - If you need 8-bit, expect it to be slower. On bitsandbytes 0.37.0 or older, upgrade first, for the slow path and the `NameError` fix:
+    - If you need 8-bit, expect it to be slower. On bitsandbytes 0.37.0 or older, upgrade first, for the slow path and
+      the `NameError` fix:
 
       ```bash
       pip install -U bitsandbytes
@@ -256,47 +298,62 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
         no_tensor_cores = old_name_check and any(tag in device.name for tag in NO_TENSOR_CORE_NAMES)
         if cc >= INT8_MATMUL_MIN.cc and not no_tensor_cores:
             continue
-        why = (f"{device.name} has compute capability {device.cc_text} but no tensor cores, and this "
-               "bitsandbytes release excludes it from the int8 matmul by name" if no_tensor_cores else
-               f"compute capability {device.cc_text} has no int8 tensor cores ({INT8_MATMUL_MIN.architecture}, "
-               f"{INT8_MATMUL_MIN.text}, is the first)")
-        evidence = [ev("GPU", _group_label(group), f"gpu.devices[{device.index}].name"),
-                    ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability")]
+        why = (
+            f"{device.name} has compute capability {device.cc_text} but no tensor cores, and this "
+            "bitsandbytes release excludes it from the int8 matmul by name"
+            if no_tensor_cores
+            else f"compute capability {device.cc_text} has no int8 tensor cores ({INT8_MATMUL_MIN.architecture}, "
+            f"{INT8_MATMUL_MIN.text}, is the first)"
+        )
+        evidence = [
+            ev("GPU", _group_label(group), f"gpu.devices[{device.index}].name"),
+            ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability"),
+        ]
         fixed = INT8_NAMEERROR.after().pip_spec()
         if INT8_WITHOUT_FALLBACK.contains(release):
-            hits.append(Hit(
-                title=f"{_group_label(group)}: {versioned(facts, 'bitsandbytes', bnb.version)} cannot run LLM.int8() here",  # type: ignore[union-attr]
-                explanation=f"LLM.int8() needs int8 tensor cores; {why}. Releases before "
-                f"{minor(INT8_WITHOUT_FALLBACK.below_text)} have no fallback and "
-                "fail with 'ERROR: Your GPU does not support Int8 Matmul!'.",
-                evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
-                remediation=Remediation(f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)}+ has a "
-                                        "slower path for these GPUs), or use 4-bit quantization.",
-                                        [f'pip install -U "bitsandbytes{fixed}"']),
-                severity=Severity.ERROR,
-            ))
+            hits.append(
+                Hit(
+                    title=f"{_group_label(group)}: {versioned(facts, 'bitsandbytes', bnb.version)} cannot run LLM.int8() here",  # type: ignore[union-attr]
+                    explanation=f"LLM.int8() needs int8 tensor cores; {why}. Releases before "
+                    f"{minor(INT8_WITHOUT_FALLBACK.below_text)} have no fallback and "
+                    "fail with 'ERROR: Your GPU does not support Int8 Matmul!'.",
+                    evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
+                    remediation=Remediation(
+                        f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)}+ has a "
+                        "slower path for these GPUs), or use 4-bit quantization.",
+                        [f'pip install -U "bitsandbytes{fixed}"'],
+                    ),
+                    severity=Severity.ERROR,
+                )
+            )
             continue
         if INT8_NAMEERROR.contains(release):
-            hits.append(Hit(
-                title=f"{versioned(facts, 'bitsandbytes', bnb.version)} crashes at import on compute capability {device.cc_text}",  # type: ignore[union-attr]
-                explanation=f"{INT8_NAMEERROR.first_text} raises \"NameError: name 'cuda_setup' is not defined\" "
-                f"while setting up the slow int8 path for GPUs below {INT8_MATMUL_MIN.text}.",
-                evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
-                remediation=Remediation("Upgrade bitsandbytes.", [f'pip install -U "bitsandbytes{fixed}"']),
-                severity=Severity.ERROR,
-            ))
+            hits.append(
+                Hit(
+                    title=f"{versioned(facts, 'bitsandbytes', bnb.version)} crashes at import on compute capability {device.cc_text}",  # type: ignore[union-attr]
+                    explanation=f"{INT8_NAMEERROR.first_text} raises \"NameError: name 'cuda_setup' is not defined\" "
+                    f"while setting up the slow int8 path for GPUs below {INT8_MATMUL_MIN.text}.",
+                    evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
+                    remediation=Remediation("Upgrade bitsandbytes.", [f'pip install -U "bitsandbytes{fixed}"']),
+                    severity=Severity.ERROR,
+                )
+            )
             continue
-        hits.append(Hit(
-            title=f"{_group_label(group)}: LLM.int8() runs on the slow path",
-            explanation=f"LLM.int8() (load_in_8bit) uses cuBLASLt int8 tensor-core kernels; {why}. bitsandbytes "
-            f"falls back to a slower 8-bit matmul (releases before {minor(INT8_WITHOUT_FALLBACK.below_text)} failed "
-            "outright with 'Your GPU does not support Int8 Matmul!'). 4-bit (NF4/FP4) and 8-bit optimizers are "
-            "unaffected.",
-            evidence=evidence,
-            remediation=Remediation("Prefer 4-bit quantization (load_in_4bit=True, bnb_4bit_quant_type='nf4') on "
-                                    "this GPU, or accept slower 8-bit inference; use a "
-                                    f"{INT8_MATMUL_MIN.architecture} or newer GPU for fast LLM.int8()."),
-        ))
+        hits.append(
+            Hit(
+                title=f"{_group_label(group)}: LLM.int8() runs on the slow path",
+                explanation=f"LLM.int8() (load_in_8bit) uses cuBLASLt int8 tensor-core kernels; {why}. bitsandbytes "
+                f"falls back to a slower 8-bit matmul (releases before {minor(INT8_WITHOUT_FALLBACK.below_text)} failed "
+                "outright with 'Your GPU does not support Int8 Matmul!'). 4-bit (NF4/FP4) and 8-bit optimizers are "
+                "unaffected.",
+                evidence=evidence,
+                remediation=Remediation(
+                    "Prefer 4-bit quantization (load_in_4bit=True, bnb_4bit_quant_type='nf4') on "
+                    "this GPU, or accept slower 8-bit inference; use a "
+                    f"{INT8_MATMUL_MIN.architecture} or newer GPU for fast LLM.int8()."
+                ),
+            )
+        )
     return hits
 
 
@@ -312,31 +369,43 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
 def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
 
-    The rule needs the `gpu`, `python` and `platform` facts. It first predicts which native library the installed bitsandbytes will load. The prediction follows that release's own selection logic: `torch.version.cuda`, `BNB_CUDA_VERSION`, and the `libbitsandbytes_*` files actually present. It is skipped when:
+    The rule needs the `gpu`, `python` and `platform` facts. It first predicts which native library the installed
+    bitsandbytes will load. The prediction follows that release's own selection logic: `torch.version.cuda`,
+    `BNB_CUDA_VERSION`, and the `libbitsandbytes_*` files actually present. It is skipped when:
 
     - no CUDA library would be selected (CPU, ROCm or XPU torch, no usable GPU, unknown bitsandbytes version); or
-    - bnbdoctor has no architecture record for that file. The records come from the real PyPI wheels: the same minor release if recorded (0.45.0 uses 0.45.5's), else the newest recorded release before it.
+    - bnbdoctor has no architecture record for that file. The records come from the real PyPI wheels: the same minor
+      release if recorded (0.45.0 uses 0.45.5's), else the newest recorded release before it.
 
-    For each visible GPU with compute capability 6.0 or newer (older ones are [BNB103](BNB103.md)'s), it reports an error when the library holds neither of these:
+    For each visible GPU with compute capability 6.0 or newer (older ones are [BNB103](BNB103.md)'s), it reports an
+    error when the library holds neither of these:
 
-    - SASS for the same major architecture with a minor version not above the GPU's (sm_80 code runs on 8.6, not the other way round);
+    - SASS for the same major architecture with a minor version not above the GPU's (sm_80 code runs on 8.6, not the
+      other way round);
     - PTX for an architecture at or below the GPU's, which the driver can JIT-compile.
 
-    The finding lists the architectures in the library and, when there are some, other libraries in the same wheel that would run on the GPU.
+    The finding lists the architectures in the library and, when there are some, other libraries in the same wheel that
+    would run on the GPU.
 
     ## Why it matters
 
-    bitsandbytes chooses its library by CUDA version only, never by GPU. So a supported GPU can still get a library without code for it. Every kernel launch then fails with `Error no kernel image is available for execution on the device at line N in file .../ops.cu`, or `invalid device function`. Real cases from the wheels:
+    bitsandbytes chooses its library by CUDA version only, never by GPU. So a supported GPU can still get a library
+    without code for it. Every kernel launch then fails with `Error no kernel image is available for execution on the
+    device at line N in file .../ops.cu`, or `invalid device function`. Real cases from the wheels:
 
-    - 0.46.1 `cuda128`/`cuda129` start at sm_75, and 0.47.0–0.49.2 `cuda128`/`cuda129` start at sm_70. Pascal (6.x) with a cu128 torch has no kernels, while the `cuda118`–`cuda126` libraries of the same wheels include sm_60.
+    - 0.46.1 `cuda128`/`cuda129` start at sm_75, and 0.47.0–0.49.2 `cuda128`/`cuda129` start at sm_70. Pascal (6.x) with
+      a cu128 torch has no kernels, while the `cuda118`–`cuda126` libraries of the same wheels include sm_60.
     - 0.50.2 `cuda130`/`cuda132` start at sm_75, so Pascal and Volta need a CUDA 12 torch.
     - 0.41.1/0.42.0 contain no PTX at all, so GPUs newer than their newest SASS (sm_90) are not covered.
 
-    A source build for other targets gives the same symptom (`invalid device function`), as does a library built against a different CUDA runtime than the one loaded.
+    A source build for other targets gives the same symptom (`invalid device function`), as does a library built against
+    a different CUDA runtime than the one loaded.
 
     ## How to fix
 
-    Install a torch build whose CUDA version maps to a library with the GPU's architecture. The finding lists some candidates (at most four). For the V100 above, bitsandbytes 0.46.1's `cuda126` library contains sm_70, so a cu126 torch works:
+    Install a torch build whose CUDA version maps to a library with the GPU's architecture. The finding lists some
+    candidates (at most four). For the V100 above, bitsandbytes 0.46.1's `cuda126` library contains sm_70, so a cu126
+    torch works:
 
     ```bash
     pip install --force-reinstall "torch==2.7.1" --index-url https://download.pytorch.org/whl/cu126
@@ -345,8 +414,10 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
 
     Alternatives:
 
-    - From 0.44, `BNB_CUDA_VERSION=126` makes bitsandbytes load `libbitsandbytes_cuda126` regardless of torch. The matching `libcudart` must then be found by the loader.
-    - Build from source for the exact architecture, e.g. `cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=61 -S . && make && pip install .` (ROCm: `-DBNB_ROCM_ARCH=gfx1100`).
+    - From 0.44, `BNB_CUDA_VERSION=126` makes bitsandbytes load `libbitsandbytes_cuda126` regardless of torch. The
+      matching `libcudart` must then be found by the loader.
+    - Build from source for the exact architecture, e.g. `cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=61 -S . &&
+      make && pip install .` (ROCm: `-DBNB_ROCM_ARCH=gfx1100`).
 
     ## Further reading
 
@@ -369,32 +440,49 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
         if cc is None or cc < QUANTIZATION_MIN.cc or kernel_runs_on(library, cc):
             continue
         archs = ", ".join(f"sm_{a}" for a in library.sass) + (
-            f"; PTX {', '.join(f'compute_{a}' for a in library.ptx)}" if library.ptx else "")
+            f"; PTX {', '.join(f'compute_{a}' for a in library.ptx)}" if library.ptx else ""
+        )
         torch_major = (major_minor(torch_of(facts).cuda) or (0, 0))[0]  # type: ignore[union-attr]
-        alternatives = sorted((lib for lib in wheel.libraries.values()  # type: ignore[union-attr]
-                               if lib.backend == "cuda" and lib.cuda_toolkit and kernel_runs_on(lib, cc)),
-                              key=lambda lib: major_minor(lib.cuda_toolkit) or (0, 0), reverse=True)
-        same_major = [lib for lib in alternatives if (major_minor(lib.cuda_toolkit) or (0, 0))[0] == torch_major]
-        hits.append(Hit(
-            title=f"{selection.loaded_file} has no kernels for {gpu_label(device)}",
-            explanation=f"{versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} loads "
-            f"{selection.loaded_file} for torch's CUDA "
-            f"{torch_of(facts).cuda}, which contains code for {archs} only (recorded from the real "  # type: ignore[union-attr]
-            f"{wheel.version} wheel). Every kernel launch on sm_{cc[0]}{cc[1]} fails with 'no kernel image is "  # type: ignore[union-attr]
-            "available for execution on the device'.",
-            evidence=[ev("GPU", f"{device.name} (sm_{cc[0]}{cc[1]})", f"gpu.devices[{device.index}]"),
-                      ev("library", selection.loaded_file, "python.bitsandbytes.native_libraries"),
-                      ev("architectures in library", archs)],
-            remediation=Remediation(
-                (f"Point bitsandbytes at {same_major[0].file} (CUDA {same_major[0].cuda_toolkit}, same major as "
-                 "torch, so torch's CUDA runtime satisfies it), or install a torch build for that CUDA version."
-                 if same_major else
-                 "Install a torch build for a CUDA version whose bitsandbytes library has this architecture"
-                 + (f" (e.g. CUDA {alternatives[0].cuda_toolkit}: {alternatives[0].file})" if alternatives else "")
-                 + "."),
-                [f"export BNB_CUDA_VERSION={same_major[0].cuda_toolkit.replace('.', '')}"] if same_major else [],  # type: ignore[union-attr]
+        alternatives = sorted(
+            (
+                lib
+                for lib in wheel.libraries.values()  # type: ignore[union-attr]
+                if lib.backend == "cuda" and lib.cuda_toolkit and kernel_runs_on(lib, cc)
             ),
-        ))
+            key=lambda lib: major_minor(lib.cuda_toolkit) or (0, 0),
+            reverse=True,
+        )
+        same_major = [lib for lib in alternatives if (major_minor(lib.cuda_toolkit) or (0, 0))[0] == torch_major]
+        hits.append(
+            Hit(
+                title=f"{selection.loaded_file} has no kernels for {gpu_label(device)}",
+                explanation=f"{versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} loads "
+                f"{selection.loaded_file} for torch's CUDA "
+                f"{torch_of(facts).cuda}, which contains code for {archs} only (recorded from the real "  # type: ignore[union-attr]
+                f"{wheel.version} wheel). Every kernel launch on sm_{cc[0]}{cc[1]} fails with 'no kernel image is "  # type: ignore[union-attr]
+                "available for execution on the device'.",
+                evidence=[
+                    ev("GPU", f"{device.name} (sm_{cc[0]}{cc[1]})", f"gpu.devices[{device.index}]"),
+                    ev("library", selection.loaded_file, "python.bitsandbytes.native_libraries"),
+                    ev("architectures in library", archs),
+                ],
+                remediation=Remediation(
+                    (
+                        f"Point bitsandbytes at {same_major[0].file} (CUDA {same_major[0].cuda_toolkit}, same major as "
+                        "torch, so torch's CUDA runtime satisfies it), or install a torch build for that CUDA version."
+                        if same_major
+                        else "Install a torch build for a CUDA version whose bitsandbytes library has this architecture"
+                        + (
+                            f" (e.g. CUDA {alternatives[0].cuda_toolkit}: {alternatives[0].file})"
+                            if alternatives
+                            else ""
+                        )
+                        + "."
+                    ),
+                    [f"export BNB_CUDA_VERSION={same_major[0].cuda_toolkit.replace('.', '')}"] if same_major else [],  # type: ignore[union-attr]
+                ),
+            )
+        )
     return hits
 
 
@@ -410,30 +498,42 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
 def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
-    The rule needs the `gpu` facts. It is skipped when fewer than two visible GPUs have a known compute capability, and for bitsandbytes 0.45 and newer, whose library choice no longer depends on the GPUs (BNB104 and BNB105 judge each GPU there). It passes when all of them have the same capability, or when all fall in the same one of three tiers:
+    The rule needs the `gpu` facts. It is skipped when fewer than two visible GPUs have a known compute capability, and
+    for bitsandbytes 0.45 and newer, whose library choice no longer depends on the GPUs (BNB104 and BNB105 judge each
+    GPU there). It passes when all of them have the same capability, or when all fall in the same one of three tiers:
 
     - below 6.0: unsupported by current bitsandbytes;
     - 6.0 to 7.4: supported, but without int8 tensor cores;
     - 7.5 and newer: fast LLM.int8().
 
-    When the visible GPUs span more than one tier, it reports one warning. The warning names the GPU with the highest capability and the GPUs in lower tiers, and suggests a `CUDA_VISIBLE_DEVICES` that keeps only the GPUs in the top tier. Indices are NVML's, which is `nvidia-smi`'s PCI bus order.
+    When the visible GPUs span more than one tier, it reports one warning. The warning names the GPU with the highest
+    capability and the GPUs in lower tiers, and suggests a `CUDA_VISIBLE_DEVICES` that keeps only the GPUs in the top
+    tier. Indices are NVML's, which is `nvidia-smi`'s PCI bus order.
 
     ## Why it matters
 
-    bitsandbytes reduces all visible GPUs to one number, the **highest** compute capability. Up to 0.44.x that number picks the library for the whole process: the cuBLASLt build when it is 7.5 or more, the `_nocublaslt` build otherwise. Work that then runs on a GPU from another generation uses code chosen for a different one:
+    bitsandbytes reduces all visible GPUs to one number, the **highest** compute capability. Up to 0.44.x that number
+    picks the library for the whole process: the cuBLASLt build when it is 7.5 or more, the `_nocublaslt` build
+    otherwise. Work that then runs on a GPU from another generation uses code chosen for a different one:
 
-    - old loaders reporting the wrong card, e.g. `CUDA SETUP: Highest compute capability among GPUs detected: 6.1` on a box with an A6000, then `Error named symbol not found at line 528 in file .../ops.cu`;
-    - int8 matmul on the weaker card: `cuBLAS API failed with status 15` followed by `Exception: cublasLt ran into an error!` (status 15 is `CUBLAS_STATUS_NOT_SUPPORTED`).
+    - old loaders reporting the wrong card, e.g. `CUDA SETUP: Highest compute capability among GPUs detected: 6.1` on a
+      box with an A6000, then `Error named symbol not found at line 528 in file .../ops.cu`;
+    - int8 matmul on the weaker card: `cuBLAS API failed with status 15` followed by `Exception: cublasLt ran into an
+      error!` (status 15 is `CUBLAS_STATUS_NOT_SUPPORTED`).
 
-    From 0.45.0 the `_nocublaslt` variant is gone and the library depends only on torch's CUDA version. The risk that remains is placement. With `device_map="auto"`, accelerate spreads layers over every visible GPU, so the older card runs them slowly ([BNB104](BNB104.md)) or not at all ([BNB105](BNB105.md)).
+    From 0.45.0 the `_nocublaslt` variant is gone and the library depends only on torch's CUDA version. The risk that
+    remains is placement. With `device_map="auto"`, accelerate spreads layers over every visible GPU, so the older card
+    runs them slowly ([BNB104](BNB104.md)) or not at all ([BNB105](BNB105.md)).
 
     ## Example notes
 
-    The finding's explanation (one library chosen for the whole process) describes releases up to 0.44.x. With 0.50.2, as here, what remains is the placement and int8 speed difference described above.
+    The finding's explanation (one library chosen for the whole process) describes releases up to 0.44.x. With 0.50.2,
+    as here, what remains is the placement and int8 speed difference described above.
 
     ## How to fix
 
-    Hide the older GPUs from CUDA. The suggested indices are `nvidia-smi`'s. CUDA numbers the fastest GPU 0 by default, so set `CUDA_DEVICE_ORDER` to make CUDA use the same PCI bus order:
+    Hide the older GPUs from CUDA. The suggested indices are `nvidia-smi`'s. CUDA numbers the fastest GPU 0 by default,
+    so set `CUDA_DEVICE_ORDER` to make CUDA use the same PCI bus order:
 
     ```bash
     nvidia-smi -L
@@ -441,12 +541,15 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     export CUDA_VISIBLE_DEVICES=0
     ```
 
-    Or keep the quantized model on one card: `device_map={"": 0}` in `from_pretrained`. On releases before 0.45 also upgrade bitsandbytes (`pip install -U bitsandbytes`).
+    Or keep the quantized model on one card: `device_map={"": 0}` in `from_pretrained`. On releases before 0.45 also
+    upgrade bitsandbytes (`pip install -U bitsandbytes`).
 
     ## Further reading
 
-    - https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html (`CUDA_VISIBLE_DEVICES`)
-    - https://stackoverflow.com/questions/13781738/how-does-cuda-assign-device-ids-to-gpus (CUDA numbers the fastest GPU 0 by default)
+    - https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html
+      (`CUDA_VISIBLE_DEVICES`)
+    - https://stackoverflow.com/questions/13781738/how-does-cuda-assign-device-ids-to-gpus (CUDA numbers the fastest GPU
+      0 by default)
     """
     gpus = [d for d in visible_gpus(facts) if d.cc]
     if len(gpus) < 2:
@@ -454,8 +557,10 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     bnb = bnb_of(facts)
     release = release_tuple(bnb.version) if bnb and bnb.installed else None
     if release is not None and not CC_CHOOSES_LIBRARY.contains(release):
-        return Skip(f"from {minor(CC_CHOOSES_LIBRARY.below_text)} the library choice no longer depends on compute "
-                    "capability (BNB104/BNB105 judge each GPU)")
+        return Skip(
+            f"from {minor(CC_CHOOSES_LIBRARY.below_text)} the library choice no longer depends on compute "
+            "capability (BNB104/BNB105 judge each GPU)"
+        )
     if len({d.cc for d in gpus}) < 2:
         return None
 
@@ -478,8 +583,9 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
         f"capability among visible GPUs ({best.cc_text}, {best.name}): the cuBLASLt build instead of the "
         "_nocublaslt one. Work placed on the older GPU(s) then runs code chosen for the newer one: int8 matmul "
         "errors ('cublasLt ran into an error') or missing kernels; device_map='auto' spreads layers across them.",
-        evidence=[ev(f"GPU {d.index}", f"{d.name}, compute capability {d.cc_text}", f"gpu.devices[{d.index}]")
-                  for d in gpus],
+        evidence=[
+            ev(f"GPU {d.index}", f"{d.name}, compute capability {d.cc_text}", f"gpu.devices[{d.index}]") for d in gpus
+        ],
         remediation=Remediation(
             f"Upgrade bitsandbytes ({minor(CC_CHOOSES_LIBRARY.below_text)}+ no longer chooses by the highest GPU), "
             "or hide the older GPU(s) from "

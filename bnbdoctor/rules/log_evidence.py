@@ -14,8 +14,9 @@ from bnbdoctor.knowledge.versions import release_tuple
 
 #: Families of the native-library load chain and of the GPU/driver chain whose presence explains
 #: a consequence such as "compiled without GPU support".
-LOADER_ROOTS = tuple(s.id for s in SIGNATURES.values()
-                     if s.role == ROOT and s.chain in ("loader", "driver", "gpu", "import"))
+LOADER_ROOTS = tuple(
+    s.id for s in SIGNATURES.values() if s.role == ROOT and s.chain in ("loader", "driver", "gpu", "import")
+)
 
 
 def matches(facts: Facts, *signatures: str) -> list[LogMatch]:
@@ -103,5 +104,19 @@ def consequence_of(facts: Facts) -> str | None:
     return None
 
 
-__all__ = ["CONSEQUENCE", "LOADER_ROOTS", "consequence_of", "first", "is_macos", "is_windows", "is_wsl",
-           "legacy_loader", "line_evidence", "matches", "release", "roots_seen", "seen", "version"]
+__all__ = [
+    "CONSEQUENCE",
+    "LOADER_ROOTS",
+    "consequence_of",
+    "first",
+    "is_macos",
+    "is_windows",
+    "is_wsl",
+    "legacy_loader",
+    "line_evidence",
+    "matches",
+    "release",
+    "roots_seen",
+    "seen",
+    "version",
+]

@@ -61,20 +61,29 @@ def _python_line(facts: Facts) -> str:
     needs=("python",),
     covers=(),
     references=(TORCH_GET_STARTED,),
-    log_gate=LogGate("a log shows torch missing only with \"No module named 'torch'\"", signatures=("torch_not_installed",)),
+    log_gate=LogGate(
+        "a log shows torch missing only with \"No module named 'torch'\"", signatures=("torch_not_installed",)
+    ),
 )
 def torch_missing(facts: Facts) -> Hit | None:
     """## What it detects
 
-    The rule needs the `python` facts: the interpreter bnbdoctor examines, chosen by `--python`, an active virtual environment or conda environment, or `PATH`. It fires when PyTorch is not installed in that interpreter. bnbdoctor finds this out by reading installed metadata; it never imports torch.
+    The rule needs the `python` facts: the interpreter bnbdoctor examines, chosen by `--python`, an active virtual
+    environment or conda environment, or `PATH`. It fires when PyTorch is not installed in that interpreter. bnbdoctor
+    finds this out by reading installed metadata; it never imports torch.
 
-    The suggested command takes the highest CUDA version the NVIDIA driver supports and picks the newest PyTorch wheel index at or below it (preferring the same CUDA major). If there is no usable driver, it suggests a plain `pip install torch`.
+    The suggested command takes the highest CUDA version the NVIDIA driver supports and picks the newest PyTorch wheel
+    index at or below it (preferring the same CUDA major). If there is no usable driver, it suggests a plain `pip
+    install torch`.
 
     ## Why it matters
 
-    bitsandbytes is a PyTorch extension. It imports torch when it is imported, and it asks torch for the CUDA version it should load a library for. Without torch, `import bitsandbytes` stops at that first import, and so does any transformers or PEFT code that loads a model in 8 or 4 bits.
+    bitsandbytes is a PyTorch extension. It imports torch when it is imported, and it asks torch for the CUDA version it
+    should load a library for. Without torch, `import bitsandbytes` stops at that first import, and so does any
+    transformers or PEFT code that loads a model in 8 or 4 bits.
 
-    A missing torch is often a sign that bnbdoctor is looking at a different interpreter from the one the failing program uses, for example a system Python instead of the project's virtual environment.
+    A missing torch is often a sign that bnbdoctor is looking at a different interpreter from the one the failing
+    program uses, for example a system Python instead of the project's virtual environment.
 
     ## How to fix
 
@@ -85,7 +94,8 @@ def torch_missing(facts: Facts) -> Hit | None:
     bnbdoctor --python /path/to/that/python
     ```
 
-    If torch really is missing there, install a CUDA build that your driver can run (PyTorch's install selector gives the exact command), then bitsandbytes:
+    If torch really is missing there, install a CUDA build that your driver can run (PyTorch's install selector gives
+    the exact command), then bitsandbytes:
 
     ```bash
     pip install torch --index-url https://download.pytorch.org/whl/cu124
@@ -109,8 +119,11 @@ def torch_missing(facts: Facts) -> Hit | None:
         explanation="bitsandbytes is a PyTorch extension: it cannot be imported without torch. If torch is "
         "installed elsewhere, bnbdoctor examined the wrong interpreter (choose it with --python).",
         evidence=[ev("interpreter", _python_line(facts), "python.executable")],
-        remediation=Remediation("Install PyTorch for your platform (see pytorch.org), or point bnbdoctor at the "
-                                "interpreter you use: `bnbdoctor --python /path/to/python`.", [command]),
+        remediation=Remediation(
+            "Install PyTorch for your platform (see pytorch.org), or point bnbdoctor at the "
+            "interpreter you use: `bnbdoctor --python /path/to/python`.",
+            [command],
+        ),
     )
 
 
@@ -120,11 +133,18 @@ def torch_missing(facts: Facts) -> Hit | None:
     Severity.ERROR,
     "torch is a CUDA build when an NVIDIA GPU is present",
     needs=("python", "gpu"),
-    covers=("torch_version_cuda_none", "compiled_without_gpu_support", "transformers_importerror_requires_accelerate_bnb",
-            "native_lib_none_attribute_errors"),
+    covers=(
+        "torch_version_cuda_none",
+        "compiled_without_gpu_support",
+        "transformers_importerror_requires_accelerate_bnb",
+        "native_lib_none_attribute_errors",
+    ),
     references=(TORCH_GET_STARTED, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1202"),
-    log_gate=LogGate("the log does not show that torch is a CPU-only build", signatures=("torch_cuda_none",),
-                     shows=_log_shows_cpu_torch),
+    log_gate=LogGate(
+        "the log does not show that torch is a CPU-only build",
+        signatures=("torch_cuda_none",),
+        shows=_log_shows_cpu_torch,
+    ),
 )
 def torch_cpu_build(facts: Facts) -> Hit | None:
     """## What it detects
@@ -132,30 +152,41 @@ def torch_cpu_build(facts: Facts) -> Hit | None:
     The rule needs the `python` and `gpu` facts. It fires when all three hold:
 
     - torch is installed;
-    - torch is a CPU-only build: `torch.version.cuda`, `torch.version.hip` and the XPU version are all unset (a `+cpu` wheel, or a CPU build from conda);
+    - torch is a CPU-only build: `torch.version.cuda`, `torch.version.hip` and the XPU version are all unset (a `+cpu`
+      wheel, or a CPU build from conda);
     - NVML reports at least one visible NVIDIA GPU.
 
     The suggested command reinstalls the same torch version from the newest PyTorch CUDA index that the driver supports.
 
     ## Why it matters
 
-    With a CPU build, `torch.cuda.is_available()` is False even though the GPU works. bitsandbytes therefore loads its CPU library (or none), and every 8-bit and 4-bit GPU feature fails. The messages rarely name the real cause:
+    With a CPU build, `torch.cuda.is_available()` is False even though the GPU works. bitsandbytes therefore loads its
+    CPU library (or none), and every 8-bit and 4-bit GPU feature fails. The messages rarely name the real cause:
 
-    - 0.43–0.45 read `torch.version.cuda` to build the library name, and with `None` they log `Could not load bitsandbytes native library: 'NoneType' object has no attribute 'split'`.
-    - The CPU library warns `The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit multiplication, and GPU quantization are unavailable.`. The package was not mis-built; the CPU library was simply chosen.
-    - The first native call then fails, for example `AttributeError: 'NoneType' object has no attribute 'cadam32bit_grad_fp32'` or `... 'cquantize_blockwise_fp16_nf4'`.
-    - transformers checks for a GPU before it uses bitsandbytes, and says something misleading: ``ImportError: Using `bitsandbytes` 8-bit quantization requires Accelerate: `pip install accelerate` and the latest version of bitsandbytes ...``.
+    - 0.43–0.45 read `torch.version.cuda` to build the library name, and with `None` they log `Could not load
+      bitsandbytes native library: 'NoneType' object has no attribute 'split'`.
+    - The CPU library warns `The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers,
+      8-bit multiplication, and GPU quantization are unavailable.`. The package was not mis-built; the CPU library was
+      simply chosen.
+    - The first native call then fails, for example `AttributeError: 'NoneType' object has no attribute
+      'cadam32bit_grad_fp32'` or `... 'cquantize_blockwise_fp16_nf4'`.
+    - transformers checks for a GPU before it uses bitsandbytes, and says something misleading: ``ImportError: Using
+      `bitsandbytes` 8-bit quantization requires Accelerate: `pip install accelerate` and the latest version of
+      bitsandbytes ...``.
 
     ## How to fix
 
-    Confirm the build, then reinstall torch from a CUDA index your driver supports (`nvidia-smi` shows the highest CUDA version):
+    Confirm the build, then reinstall torch from a CUDA index your driver supports (`nvidia-smi` shows the highest CUDA
+    version):
 
     ```bash
     python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
     pip install --force-reinstall "torch==2.5.1" --index-url https://download.pytorch.org/whl/cu124
     ```
 
-    Keep the version number and choose the index from PyTorch's previous-versions page. In Jupyter or Colab, restart the kernel afterwards. Packages installed into a running kernel are not picked up. For an AMD GPU with a ROCm build of torch, this rule does not apply; use a bitsandbytes release with ROCm support instead.
+    Keep the version number and choose the index from PyTorch's previous-versions page. In Jupyter or Colab, restart the
+    kernel afterwards. Packages installed into a running kernel are not picked up. For an AMD GPU with a ROCm build of
+    torch, this rule does not apply; use a bitsandbytes release with ROCm support instead.
 
     ## Further reading
 
@@ -175,12 +206,15 @@ def torch_cpu_build(facts: Facts) -> Hit | None:
         "its CPU library: 8-bit/4-bit GPU operations are unavailable ('compiled without GPU support', "
         "'NoneType' object has no attribute …, and transformers' misleading 'requires Accelerate and the "
         "latest version of bitsandbytes').",
-        evidence=[ev("torch", f"{torch.version} (torch.version.cuda = None)", "python.torch.cuda"),
-                  ev("GPU", gpus[0].name, "gpu.devices[0].name"),
-                  ev("driver supports CUDA", facts.gpu.driver_cuda_version if facts.gpu else None, "gpu.driver_cuda_version")],
+        evidence=[
+            ev("torch", f"{torch.version} (torch.version.cuda = None)", "python.torch.cuda"),
+            ev("GPU", gpus[0].name, "gpu.devices[0].name"),
+            ev("driver supports CUDA", facts.gpu.driver_cuda_version if facts.gpu else None, "gpu.driver_cuda_version"),
+        ],
         remediation=Remediation(
-            "Install a CUDA build of the same torch version" + (f" from {index} (the newest CUDA your driver "
-                                                               "supports)" if index else "") + ".",
+            "Install a CUDA build of the same torch version"
+            + (f" from {index} (the newest CUDA your driver supports)" if index else "")
+            + ".",
             commands,
         ),
     )
@@ -193,23 +227,32 @@ def torch_cpu_build(facts: Facts) -> Hit | None:
     "bitsandbytes is installed in the examined interpreter",
     needs=("python",),
     references=(BNB_DOCS_INSTALL,),
-    log_gate=LogGate("a log shows bitsandbytes missing only with \"No module named 'bitsandbytes'\"",
-                     signatures=("bnb_not_installed",)),
+    log_gate=LogGate(
+        "a log shows bitsandbytes missing only with \"No module named 'bitsandbytes'\"",
+        signatures=("bnb_not_installed",),
+    ),
 )
 def bnb_missing(facts: Facts) -> Hit | None:
     """## What it detects
 
-    The rule needs the `python` facts. It fires when no bitsandbytes distribution or package folder is found in the interpreter bnbdoctor examines, whether chosen with `--python`, by the active virtual environment or conda environment, or from `PATH`. bnbdoctor reads installed metadata and files without importing bitsandbytes.
+    The rule needs the `python` facts. It fires when no bitsandbytes distribution or package folder is found in the
+    interpreter bnbdoctor examines, whether chosen with `--python`, by the active virtual environment or conda
+    environment, or from `PATH`. bnbdoctor reads installed metadata and files without importing bitsandbytes.
 
     ## Why it matters
 
-    In that interpreter, `import bitsandbytes` raises `ModuleNotFoundError`, and so does every library that loads models in 8 or 4 bits through it (transformers, PEFT, accelerate). When bitsandbytes *is* installed somewhere, the usual cause is a second interpreter: the program runs in one environment, and `pip install` went to another (a different virtual environment, conda env, user site, or notebook kernel).
+    In that interpreter, `import bitsandbytes` raises `ModuleNotFoundError`, and so does every library that loads models
+    in 8 or 4 bits through it (transformers, PEFT, accelerate). When bitsandbytes *is* installed somewhere, the usual
+    cause is a second interpreter: the program runs in one environment, and `pip install` went to another (a different
+    virtual environment, conda env, user site, or notebook kernel).
 
-    Until it is installed, the checks that need its version ([BNB204](BNB204.md), [BNB206](BNB206.md)) are reported as skipped.
+    Until it is installed, the checks that need its version ([BNB204](BNB204.md), [BNB206](BNB206.md)) are reported as
+    skipped.
 
     ## How to fix
 
-    Install bitsandbytes with the same interpreter that runs your code. Calling pip through that interpreter avoids installing into the wrong environment:
+    Install bitsandbytes with the same interpreter that runs your code. Calling pip through that interpreter avoids
+    installing into the wrong environment:
 
     ```bash
     /path/to/python -m pip install -U bitsandbytes
@@ -232,8 +275,9 @@ def bnb_missing(facts: Facts) -> Hit | None:
         explanation="`import bitsandbytes` fails with ModuleNotFoundError in this interpreter. If you installed "
         "it elsewhere, bnbdoctor examined the wrong interpreter (choose it with --python).",
         evidence=[ev("interpreter", _python_line(facts), "python.executable")],
-        remediation=Remediation("Install bitsandbytes into this interpreter.",
-                                [f"{facts.python.executable} -m pip install -U bitsandbytes"]),  # type: ignore[union-attr]
+        remediation=Remediation(
+            "Install bitsandbytes into this interpreter.", [f"{facts.python.executable} -m pip install -U bitsandbytes"]
+        ),  # type: ignore[union-attr]
     )
 
 
@@ -243,16 +287,23 @@ def bnb_missing(facts: Facts) -> Hit | None:
     Severity.ERROR,
     "The installed bitsandbytes release supports this OS and architecture",
     needs=("python", "platform"),
-    covers=("windows_path_not_iterable", "windows_linux_so_loaded", "macos_apple_silicon_no_native_lib",
-            "no_gpu_detected_cpu_fallback"),
+    covers=(
+        "windows_path_not_iterable",
+        "windows_linux_so_loaded",
+        "macos_apple_silicon_no_native_lib",
+        "no_gpu_detected_cpu_fallback",
+    ),
     references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723"),
 )
 def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
-    The rule needs the `python` and `platform` facts. It is skipped when bitsandbytes is not installed or its version is unknown. It is also skipped when bnbdoctor has no entry for the OS and architecture, e.g. macOS on Intel or Linux on ppc64le; no prebuilt binaries exist there, so the only route is a source build.
+    The rule needs the `python` and `platform` facts. It is skipped when bitsandbytes is not installed or its version is
+    unknown. It is also skipped when bnbdoctor has no entry for the OS and architecture, e.g. macOS on Intel or Linux on
+    ppc64le; no prebuilt binaries exist there, so the only route is a source build.
 
-    Otherwise it compares the installed version with the first release that bnbdoctor records for the platform, and reports an error when the installed one is older:
+    Otherwise it compares the installed version with the first release that bnbdoctor records for the platform, and
+    reports an error when the installed one is older:
 
     | platform | first release |
     |---|---|
@@ -262,18 +313,25 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     | macOS arm64 | 0.49.0 (`macosx_14_0_arm64`) |
     | Windows arm64 | 0.50.0 (`win_arm64`) |
 
-    When the install contains only Linux `.so` files on another OS, the finding says so. The Linux x86_64 row is a floor that bnbdoctor sets, not the first release with Linux binaries: older Linux releases also had them, so on Linux this finding means "older than bnbdoctor supports".
+    When the install contains only Linux `.so` files on another OS, the finding says so. The Linux x86_64 row is a floor
+    that bnbdoctor sets, not the first release with Linux binaries: older Linux releases also had them, so on Linux this
+    finding means "older than bnbdoctor supports".
 
     ## Why it matters
 
-    Up to 0.42, bitsandbytes was a `py3-none-any` wheel that contained only Linux x86-64 ELF libraries. It installs anywhere, but the loader then fails:
+    Up to 0.42, bitsandbytes was a `py3-none-any` wheel that contained only Linux x86-64 ELF libraries. It installs
+    anywhere, but the loader then fails:
 
-    - Windows, 0.38–0.42: the legacy setup searches for Linux `.so` files and crashes with `argument of type 'WindowsPath' is not iterable`. It also prints Linux advice (`LD_LIBRARY_PATH`, `find / -name ...`) that does not apply on Windows.
+    - Windows, 0.38–0.42: the legacy setup searches for Linux `.so` files and crashes with `argument of type
+      'WindowsPath' is not iterable`. It also prints Linux advice (`LD_LIBRARY_PATH`, `find / -name ...`) that does not
+      apply on Windows.
     - Windows loading the ELF file: `OSError: [WinError 193] %1 is not a valid Win32 application`.
     - macOS: `dlopen(...libbitsandbytes_cpu.so ...)` fails with "not a mach-o file".
-    - Older legacy loaders on Windows find no `libcuda.so`, conclude there is no GPU, and load the CPU-only library (`WARNING: No GPU detected! ... Proceeding to load CPU-only library...`).
+    - Older legacy loaders on Windows find no `libcuda.so`, conclude there is no GPU, and load the CPU-only library
+      (`WARNING: No GPU detected! ... Proceeding to load CPU-only library...`).
 
-    In every case bitsandbytes ends up without a usable native library, and quantized models fail; transformers often reports its misleading "requires Accelerate ... and the latest version of bitsandbytes" ImportError.
+    In every case bitsandbytes ends up without a usable native library, and quantized models fail; transformers often
+    reports its misleading "requires Accelerate ... and the latest version of bitsandbytes" ImportError.
 
     ## How to fix
 
@@ -284,7 +342,8 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     python -m bitsandbytes
     ```
 
-    On Windows you can also run the workload under WSL2. On Intel Macs there is no prebuilt package: use a CUDA machine or a non-bitsandbytes quantization method (MLX, llama.cpp/GGUF).
+    On Windows you can also run the workload under WSL2. On Intel Macs there is no prebuilt package: use a CUDA machine
+    or a non-bitsandbytes quantization method (MLX, llama.cpp/GGUF).
     """
     bnb, platform, torch = bnb_of(facts), facts.platform, torch_of(facts)
     assert platform is not None
@@ -301,23 +360,30 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     linux_only = [f for f in bnb.native_libraries if f.endswith(".so")]
     symptom = {
         "windows": "\"argument of type 'WindowsPath' is not iterable\" or '[WinError 193] %1 is not a valid "
-                   "Win32 application'",
+        "Win32 application'",
         "macos": "'not a mach-o file' from dlopen",
         "linux": "'wrong ELF class' or 'cannot open shared object file'",
     }.get(platform.os, "a failed library load")
     spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, first)
     fix = f"Upgrade bitsandbytes to a release that supports {label} {platform.arch}."
     if "<" in spec:
-        fix += (f" Your torch {torch.version} limits that to bitsandbytes{spec} (newer releases need a newer "  # type: ignore[union-attr]
-                "torch, and pip would replace your torch to get one).")
+        fix += (
+            f" Your torch {torch.version} limits that to bitsandbytes{spec} (newer releases need a newer "  # type: ignore[union-attr]
+            "torch, and pip would replace your torch to get one)."
+        )
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} has no {label} {platform.arch} support (first release: {first})",
         explanation=f"Releases before {first} ship no native library for {label} {platform.arch}"
-        + (f"; this install holds only Linux .so files ({len(linux_only)} of them), which cannot load here"
-           if linux_only and platform.os != "linux" else "")
+        + (
+            f"; this install holds only Linux .so files ({len(linux_only)} of them), which cannot load here"
+            if linux_only and platform.os != "linux"
+            else ""
+        )
         + f". The loader then fails ({symptom}) and bitsandbytes runs CPU-only or not at all.",
-        evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
-                  ev("platform", f"{platform.os} {platform.arch}", "platform.arch")],
+        evidence=[
+            ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
+            ev("platform", f"{platform.os} {platform.arch}", "platform.arch"),
+        ],
         remediation=Remediation(fix, [f'pip install -U "bitsandbytes{spec}"']),
     )
 
@@ -328,26 +394,46 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     Severity.WARNING,
     f"bitsandbytes is newer than the legacy CUDA setup ({LEGACY_CUDA_SETUP.below_text}+)",
     needs=("python",),
-    covers=("libcudart_not_found_legacy_cuda_setup", "nonexistent_path_warnings_noise", "duplicate_cuda_runtimes_found",
-            "conda_env_vs_system_cuda_mixup", "cuda_setup_failed_despite_gpu_available", "cuda_lt_11_unsupported"),
+    covers=(
+        "libcudart_not_found_legacy_cuda_setup",
+        "nonexistent_path_warnings_noise",
+        "duplicate_cuda_runtimes_found",
+        "conda_env_vs_system_cuda_mixup",
+        "cuda_setup_failed_despite_gpu_available",
+        "cuda_lt_11_unsupported",
+    ),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1041", BNB_DOCS_INSTALL),
 )
 def legacy_setup(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
-    The rule needs the `python` facts. It fires when bitsandbytes is installed and either its package contains the `bitsandbytes/cuda_setup/` folder, or its version is older than 0.43.1. Either one means the release uses the legacy `CUDASetup` loader. The finding is a warning: the legacy loader works on many machines, but it is behind a whole family of confusing failures.
+    The rule needs the `python` facts. It fires when bitsandbytes is installed and either its package contains the
+    `bitsandbytes/cuda_setup/` folder, or its version is older than 0.43.1. Either one means the release uses the legacy
+    `CUDASetup` loader. The finding is a warning: the legacy loader works on many machines, but it is behind a whole
+    family of confusing failures.
 
     ## Why it matters
 
-    Up to 0.43.0, importing bitsandbytes runs `cuda_setup/main.py`. It searches for a CUDA runtime (`libcudart.so*`) in `$CONDA_PREFIX/lib`, then `LD_LIBRARY_PATH`, then every other environment variable whose value contains `/`, then `/usr/local/cuda/lib64`. Before 0.41 the runtime it found decided which library was loaded. From 0.41 the version comes from `torch.version.cuda`, and the search only feeds messages. Its output is what most old bug reports are made of:
+    Up to 0.43.0, importing bitsandbytes runs `cuda_setup/main.py`. It searches for a CUDA runtime (`libcudart.so*`) in
+    `$CONDA_PREFIX/lib`, then `LD_LIBRARY_PATH`, then every other environment variable whose value contains `/`, then
+    `/usr/local/cuda/lib64`. Before 0.41 the runtime it found decided which library was loaded. From 0.41 the version
+    comes from `torch.version.cuda`, and the search only feeds messages. Its output is what most old bug reports are
+    made of:
 
-    - `CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup paths...`. pip-installed torch keeps its runtime inside site-packages, where the search never looks.
-    - `The following directories listed in your path were found to be non-existent: {...}`. This is noise caused by URLs and other path-like variables, not the failure.
-    - `Found duplicate ['libcudart.so', 'libcudart.so.11.0', 'libcudart.so.12.0'] files: {...}.. We'll flip a coin and try one of these, in order to fail forward.`. Often these are one library reached through symlinks.
-    - A CUDA 10 runtime found on the system path: `CUDA SETUP: CUDA version lower than 11 are currently not supported for LLM.int8()`, then `Defaulting to libbitsandbytes_cpu.so...`.
-    - Whenever the expected library is missing while CUDA works, the import fails with `CUDA Setup failed despite GPU being available. Please run the following command to get more information: python -m bitsandbytes`. This is a wrapper; the real cause is earlier in the log.
+    - `CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup paths...`.
+      pip-installed torch keeps its runtime inside site-packages, where the search never looks.
+    - `The following directories listed in your path were found to be non-existent: {...}`. This is noise caused by URLs
+      and other path-like variables, not the failure.
+    - `Found duplicate ['libcudart.so', 'libcudart.so.11.0', 'libcudart.so.12.0'] files: {...}.. We'll flip a coin and
+      try one of these, in order to fail forward.`. Often these are one library reached through symlinks.
+    - A CUDA 10 runtime found on the system path: `CUDA SETUP: CUDA version lower than 11 are currently not supported
+      for LLM.int8()`, then `Defaulting to libbitsandbytes_cpu.so...`.
+    - Whenever the expected library is missing while CUDA works, the import fails with `CUDA Setup failed despite GPU
+      being available. Please run the following command to get more information: python -m bitsandbytes`. This is a
+      wrapper; the real cause is earlier in the log.
 
-    0.43.1 (PR #1041) removed this setup from the import path. The libcudart search only survives in `python -m bitsandbytes`, and the library is chosen from torch's CUDA version alone.
+    0.43.1 (PR #1041) removed this setup from the import path. The libcudart search only survives in `python -m
+    bitsandbytes`, and the library is chosen from torch's CUDA version alone.
 
     ## How to fix
 
@@ -360,8 +446,10 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
 
     If you must stay on a legacy release:
 
-    - Put the directory holding the `libcudart.so` that matches `torch.version.cuda` first in `LD_LIBRARY_PATH` (`find / -name 'libcudart.so*' 2>/dev/null`), and drop CUDA 10 and other CUDA versions from it.
-    - In conda environments, keep torch and bitsandbytes from the same ecosystem (pip torch with PyPI bitsandbytes), or install a matching `cudatoolkit`.
+    - Put the directory holding the `libcudart.so` that matches `torch.version.cuda` first in `LD_LIBRARY_PATH` (`find /
+      -name 'libcudart.so*' 2>/dev/null`), and drop CUDA 10 and other CUDA versions from it.
+    - In conda environments, keep torch and bitsandbytes from the same ecosystem (pip torch with PyPI bitsandbytes), or
+      install a matching `cudatoolkit`.
     - Use a CUDA 11 or newer torch build.
 
     ## Further reading
@@ -380,9 +468,11 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
     if blocked:
         fix = Remediation(f"Upgrading is the fix, but {blocked}.", [])
     else:
-        fix = Remediation("Upgrade bitsandbytes; the current loader follows torch and needs no LD_LIBRARY_PATH "
-                          "tweaks." + (f" Your torch limits that to bitsandbytes{spec}." if "<" in spec else ""),
-                          [f'pip install -U "bitsandbytes{spec}"'])
+        fix = Remediation(
+            "Upgrade bitsandbytes; the current loader follows torch and needs no LD_LIBRARY_PATH "
+            "tweaks." + (f" Your torch limits that to bitsandbytes{spec}." if "<" in spec else ""),
+            [f'pip install -U "bitsandbytes{spec}"'],
+        )
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} uses the legacy CUDA setup",
         explanation=f"Releases up to {LEGACY_CUDA_SETUP.last_text} take the CUDA version from torch but also scan "
@@ -407,9 +497,14 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
 def requirements(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
 
-    The rule needs the `python` facts. It is skipped when bitsandbytes is not installed or its version is unknown. It reads two requirements from the installed bitsandbytes metadata: `Requires-Python`, and the `torch` entry of `Requires-Dist`. If the metadata carries neither, it falls back to a built-in table: 0.49.x needs Python `>=3.10` and torch `>=2.3,<3`, 0.50 and later need Python `>=3.10` and torch `>=2.4,<3`.
+    The rule needs the `python` facts. It is skipped when bitsandbytes is not installed or its version is unknown. It
+    reads two requirements from the installed bitsandbytes metadata: `Requires-Python`, and the `torch` entry of
+    `Requires-Dist`. If the metadata carries neither, it falls back to a built-in table: 0.49.x needs Python `>=3.10`
+    and torch `>=2.3,<3`, 0.50 and later need Python `>=3.10` and torch `>=2.4,<3`.
 
-    It then checks the examined interpreter's Python version and the installed torch version against them. Local build tags such as `+cu121` are ignored, and pre-releases count. It reports one error per requirement that is not met. A requirement it cannot parse, or a torch that is not installed (see [BNB201](BNB201.md)), is not checked.
+    It then checks the examined interpreter's Python version and the installed torch version against them. Local build
+    tags such as `+cu121` are ignored, and pre-releases count. It reports one error per requirement that is not met. A
+    requirement it cannot parse, or a torch that is not installed (see [BNB201](BNB201.md)), is not checked.
 
     ## Why it matters
 
@@ -423,7 +518,11 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
     | 0.49 | >= 3.10 | >= 2.3, < 3 |
     | 0.50 | >= 3.10 | >= 2.4, < 3 |
 
-    A normal `pip install` enforces these. A mismatch gets in through other routes: `--no-deps`, `--ignore-requires-python`, mixing conda and pip, copying site-packages between environments, or downgrading torch after installing bitsandbytes. Newer releases use torch APIs that older torch lacks (0.46 moved to `torch.library` custom operators), so the failure shows up at import or at the first quantized operation. The error text does not mention the version.
+    A normal `pip install` enforces these. A mismatch gets in through other routes: `--no-deps`,
+    `--ignore-requires-python`, mixing conda and pip, copying site-packages between environments, or downgrading torch
+    after installing bitsandbytes. Newer releases use torch APIs that older torch lacks (0.46 moved to `torch.library`
+    custom operators), so the failure shows up at import or at the first quantized operation. The error text does not
+    mention the version.
 
     ## How to fix
 
@@ -435,7 +534,8 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
     pip install "bitsandbytes<0.48"
     ```
 
-    For an old Python: 3.9 works with bitsandbytes up to 0.48.x, and 3.8 with up to 0.45.5. Check the result with `pip check` and `python -m bitsandbytes`.
+    For an old Python: 3.9 works with bitsandbytes up to 0.48.x, and 3.8 with up to 0.45.5. Check the result with `pip
+    check` and `python -m bitsandbytes`.
 
     ## Further reading
 
@@ -467,16 +567,20 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
         version = parse_version(installed.split("+")[0])
         if version is None or spec.contains(version, prereleases=True):
             continue
-        hits.append(Hit(
-            title=f"{versioned(facts, 'bitsandbytes', bnb.version)} requires {label} {spec_text}, found {installed}",
-            explanation=f"bitsandbytes' files can be installed while {label} does not meet its requirement "
-            "(pip --ignore-requires-python or --no-deps, conda, or a later downgrade of torch); the release then "
-            "fails at import or at the first operation in ways that do not name the version.",
-            evidence=[ev(label, installed, fact), ev("required", spec_text, "python.bitsandbytes")],
-            remediation=Remediation(
-                f"Install a {label} that satisfies {spec_text}, or a bitsandbytes release that supports {label} "
-                f"{installed}.", []),
-        ))
+        hits.append(
+            Hit(
+                title=f"{versioned(facts, 'bitsandbytes', bnb.version)} requires {label} {spec_text}, found {installed}",
+                explanation=f"bitsandbytes' files can be installed while {label} does not meet its requirement "
+                "(pip --ignore-requires-python or --no-deps, conda, or a later downgrade of torch); the release then "
+                "fails at import or at the first operation in ways that do not name the version.",
+                evidence=[ev(label, installed, fact), ev("required", spec_text, "python.bitsandbytes")],
+                remediation=Remediation(
+                    f"Install a {label} that satisfies {spec_text}, or a bitsandbytes release that supports {label} "
+                    f"{installed}.",
+                    [],
+                ),
+            )
+        )
     return hits
 
 
@@ -526,8 +630,10 @@ ModuleNotFoundError: No module named 'triton.ops'
 ```
 
 bitsandbytes fixed this by carrying its own copy of the performance model (PR #1413). The first release without
-the `triton.ops` import is {{ imports.TRITON_OPS_IMPORT.below_text }} (tags {{ imports.TRITON_OPS_IMPORT.last_text }} and
-{{ imports.TRITON_OPS_IMPORT.below_text }} in the bitsandbytes repository); users report {{ imports.TRITON_OPS_REPORTED_WORKING }} and later working.
+the `triton.ops` import is {{ imports.TRITON_OPS_IMPORT.below_text }} (tags {{ imports.TRITON_OPS_IMPORT.last_text }}
+and
+{{ imports.TRITON_OPS_IMPORT.below_text }} in the bitsandbytes repository); users report {{
+imports.TRITON_OPS_REPORTED_WORKING }} and later working.
 
 ## How to fix
 
@@ -540,7 +646,8 @@ python -c "import bitsandbytes"
 
 If you cannot upgrade, the alternative is to stay on torch < {{ imports.TORCH_WITH_TRITON_WITHOUT_OPS.first_text }}
 with triton < {{ imports.TRITON_WITHOUT_OPS.first_text }} (for example
-`pip install "triton<{{ imports.TRITON_WITHOUT_OPS.first_text }}"` together with an older torch build). Note that torch {{ imports.TORCH_WITH_TRITON_WITHOUT_OPS.first_text }} itself requires triton
+`pip install "triton<{{ imports.TRITON_WITHOUT_OPS.first_text }}"` together with an older torch build). Note that torch
+{{ imports.TORCH_WITH_TRITON_WITHOUT_OPS.first_text }} itself requires triton
 {{ imports.TRITON_WITHOUT_OPS.first_text }}.
 """
 
@@ -580,10 +687,14 @@ pip install -U bitsandbytes
 
 IMPORT_BREAKAGES = (
     ImportBreakage(
-        "BNB207", "triton-ops-removed", "bitsandbytes does not import triton.ops from a triton that removed it",
+        "BNB207",
+        "triton-ops-removed",
+        "bitsandbytes does not import triton.ops from a triton that removed it",
         covers=("triton_ops_module_missing",),
-        references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",
-                    "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1413"),
+        references=(
+            "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",
+            "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1413",
+        ),
         releases=TRITON_OPS_IMPORT,
         packages=("triton", "pytorch-triton-rocm"),
         breaks=TRITON_WITHOUT_OPS.contains,
@@ -600,7 +711,9 @@ IMPORT_BREAKAGES = (
         doc=_TRITON_OPS_DOC,
     ),
     ImportBreakage(
-        "BNB208", "scipy-missing-for-old-bnb", "scipy is installed when the bitsandbytes release imports it",
+        "BNB208",
+        "scipy-missing-for-old-bnb",
+        "scipy is installed when the bitsandbytes release imports it",
         covers=("scipy_missing",),
         references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/426",),
         releases=SCIPY_IMPORT,
@@ -613,8 +726,9 @@ IMPORT_BREAKAGES = (
         fix="Install scipy, or upgrade bitsandbytes.",
         commands=("pip install scipy",),
         doc=_SCIPY_DOC,
-        log_gate=LogGate("a log shows scipy missing only with \"No module named 'scipy'\"",
-                         signatures=("scipy_missing",)),
+        log_gate=LogGate(
+            "a log shows scipy missing only with \"No module named 'scipy'\"", signatures=("scipy_missing",)
+        ),
     ),
 )
 
@@ -634,8 +748,10 @@ def import_breakage_check(row: ImportBreakage) -> Check:
         return Hit(
             title=f"{versioned(facts, 'bitsandbytes', bnb.version)} {row.title.format(other=other)}",
             explanation=row.explanation,
-            evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
-                      ev(label, row.shown.format(other=other), f"python.packages.{label}")],
+            evidence=[
+                ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
+                ev(label, row.shown.format(other=other), f"python.packages.{label}"),
+            ],
             remediation=Remediation(row.fix, list(row.commands)),
         )
 
@@ -645,5 +761,13 @@ def import_breakage_check(row: ImportBreakage) -> Check:
 
 
 for _row in IMPORT_BREAKAGES:
-    rule(_row.id, _row.name, _row.severity, _row.summary, needs=("python",), covers=_row.covers,
-         references=_row.references, log_gate=_row.log_gate)(import_breakage_check(_row))
+    rule(
+        _row.id,
+        _row.name,
+        _row.severity,
+        _row.summary,
+        needs=("python",),
+        covers=_row.covers,
+        references=_row.references,
+        log_gate=_row.log_gate,
+    )(import_breakage_check(_row))

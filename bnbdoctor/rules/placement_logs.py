@@ -18,7 +18,9 @@ from bnbdoctor.knowledge.transformers import BIGGEST_LEAF_FIX, NO_SPLIT_BLOCK_FI
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
-QUANTIZATION_DOCS = "https://huggingface.co/docs/transformers/main/en/main_classes/quantization#offload-between-cpu-and-gpu"
+QUANTIZATION_DOCS = (
+    "https://huggingface.co/docs/transformers/main/en/main_classes/quantization#offload-between-cpu-and-gpu"
+)
 #: The upgrade that has both under-packing fixes.
 UPGRADE_TRANSFORMERS = f'pip install -U "transformers>={BIGGEST_LEAF_FIX.first}"'
 VERSIONS_CHECK = 'python -c "import transformers, accelerate; print(transformers.__version__, accelerate.__version__)"'
@@ -27,8 +29,9 @@ VERSIONS_CHECK = 'python -c "import transformers, accelerate; print(transformers
 def model_id(facts: Facts) -> str | None:
     """The model id passed to from_pretrained, when the log shows it literally."""
     for match in log.matches(facts, "model_id"):
-        found = re.search(r"from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?['\"]([\w.-]+/[\w.-]+)['\"]",
-                          match.text)
+        found = re.search(
+            r"from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?['\"]([\w.-]+/[\w.-]+)['\"]", match.text
+        )
         if found:
             return found.group(1)
     return None
@@ -64,17 +67,25 @@ def fit_command(facts: Facts) -> str:
     "The log shows no 'Some modules are dispatched on the CPU or the disk' ValueError",
     needs=("log",),
     covers=("dispatch_cpu_disk_valueerror", "dispatch_valueerror_device_map_underpacking"),
-    references=(QUANTIZATION_DOCS, "https://github.com/huggingface/transformers/issues/46823",
-                "https://github.com/huggingface/transformers/pull/47203",
-                "https://github.com/huggingface/transformers/pull/47211"),
+    references=(
+        QUANTIZATION_DOCS,
+        "https://github.com/huggingface/transformers/issues/46823",
+        "https://github.com/huggingface/transformers/pull/47203",
+        "https://github.com/huggingface/transformers/pull/47211",
+    ),
     confirm=("nvidia-smi", VERSIONS_CHECK),
 )
 def dispatch_valueerror(facts: Facts) -> Hit | None:
     """## What it detects
 
-    The rule reads `facts.log` and fires when the log shows transformers' refusal to load a quantized model that `device_map` placed partly on the CPU or disk: `ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the quantized model.` It raises from `quantizer_bnb_4bit`/`quantizer_bnb_8bit.validate_environment` (and, for a dict `device_map`, from `get_hf_quantizer`).
+    The rule reads `facts.log` and fires when the log shows transformers' refusal to load a quantized model that
+    `device_map` placed partly on the CPU or disk: `ValueError: Some modules are dispatched on the CPU or the disk. Make
+    sure you have enough GPU RAM to fit the quantized model.` It raises from
+    `quantizer_bnb_4bit`/`quantizer_bnb_8bit.validate_environment` (and, for a dict `device_map`, from
+    `get_hf_quantizer`).
 
-    The finding decides between the two causes from the transformers version the log shows (`transformers==X`, `pip list`, an environment report):
+    The finding decides between the two causes from the transformers version the log shows (`transformers==X`, `pip
+    list`, an environment report):
 
     | transformers | verdict |
     |---|---|
@@ -83,21 +94,33 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
     | 5.18.0 and newer | both fixes present: most likely a real shortage |
     | not in the log | either; the finding says how to tell |
 
-    When the log also shows that CUDA is unusable, the finding says the GPU budget is zero. When a `TypeError` for the misnamed offload option follows the error, this finding drops to a warning and [BNB451](BNB451.md) leads.
+    When the log also shows that CUDA is unusable, the finding says the GPU budget is zero. When a `TypeError` for the
+    misnamed offload option follows the error, this finding drops to a warning and [BNB451](BNB451.md) leads.
 
     ## Why it matters
 
-    bitsandbytes' 4-bit and 8-bit layers run only on the GPU. With `device_map="auto"`, accelerate's planner fills the GPUs within per-device budgets and puts what does not fit on `cpu` or `disk`; transformers then refuses, unless `llm_int8_enable_fp32_cpu_offload=True` keeps those modules in 32-bit on the CPU.
+    bitsandbytes' 4-bit and 8-bit layers run only on the GPU. With `device_map="auto"`, accelerate's planner fills the
+    GPUs within per-device budgets and puts what does not fit on `cpu` or `disk`; transformers then refuses, unless
+    `llm_int8_enable_fp32_cpu_offload=True` keeps those modules in 32-bit on the CPU.
 
     Two situations produce the same message:
 
-    - **A real shortage.** The quantized layers, plus the embeddings and `lm_head` that 4-bit does not shrink, plus reserved buffers, exceed the GPUs' memory. Typical on 8–12 GB cards, Colab/Kaggle T4s, or 13B+ models on 24 GB.
-    - **Under-packing (transformers #46823).** `get_balanced_memory` caps every GPU but the last at `total / n + buffer`, and the packer never returns to a GPU it skipped. With a buffer sized from the first no-split block (a small dense layer in front of big MoE layers) or ignoring a large bf16 `embed_tokens`/`lm_head`, a model that fits several times over collapses onto the last GPU and spills to the CPU while the other GPUs stay nearly empty. #47203 (first in 5.14.0) sizes the buffer from the largest no-split block; #47211 (first in 5.18.0) from the biggest leaf.
+    - **A real shortage.** The quantized layers, plus the embeddings and `lm_head` that 4-bit does not shrink, plus
+      reserved buffers, exceed the GPUs' memory. Typical on 8–12 GB cards, Colab/Kaggle T4s, or 13B+ models on 24 GB.
+    - **Under-packing (transformers #46823).** `get_balanced_memory` caps every GPU but the last at `total / n +
+      buffer`, and the packer never returns to a GPU it skipped. With a buffer sized from the first no-split block (a
+      small dense layer in front of big MoE layers) or ignoring a large bf16 `embed_tokens`/`lm_head`, a model that fits
+      several times over collapses onto the last GPU and spills to the CPU while the other GPUs stay nearly empty.
+      #47203 (first in 5.14.0) sizes the buffer from the largest no-split block; #47211 (first in 5.18.0) from the
+      biggest leaf.
 
     ## How to fix
 
-    - Real shortage: free GPU memory, use a smaller model or 4-bit instead of 8-bit, or set `max_memory`. To run the overflow on the CPU (slow, kept in 32-bit), pass `BitsAndBytesConfig(..., llm_int8_enable_fp32_cpu_offload=True)` together with a `device_map` dict that puts those modules on `"cpu"`.
-    - Under-packing: upgrade transformers, or on an older release pass `device_map="sequential"`, an explicit `device_map`, or a larger `max_memory` for the first GPU so the largest module fits there:
+    - Real shortage: free GPU memory, use a smaller model or 4-bit instead of 8-bit, or set `max_memory`. To run the
+      overflow on the CPU (slow, kept in 32-bit), pass `BitsAndBytesConfig(..., llm_int8_enable_fp32_cpu_offload=True)`
+      together with a `device_map` dict that puts those modules on `"cpu"`.
+    - Under-packing: upgrade transformers, or on an older release pass `device_map="sequential"`, an explicit
+      `device_map`, or a larger `max_memory` for the first GPU so the largest module fits there:
 
       ```bash
       pip install -U "transformers>=5.18.0"
@@ -110,70 +133,94 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
     version = log.version(facts, "transformers")
     release = log.release(facts, "transformers")
     no_gpu = log.seen(facts, "no_gpu_detected", "torch_cuda_none", "no_nvidia_driver", "cuda_driver_insufficient")
-    shortage_fix = ("If the model really does not fit: free GPU memory, use a smaller model or 4-bit instead of 8-bit, "
-                    "or set max_memory; to run the overflow on the CPU (slow, kept in 32-bit) pass "
-                    "BitsAndBytesConfig(..., llm_int8_enable_fp32_cpu_offload=True) together with a device_map dict "
-                    "that puts those modules on 'cpu'.")
+    shortage_fix = (
+        "If the model really does not fit: free GPU memory, use a smaller model or 4-bit instead of 8-bit, "
+        "or set max_memory; to run the overflow on the CPU (slow, kept in 32-bit) pass "
+        "BitsAndBytesConfig(..., llm_int8_enable_fp32_cpu_offload=True) together with a device_map dict "
+        "that puts those modules on 'cpu'."
+    )
     block, leaf = NO_SPLIT_BLOCK_FIX, BIGGEST_LEAF_FIX
-    bug_fix = (f"Upgrade transformers to {leaf.first} or newer ({block.pr} is in {block.first}, {leaf.pr} in "
-               f"{leaf.first}); on older releases "
-               "pass device_map='sequential', an explicit device_map, or a larger max_memory for the first GPU so "
-               "the largest module fits there.")
+    bug_fix = (
+        f"Upgrade transformers to {leaf.first} or newer ({block.pr} is in {block.first}, {leaf.pr} in "
+        f"{leaf.first}); on older releases "
+        "pass device_map='sequential', an explicit device_map, or a larger max_memory for the first GPU so "
+        "the largest module fits there."
+    )
     commands = ["nvidia-smi"]
     lines = log.line_evidence(facts, "dispatch_cpu_disk_valueerror", "device_map_argument", "package_version", limit=3)
-    how = ("With device_map='auto' (or 'balanced'/'sequential'), accelerate's planner gave some modules to 'cpu' or "
-           "'disk' because they did not fit the GPU budget; bitsandbytes' 4/8-bit layers cannot run there, so "
-           "transformers' quantizer refuses unless fp32 CPU offload is enabled. ")
+    how = (
+        "With device_map='auto' (or 'balanced'/'sequential'), accelerate's planner gave some modules to 'cpu' or "
+        "'disk' because they did not fit the GPU budget; bitsandbytes' 4/8-bit layers cannot run there, so "
+        "transformers' quantizer refuses unless fp32 CPU offload is enabled. "
+    )
     if no_gpu:
         title = "The quantized model was dispatched to the CPU because torch sees no usable GPU"
-        why = ("The log also shows that CUDA is not usable, so the GPU budget is zero and modules land on the CPU: "
-               "fix the GPU problem reported above first.")
+        why = (
+            "The log also shows that CUDA is not usable, so the GPU budget is zero and modules land on the CPU: "
+            "fix the GPU problem reported above first."
+        )
         fix = "Make torch.cuda.is_available() return True (see the GPU findings), then load the model again."
         commands.append('python -c "import torch; print(torch.cuda.is_available())"')
     elif leaf.releases.contains(release):
         title = f"Not enough GPU memory for the quantized model (transformers {version} has the under-packing fixes)"
-        why = ("transformers " + version + " contains both fixes for the device_map='auto' under-packing bug "  # type: ignore[operator]
-               f"({block.pr}, {leaf.pr}), so this is most likely a real shortage: the quantized layers plus the "
-               "embeddings "
-               "and lm_head (which 4-bit does not shrink) and the reserved buffers exceed what the GPUs offer. Very "
-               "large mixture-of-experts models can still under-pack with 'auto': device_map='sequential' packs "
-               "GPUs one after the other.")
+        why = (
+            "transformers " + version + " contains both fixes for the device_map='auto' under-packing bug "  # type: ignore[operator]
+            f"({block.pr}, {leaf.pr}), so this is most likely a real shortage: the quantized layers plus the "
+            "embeddings "
+            "and lm_head (which 4-bit does not shrink) and the reserved buffers exceed what the GPUs offer. Very "
+            "large mixture-of-experts models can still under-pack with 'auto': device_map='sequential' packs "
+            "GPUs one after the other."
+        )
         fix = shortage_fix + " For very large MoE models try device_map='sequential' first."
     elif block.releases.contains(release):
-        title = (f"Too little GPU memory, or the remaining under-packing bug of transformers {version} "
-                 f"(fixed in {leaf.first})")
-        why = (f"transformers {version} sizes the per-GPU buffer from the largest no-split block ({block.pr}, "
-               f"{block.first}) but not yet from the biggest single module ({leaf.pr}, {leaf.first}): a bf16 "
-               "embed_tokens or lm_head larger than "
-               "the per-GPU cap still pushes the model onto the last GPU and then the CPU, with the other GPUs "
-               "nearly empty. If the model's quantized size fits comfortably in the GPUs' total memory, that is the "
-               "cause.")
+        title = (
+            f"Too little GPU memory, or the remaining under-packing bug of transformers {version} "
+            f"(fixed in {leaf.first})"
+        )
+        why = (
+            f"transformers {version} sizes the per-GPU buffer from the largest no-split block ({block.pr}, "
+            f"{block.first}) but not yet from the biggest single module ({leaf.pr}, {leaf.first}): a bf16 "
+            "embed_tokens or lm_head larger than "
+            "the per-GPU cap still pushes the model onto the last GPU and then the CPU, with the other GPUs "
+            "nearly empty. If the model's quantized size fits comfortably in the GPUs' total memory, that is the "
+            "cause."
+        )
         fix = bug_fix + " " + shortage_fix
         commands.append(UPGRADE_TRANSFORMERS)
     elif release:
-        title = f"transformers {version} has the device_map='auto' under-packing bug (#46823), or the GPUs are too small"
-        why = (f"transformers {version} caps every GPU but the last at total/number of GPUs plus a buffer sized from "
-               "the first no-split block, and never returns to a GPU it skipped: with large un-splittable modules "
-               "(MoE layers, bf16 embeddings/lm_head) a model that fits in total collapses onto the last GPU and "
-               "spills to the CPU. If the model's quantized size fits in the GPUs' total memory, this is the bug; "
-               "otherwise it is a real shortage.")
+        title = (
+            f"transformers {version} has the device_map='auto' under-packing bug (#46823), or the GPUs are too small"
+        )
+        why = (
+            f"transformers {version} caps every GPU but the last at total/number of GPUs plus a buffer sized from "
+            "the first no-split block, and never returns to a GPU it skipped: with large un-splittable modules "
+            "(MoE layers, bf16 embeddings/lm_head) a model that fits in total collapses onto the last GPU and "
+            "spills to the CPU. If the model's quantized size fits in the GPUs' total memory, this is the bug; "
+            "otherwise it is a real shortage."
+        )
         fix = bug_fix + " " + shortage_fix
         commands.append(UPGRADE_TRANSFORMERS)
     else:
         title = "device_map put part of the quantized model on the CPU or disk: too little GPU memory, or an under-packing bug"
-        why = ("Most often the GPU is simply too small for the quantized model plus its unquantized embeddings and "
-               f"lm_head. When the model clearly fits, transformers releases before {leaf.first} under-pack "
-               f"device_map='auto' (#46823; fixed by {block.pr} in {block.first} and {leaf.pr} in {leaf.first}); the "
-               "log does not show the transformers "
-               "version.")
+        why = (
+            "Most often the GPU is simply too small for the quantized model plus its unquantized embeddings and "
+            f"lm_head. When the model clearly fits, transformers releases before {leaf.first} under-pack "
+            f"device_map='auto' (#46823; fixed by {block.pr} in {block.first} and {leaf.pr} in {leaf.first}); the "
+            "log does not show the transformers "
+            "version."
+        )
         fix = shortage_fix + " If the model clearly fits: " + bug_fix
         commands.append(VERSIONS_CHECK)
     if log.seen(facts, "dispatch_message_old_option"):
-        why += (" This transformers' message names the option `load_in_8bit_fp32_cpu_offload`; the real "
-                "BitsAndBytesConfig field is `llm_int8_enable_fp32_cpu_offload`.")
+        why += (
+            " This transformers' message names the option `load_in_8bit_fp32_cpu_offload`; the real "
+            "BitsAndBytesConfig field is `llm_int8_enable_fp32_cpu_offload`."
+        )
     followed = _later(facts, "fp32_offload_kwarg_typeerror", "dispatch_cpu_disk_valueerror")
     if followed:
-        why += " The log then shows the TypeError from the misnamed offload option: that is the current failure (BNB451)."
+        why += (
+            " The log then shows the TypeError from the misnamed offload option: that is the current failure (BNB451)."
+        )
     return Hit(
         title=title,
         explanation=how + why,
@@ -202,11 +249,16 @@ def _later(facts: Facts, signature: str, than: str) -> bool:
 def offload_option(facts: Facts) -> Hit | None:
     """## What it detects
 
-    The rule fires on `TypeError: __init__() got an unexpected keyword argument 'load_in_8bit_fp32_cpu_offload'` (also when the argument's name wraps onto the next line), an error. When the log only shows a dispatch error whose text still names `load_in_8bit_fp32_cpu_offload`, it reports an info finding so the user does not follow that advice.
+    The rule fires on `TypeError: __init__() got an unexpected keyword argument 'load_in_8bit_fp32_cpu_offload'` (also
+    when the argument's name wraps onto the next line), an error. When the log only shows a dispatch error whose text
+    still names `load_in_8bit_fp32_cpu_offload`, it reports an info finding so the user does not follow that advice.
 
     ## Why it matters
 
-    Older transformers ended their dispatch error with "you need to set `load_in_8bit_fp32_cpu_offload=True`", but `BitsAndBytesConfig` has no such field: the option is `llm_int8_enable_fp32_cpu_offload`. Following the message raises the `TypeError`. The flag alone is not enough either: it must come with a custom `device_map` that names the modules to keep on the CPU, and those modules then run in 32-bit on the CPU, slowly.
+    Older transformers ended their dispatch error with "you need to set `load_in_8bit_fp32_cpu_offload=True`", but
+    `BitsAndBytesConfig` has no such field: the option is `llm_int8_enable_fp32_cpu_offload`. Following the message
+    raises the `TypeError`. The flag alone is not enough either: it must come with a custom `device_map` that names the
+    modules to keep on the CPU, and those modules then run in 32-bit on the CPU, slowly.
 
     ## How to fix
 
@@ -224,13 +276,14 @@ def offload_option(facts: Facts) -> Hit | None:
     fix = Remediation(
         "Use BitsAndBytesConfig(load_in_8bit=True, llm_int8_enable_fp32_cpu_offload=True) and pass a device_map dict "
         "that names the modules to keep on 'cpu' (for example {'transformer.h': 0, 'lm_head': 'cpu'}); offloaded "
-        "modules stay in 32-bit on the CPU and run slowly.")
+        "modules stay in 32-bit on the CPU and run slowly."
+    )
     if error:
         return Hit(
             title="BitsAndBytesConfig has no load_in_8bit_fp32_cpu_offload: the option is llm_int8_enable_fp32_cpu_offload",
             explanation="Older transformers told users to set `load_in_8bit_fp32_cpu_offload=True` in their dispatch "
             "error, but the BitsAndBytesConfig field has always been `llm_int8_enable_fp32_cpu_offload`, so following "
-            "the message raises \"unexpected keyword argument\". It also needs a custom device_map.",
+            'the message raises "unexpected keyword argument". It also needs a custom device_map.',
             evidence=log.line_evidence(facts, "fp32_offload_kwarg_typeerror"),
             remediation=fix,
         )
@@ -251,22 +304,32 @@ def offload_option(facts: Facts) -> Hit | None:
     "The log shows no CUDA out-of-memory error on one GPU of a quantized model spread by device_map",
     needs=("log",),
     covers=("accelerate_4bit_device_map_imbalance",),
-    references=("https://github.com/huggingface/accelerate/issues/2586", "https://github.com/huggingface/accelerate/pull/3244",
-                "https://github.com/huggingface/transformers/issues/46823"),
+    references=(
+        "https://github.com/huggingface/accelerate/issues/2586",
+        "https://github.com/huggingface/accelerate/pull/3244",
+        "https://github.com/huggingface/transformers/issues/46823",
+    ),
     confirm=("nvidia-smi", VERSIONS_CHECK),
 )
 def imbalance(facts: Facts) -> Hit | None:
     """## What it detects
 
-    The rule fires on a CUDA out-of-memory error (`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate … GPU 7 …`) when the log also shows a bitsandbytes-quantized model (`load_in_4bit`, `bnb_4bit_…`, `Linear4bit`, a bitsandbytes frame) and either `device_map="auto"`/`"balanced"` or several GPUs (a GPU index above 0). A bare out-of-memory error, without a quantized model spread over GPUs, is not reported: it has many causes.
+    The rule fires on a CUDA out-of-memory error (`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate … GPU 7
+    …`) when the log also shows a bitsandbytes-quantized model (`load_in_4bit`, `bnb_4bit_…`, `Linear4bit`, a
+    bitsandbytes frame) and either `device_map="auto"`/`"balanced"` or several GPUs (a GPU index above 0). A bare
+    out-of-memory error, without a quantized model spread over GPUs, is not reported: it has many causes.
 
     ## Why it matters
 
-    Balanced placement budgets every GPU as if all modules shrank with quantization. Large unquantized modules (the embeddings and `lm_head` of big-vocabulary models, several GB each in bf16) cannot be split, so they pile onto the first or last GPU; that GPU runs out of memory at the first training or generation step while others hold a few hundred MB. It is the same mechanism as transformers #46823 and accelerate #3244.
+    Balanced placement budgets every GPU as if all modules shrank with quantization. Large unquantized modules (the
+    embeddings and `lm_head` of big-vocabulary models, several GB each in bf16) cannot be split, so they pile onto the
+    first or last GPU; that GPU runs out of memory at the first training or generation step while others hold a few
+    hundred MB. It is the same mechanism as transformers #46823 and accelerate #3244.
 
     ## How to fix
 
-    - Pass `max_memory` per GPU to leave headroom on the crowded GPU, e.g. `max_memory={i: "20GiB" for i in range(n)}`, or write the `device_map` by hand.
+    - Pass `max_memory` per GPU to leave headroom on the crowded GPU, e.g. `max_memory={i: "20GiB" for i in range(n)}`,
+      or write the `device_map` by hand.
     - Upgrade transformers (#47203 and #47211 size the balancing buffer from the largest modules):
 
       ```bash
@@ -277,8 +340,11 @@ def imbalance(facts: Facts) -> Hit | None:
     """
     if not log.seen(facts, "cuda_out_of_memory"):
         return None
-    quantized = quant_bits(facts) is not None or log.seen(facts, "quantization_config") or bool(
-        facts.python and facts.python.bitsandbytes.installed)
+    quantized = (
+        quant_bits(facts) is not None
+        or log.seen(facts, "quantization_config")
+        or bool(facts.python and facts.python.bitsandbytes.installed)
+    )
     dmap = device_map_arg(facts)
     oom = log.matches(facts, "cuda_out_of_memory")
     gpu_index = None

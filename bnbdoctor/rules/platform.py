@@ -17,31 +17,42 @@ WSL_LIB = "/usr/lib/wsl/lib"
     "Under WSL2, /usr/lib/wsl/lib exists and is on the loader path",
     needs=("platform",),
     covers=("wsl2_libcuda_not_found", "no_gpu_detected_cpu_fallback"),
-    references=("https://docs.nvidia.com/cuda/wsl-user-guide/index.html",
-                "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/337"),
-    log_gate=LogGate("the log does not show libcuda.so failing to load", signatures=("libcuda_not_found", "no_gpu_detected")),
+    references=(
+        "https://docs.nvidia.com/cuda/wsl-user-guide/index.html",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/337",
+    ),
+    log_gate=LogGate(
+        "the log does not show libcuda.so failing to load", signatures=("libcuda_not_found", "no_gpu_detected")
+    ),
 )
 def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
     The rule needs the `platform` facts and is skipped unless the machine runs under WSL2. It fires in two cases:
 
-    - `/usr/lib/wsl/lib` does not exist. Under WSL2, the Windows NVIDIA driver exposes its Linux-side libraries (`libcuda.so`, `libnvidia-ml.so`, `nvidia-smi`) there.
-    - The folder exists, but the dynamic loader will not search it: it is neither in `LD_LIBRARY_PATH` nor listed in a file under `/etc/ld.so.conf` / `/etc/ld.so.conf.d/`.
+    - `/usr/lib/wsl/lib` does not exist. Under WSL2, the Windows NVIDIA driver exposes its Linux-side libraries
+      (`libcuda.so`, `libnvidia-ml.so`, `nvidia-smi`) there.
+    - The folder exists, but the dynamic loader will not search it: it is neither in `LD_LIBRARY_PATH` nor listed in a
+      file under `/etc/ld.so.conf` / `/etc/ld.so.conf.d/`.
 
     It passes when the folder exists and is on the loader path.
 
     ## Why it matters
 
-    WSL2 has no Linux NVIDIA driver. CUDA programs reach the Windows driver through the stub libraries in `/usr/lib/wsl/lib`. If the loader cannot find them, CUDA cannot start: `torch.cuda.is_available()` is False and bitsandbytes falls back to its CPU library.
+    WSL2 has no Linux NVIDIA driver. CUDA programs reach the Windows driver through the stub libraries in
+    `/usr/lib/wsl/lib`. If the loader cannot find them, CUDA cannot start: `torch.cuda.is_available()` is False and
+    bitsandbytes falls back to its CPU library.
 
-    - Legacy loaders (0.37–0.41) `dlopen("libcuda.so")` themselves and report `CUDA SETUP: WARNING! libcuda.so not found!` and then `WARNING: No GPU detected! ... Proceeding to load CPU-only library...`.
-    - The plain loader error is `libcuda.so: cannot open shared object file: No such file or directory`. This can happen even when `ldconfig` lists `libcuda.so.1`, because the unversioned name is then missing from the cache.
+    - Legacy loaders (0.37–0.41) `dlopen("libcuda.so")` themselves and report `CUDA SETUP: WARNING! libcuda.so not
+      found!` and then `WARNING: No GPU detected! ... Proceeding to load CPU-only library...`.
+    - The plain loader error is `libcuda.so: cannot open shared object file: No such file or directory`. This can happen
+      even when `ldconfig` lists `libcuda.so.1`, because the unversioned name is then missing from the cache.
     - Every later 8-bit or 4-bit operation fails the way [BNB101](BNB101.md) describes.
 
     ## How to fix
 
-    If the folder exists, put it on the loader path (add the `export` line to `~/.bashrc` to keep it), then check that the loader finds `libcuda`:
+    If the folder exists, put it on the loader path (add the `export` line to `~/.bashrc` to keep it), then check that
+    the loader finds `libcuda`:
 
     ```bash
     ls /usr/lib/wsl/lib
@@ -50,9 +61,11 @@ def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
     cat /etc/ld.so.conf.d/ld.wsl.conf
     ```
 
-    WSL normally registers the folder in `/etc/ld.so.conf.d/ld.wsl.conf`. If that file was removed, restore it with the line `/usr/lib/wsl/lib` and run `sudo ldconfig`.
+    WSL normally registers the folder in `/etc/ld.so.conf.d/ld.wsl.conf`. If that file was removed, restore it with the
+    line `/usr/lib/wsl/lib` and run `sudo ldconfig`.
 
-    If the folder is missing, install or update the NVIDIA driver **on Windows** (WSL support is part of it), update WSL from a Windows terminal, and restart it. `wsl --shutdown` stops every running WSL distribution, so save work first:
+    If the folder is missing, install or update the NVIDIA driver **on Windows** (WSL support is part of it), update WSL
+    from a Windows terminal, and restart it. `wsl --shutdown` stops every running WSL distribution, so save work first:
 
     ```bash
     wsl.exe --update
@@ -66,8 +79,10 @@ def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
     if platform.wsl != 2:
         return Skip("not running under WSL2")
     ld_path = facts.env.get("LD_LIBRARY_PATH", "")
-    evidence = [ev("kernel", platform.kernel, "platform.kernel"),
-                ev("LD_LIBRARY_PATH", ld_path or "(unset)", "env.LD_LIBRARY_PATH")]
+    evidence = [
+        ev("kernel", platform.kernel, "platform.kernel"),
+        ev("LD_LIBRARY_PATH", ld_path or "(unset)", "env.LD_LIBRARY_PATH"),
+    ]
     if platform.wsl_lib_dir is None:
         return Hit(
             title=f"WSL2 without {WSL_LIB}: the Windows NVIDIA driver is not exposed",
@@ -109,13 +124,20 @@ def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
 def jetson_wheel(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
-    The rule needs the `platform` and `python` facts. It is skipped when the machine is not a Jetson, i.e. when `/etc/nv_tegra_release` is absent. On a Jetson it passes if bitsandbytes is not installed, or if the installed package ships no `libbitsandbytes_*` native library. Otherwise it reports an error.
+    The rule needs the `platform` and `python` facts. It is skipped when the machine is not a Jetson, i.e. when
+    `/etc/nv_tegra_release` is absent. On a Jetson it passes if bitsandbytes is not installed, or if the installed
+    package ships no `libbitsandbytes_*` native library. Otherwise it reports an error.
 
-    The facts do not show where the native library came from. A build made on the device, or a wheel from the Jetson AI Lab index, therefore triggers the same finding as the PyPI wheel. If you built bitsandbytes on the board yourself, the finding does not apply to you.
+    The facts do not show where the native library came from. A build made on the device, or a wheel from the Jetson AI
+    Lab index, therefore triggers the same finding as the PyPI wheel. If you built bitsandbytes on the board yourself,
+    the finding does not apply to you.
 
     ## Why it matters
 
-    bitsandbytes has published `manylinux_2_24_aarch64` wheels since 0.46.0 (releases up to 0.42 shipped no aarch64 binaries at all). These wheels are built on aarch64-sbsa machines (server ARM with the standard CUDA toolkit). Jetson boards run L4T/JetPack, which has its own CUDA stack, and the bitsandbytes documentation says the sbsa wheels are not compatible with it.
+    bitsandbytes has published `manylinux_2_24_aarch64` wheels since 0.46.0 (releases up to 0.42 shipped no aarch64
+    binaries at all). These wheels are built on aarch64-sbsa machines (server ARM with the standard CUDA toolkit).
+    Jetson boards run L4T/JetPack, which has its own CUDA stack, and the bitsandbytes documentation says the sbsa wheels
+    are not compatible with it.
 
     `pip install` and `import bitsandbytes` succeed. The first CUDA operation then fails:
 
@@ -123,11 +145,15 @@ def jetson_wheel(facts: Facts) -> Hit | Skip | None:
     RuntimeError: Error named symbol not found at line 233 in file /src/csrc/ops.cu
     ```
 
-    This is not a missing-architecture problem: sm_80 code built on the device runs on the Orin's sm_87 (PR #1939). The mismatch lies in the CUDA libraries and toolchain. On other machines the same `named symbol not found` text usually means that the library, the CUDA runtime and the driver do not belong together, for example a duplicate or wrong `libcudart`.
+    This is not a missing-architecture problem: sm_80 code built on the device runs on the Orin's sm_87 (PR #1939). The
+    mismatch lies in the CUDA libraries and toolchain. On other machines the same `named symbol not found` text usually
+    means that the library, the CUDA runtime and the driver do not belong together, for example a duplicate or wrong
+    `libcudart`.
 
     ## How to fix
 
-    Replace the PyPI binaries with a build made for JetPack. Either build on the device against JetPack's CUDA (sm_87 for the Orin family, sm_72 for Xavier):
+    Replace the PyPI binaries with a build made for JetPack. Either build on the device against JetPack's CUDA (sm_87
+    for the Orin family, sm_72 for Xavier):
 
     ```bash
     pip uninstall -y bitsandbytes
@@ -137,7 +163,8 @@ def jetson_wheel(facts: Facts) -> Hit | Skip | None:
     python -m bitsandbytes
     ```
 
-    or install the prebuilt package from the Jetson AI Lab index (`https://pypi.jetson-ai-lab.io/`, e.g. the `jp6/cu126` channel). That is a third-party build, not one published by bitsandbytes.
+    or install the prebuilt package from the Jetson AI Lab index (`https://pypi.jetson-ai-lab.io/`, e.g. the `jp6/cu126`
+    channel). That is a third-party build, not one published by bitsandbytes.
     """
     platform, bnb = facts.platform, bnb_of(facts)
     assert platform is not None
@@ -152,9 +179,11 @@ def jetson_wheel(facts: Facts) -> Hit | Skip | None:
         explanation="The aarch64 wheels on PyPI are built for server ARM (sbsa) with the standard CUDA toolkit, "
         "not for Jetson's L4T/JetPack CUDA stack; the first kernel fails with 'Error named symbol not found "
         "at line … in file /src/csrc/ops.cu'.",
-        evidence=[ev("L4T release", platform.jetson_release, "platform.jetson_release"),
-                  ev("bitsandbytes", f"{bnb.version} at {bnb.location}", "python.bitsandbytes.location"),
-                  ev("wheel tag", bnb.wheel_tag or "unknown (assumed PyPI)", "python.bitsandbytes.wheel_tag")],
+        evidence=[
+            ev("L4T release", platform.jetson_release, "platform.jetson_release"),
+            ev("bitsandbytes", f"{bnb.version} at {bnb.location}", "python.bitsandbytes.location"),
+            ev("wheel tag", bnb.wheel_tag or "unknown (assumed PyPI)", "python.bitsandbytes.wheel_tag"),
+        ],
         remediation=Remediation(
             "Build bitsandbytes on the device (cmake -DCOMPUTE_BACKEND=cuda) or install a wheel built for "
             "JetPack (the Jetson AI Lab index); do not use the PyPI aarch64 wheel on L4T.",

@@ -35,8 +35,15 @@ def run(
     from bnbdoctor.tui.app import DoctorApp
     from bnbdoctor.tui.session import Session
 
-    session = Session(host=host, options=options or ProbeOptions(), rules=rules, facts=facts, report=report,
-                      strict=strict, redact=redact)
+    session = Session(
+        host=host,
+        options=options or ProbeOptions(),
+        rules=rules,
+        facts=facts,
+        report=report,
+        strict=strict,
+        redact=redact,
+    )
     app = DoctorApp(session)
     app.run()
     if app.return_code not in (None, 0):  # the app itself crashed (Textual printed the traceback)

@@ -100,11 +100,20 @@ class DoctorApp(App[None]):
             return False
         self.running = True
         self._generation += 1
-        heading = (f"Probing {self.session.label}…" if self.session.probes
-                   else f"Re-applying the rules to {self.session.label}…")
+        heading = (
+            f"Probing {self.session.label}…"
+            if self.session.probes
+            else f"Re-applying the rules to {self.session.label}…"
+        )
         self.main.show_running(heading, self.session.probe_names)
-        self._worker = self.run_worker(partial(self._diagnose, self._generation), name="diagnose",
-                                       group="diagnose", thread=True, exclusive=True, exit_on_error=False)
+        self._worker = self.run_worker(
+            partial(self._diagnose, self._generation),
+            name="diagnose",
+            group="diagnose",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
         return True
 
     def _diagnose(self, generation: int) -> None:
@@ -181,8 +190,15 @@ class DoctorApp(App[None]):
             return
         formats = available_formats()
         chosen = formats[0]
-        self.push_screen(ExportScreen(default_export_path(self.report, chosen, self.export_dir), formats, chosen,
-                                      cursor_blink=self.CURSOR_BLINK), self._export_chosen)
+        self.push_screen(
+            ExportScreen(
+                default_export_path(self.report, chosen, self.export_dir),
+                formats,
+                chosen,
+                cursor_blink=self.CURSOR_BLINK,
+            ),
+            self._export_chosen,
+        )
 
     def _export_chosen(self, request: ExportRequest | None) -> None:
         if request is not None:

@@ -57,8 +57,7 @@ def build(data: Any, *, show_timings: bool = True, key: str = "", path: str = ""
         for raw_name, raw_value in data.items():
             name = str(raw_name)
             value = "(hidden)" if not show_timings and name in TIMING_KEYS else raw_value
-            node.children.append(build(value, show_timings=show_timings, key=name,
-                                       path=_child_path(path, name, False)))
+            node.children.append(build(value, show_timings=show_timings, key=name, path=_child_path(path, name, False)))
         return node
     if isinstance(data, list):
         if all(not isinstance(item, (dict, list)) for item in data) and len(value_text(data)) <= 40:
@@ -66,8 +65,7 @@ def build(data: Any, *, show_timings: bool = True, key: str = "", path: str = ""
         node = FactNode(key, path, "list")
         for index, value in enumerate(data):
             name = f"[{index}]"
-            node.children.append(build(value, show_timings=show_timings, key=name,
-                                       path=_child_path(path, name, True)))
+            node.children.append(build(value, show_timings=show_timings, key=name, path=_child_path(path, name, True)))
         return node
     return FactNode(key, path, "value", data)
 

@@ -25,8 +25,9 @@ from bnbdoctor.rules.base import Rule
 T = TypeVar("T")
 
 
-def call_abandonable(fn: Callable[[], T], cancelled: Callable[[], bool] | None = None, poll_s: float = 0.05,
-                     name: str = "bnbdoctor-task") -> T:
+def call_abandonable(
+    fn: Callable[[], T], cancelled: Callable[[], bool] | None = None, poll_s: float = 0.05, name: str = "bnbdoctor-task"
+) -> T:
     """``fn()`` in a daemon thread, abandoned when ``cancelled()`` turns true. The Explain and Fit
     tabs run their analyses this way, as :meth:`Session.diagnose` runs the probes: a fit's engine
     subprocess can take seconds, and quitting must not wait for it."""

@@ -69,7 +69,7 @@ def explain_devices(engine: Engine, rec: Placement) -> list[Json]:
             reserved = 0
             if device in main:
                 remaining_modules = []
-                for n, _d in atoms[position + 1:]:
+                for n, _d in atoms[position + 1 :]:
                     try:
                         remaining_modules.append((n, model.get_submodule(n)))
                     except Exception:  # noqa: BLE001, S112 - a parameter or buffer, not a module

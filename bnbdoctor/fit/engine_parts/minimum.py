@@ -63,22 +63,60 @@ def minimum_memory(engine: Engine, main_scenario: Json, main_rec: Placement, mor
                 lo = mid
         hi = ((hi + mib - 1) // mib) * mib
         good, rec = fits(hi, n)
-        out.append({"kind": REMEDY_MIN_GPU_MEMORY, "scenario": strip_none(dict(scenario, **{field: memory_to_json(
-            {**{k: v for k, v in base.items() if not isinstance(k, int)}, **{i: hi for i in range(n)}})})),
-                    "verdict": rec["verdict"], "error": rec.get("error"),
-                    "device_map": {k: jsonable_device(v) for k, v in rec["result"].items()},
-                    "per_gpu_bytes": int(hi), "gpus": n, "field": field})
+        out.append(
+            {
+                "kind": REMEDY_MIN_GPU_MEMORY,
+                "scenario": strip_none(
+                    dict(
+                        scenario,
+                        **{
+                            field: memory_to_json(
+                                {
+                                    **{k: v for k, v in base.items() if not isinstance(k, int)},
+                                    **dict.fromkeys(range(n), hi),
+                                }
+                            )
+                        },
+                    )
+                ),
+                "verdict": rec["verdict"],
+                "error": rec.get("error"),
+                "device_map": {k: jsonable_device(v) for k, v in rec["result"].items()},
+                "per_gpu_bytes": int(hi),
+                "gpus": n,
+                "field": field,
+            }
+        )
     if gpus and more_gpus:
         size = min(base[k] for k in gpus)
         for count in range(n + 1, max(n + 1, 16) + 1):
             good, rec = fits(size, count)
             if good:
-                out.append({"kind": REMEDY_MORE_GPUS, "scenario": strip_none(dict(scenario, **{field: memory_to_json(
-                    {**{k: v for k, v in base.items() if not isinstance(k, int)},
-                     **{i: size for i in range(count)}})})),
-                            "verdict": rec["verdict"], "error": rec.get("error"),
-                            "device_map": {k: jsonable_device(v) for k, v in rec["result"].items()},
-                            "per_gpu_bytes": int(size), "gpus": count, "original_gpus": len(gpus), "field": field})
+                out.append(
+                    {
+                        "kind": REMEDY_MORE_GPUS,
+                        "scenario": strip_none(
+                            dict(
+                                scenario,
+                                **{
+                                    field: memory_to_json(
+                                        {
+                                            **{k: v for k, v in base.items() if not isinstance(k, int)},
+                                            **dict.fromkeys(range(count), size),
+                                        }
+                                    )
+                                },
+                            )
+                        ),
+                        "verdict": rec["verdict"],
+                        "error": rec.get("error"),
+                        "device_map": {k: jsonable_device(v) for k, v in rec["result"].items()},
+                        "per_gpu_bytes": int(size),
+                        "gpus": count,
+                        "original_gpus": len(gpus),
+                        "field": field,
+                    }
+                )
                 break
     engine.timings["min_memory"] = round(time.perf_counter() - started, 4)
     engine.timings["min_memory_steps"] = steps[0]

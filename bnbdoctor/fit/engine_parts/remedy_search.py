@@ -51,8 +51,14 @@ def remedies(engine: Engine, main_scenario: Json, main_rec: Placement) -> list[J
         try:
             rec = engine.run_scenario(scenario)
         except Exception as exc:  # noqa: BLE001 - a remedy that cannot be simulated is reported, not fatal
-            found.append({"kind": kind, "scenario": strip_none(scenario), "verdict": VERDICT_ERROR,
-                          "error": f"{type(exc).__name__}: {short(exc)}"})
+            found.append(
+                {
+                    "kind": kind,
+                    "scenario": strip_none(scenario),
+                    "verdict": VERDICT_ERROR,
+                    "error": f"{type(exc).__name__}: {short(exc)}",
+                }
+            )
             return None
         entry = {"kind": kind, "scenario": strip_none(scenario), **scenario_result(rec), **extra}
         entry["seconds"] = round(time.perf_counter() - started, 4)
@@ -73,8 +79,10 @@ def remedies(engine: Engine, main_scenario: Json, main_rec: Placement) -> list[J
         if rec and rec["verdict"] == VERDICT_FITS:
             passing_maps.append((REMEDY_MAX_MEMORY, rec))
         elif device_map != DEVICE_MAP_SEQUENTIAL:
-            rec = attempt(REMEDY_MAX_MEMORY, dict(main_scenario, max_memory=explicit, detected=None,
-                                                  device_map=DEVICE_MAP_SEQUENTIAL))
+            rec = attempt(
+                REMEDY_MAX_MEMORY,
+                dict(main_scenario, max_memory=explicit, detected=None, device_map=DEVICE_MAP_SEQUENTIAL),
+            )
             if rec and rec["verdict"] == VERDICT_FITS:
                 passing_maps.append((ORIGIN_MAX_MEMORY_SEQUENTIAL, rec))
     # 3. an explicit device map, checked the way from_pretrained checks a dict
@@ -86,8 +94,12 @@ def remedies(engine: Engine, main_scenario: Json, main_rec: Placement) -> list[J
             model, hf_quantizer, _ = main_rec["built"]
             try:
                 packed = engine.tia.infer_auto_device_map(
-                    model, max_memory=full, no_split_module_classes=model._no_split_modules,
-                    hf_quantizer=hf_quantizer, **no_placement(engine, model))
+                    model,
+                    max_memory=full,
+                    no_split_module_classes=model._no_split_modules,
+                    hf_quantizer=hf_quantizer,
+                    **no_placement(engine, model),
+                )
                 if set(packed.values()) and not ({"cpu", "disk"} & set(packed.values())):
                     source = {"result": packed}
                     origin = ORIGIN_FULL_BUDGET
@@ -98,8 +110,12 @@ def remedies(engine: Engine, main_scenario: Json, main_rec: Placement) -> list[J
         use: dict[str, int] = {}
         for name, device in explicit_map.items():
             use[str(device)] = use.get(str(device), 0) + int(sizes.get(name, 0))
-        attempt(REMEDY_EXPLICIT_MAP, dict(main_scenario, device_map=explicit_map, max_memory=None, detected=None),
-                origin=origin, gpu_use=use)
+        attempt(
+            REMEDY_EXPLICIT_MAP,
+            dict(main_scenario, device_map=explicit_map, max_memory=None, detected=None),
+            origin=origin,
+            gpu_use=use,
+        )
     # 4. 4-bit instead of 8-bit
     if quant == QUANT_8BIT and not req.get("pre_quantized"):
         rec = attempt(REMEDY_QUANT_4BIT, dict(main_scenario, quant=QUANT_4BIT))
@@ -113,13 +129,18 @@ def remedies(engine: Engine, main_scenario: Json, main_rec: Placement) -> list[J
     if main_rec["verdict"] == VERDICT_RAISES and not passing_maps and not req.get("pre_quantized"):
         offload_map = None
         for entry in found:
-            if entry["kind"] == REMEDY_SEQUENTIAL and entry.get("device_map") and \
-                    {"cpu", "disk"} & set(entry["device_map"].values()):
+            if (
+                entry["kind"] == REMEDY_SEQUENTIAL
+                and entry.get("device_map")
+                and {"cpu", "disk"} & set(entry["device_map"].values())
+            ):
                 offload_map = entry["device_map"]
         if offload_map is None:
             offload_map = {k: jsonable_device(v) for k, v in main_rec["result"].items()}
-        rec = attempt(REMEDY_FP32_OFFLOAD, dict(main_scenario, fp32_offload=True, device_map=offload_map,
-                                                max_memory=None, detected=None))
+        rec = attempt(
+            REMEDY_FP32_OFFLOAD,
+            dict(main_scenario, fp32_offload=True, device_map=offload_map, max_memory=None, detected=None),
+        )
         if rec is not None and rec.get("built") is not None:
             off_sizes = module_sizes(engine, rec["built"])
             entry = found[-1]

@@ -17,8 +17,6 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ...fit_protocol import (
-    SUPPORTED_TRANSFORMERS_BELOW,
-    SUPPORTED_TRANSFORMERS_MIN,
     BNB_REAL,
     BNB_STANDIN,
     DEVICE_MAP_AUTO,
@@ -35,6 +33,8 @@ from ...fit_protocol import (
     QUANT_TYPE_NF4,
     RAISE_SITE_GET_DEVICE_MAP,
     RAISE_SITE_GET_HF_QUANTIZER,
+    SUPPORTED_TRANSFORMERS_BELOW,
+    SUPPORTED_TRANSFORMERS_MIN,
     VERDICT_ALL_CPU,
     VERDICT_FITS,
     VERDICT_FP32_OFFLOAD,
@@ -106,8 +106,7 @@ class Engine:
         try:
             import transformers
         except Exception as exc:  # noqa: BLE001
-            raise EngineError(ERROR_NO_TRANSFORMERS, f"transformers cannot be imported: {short(exc)}",
-                              fallback=True)
+            raise EngineError(ERROR_NO_TRANSFORMERS, f"transformers cannot be imported: {short(exc)}", fallback=True)
         versions["transformers"] = transformers.__version__
         self.out["transformers_location"] = os.path.dirname(os.path.dirname(os.path.abspath(transformers.__file__)))
         self.out["other_transformers"] = other_installs("transformers", self.out["transformers_location"])
@@ -143,16 +142,26 @@ class Engine:
 
             self.tia, self.mu, self.qauto = tia, mu, qauto
             self.BitsAndBytesConfig, self.ContextManagers = BitsAndBytesConfig, ContextManagers
-            needed = [(tia, "_get_device_map"), (tia, "get_balanced_memory"), (tia, "get_max_memory"),
-                      (tia, "infer_auto_device_map"), (tia, "compute_module_sizes"), (tia, "accelerate_max_memory"),
-                      (tia, "get_max_layer_size"), (mu, "_get_dtype"), (qauto, "get_hf_quantizer")]
+            needed = [
+                (tia, "_get_device_map"),
+                (tia, "get_balanced_memory"),
+                (tia, "get_max_memory"),
+                (tia, "infer_auto_device_map"),
+                (tia, "compute_module_sizes"),
+                (tia, "accelerate_max_memory"),
+                (tia, "get_max_layer_size"),
+                (mu, "_get_dtype"),
+                (qauto, "get_hf_quantizer"),
+            ]
             missing = [name for module, name in needed if not hasattr(module, name)]
             if missing:
                 raise AttributeError(", ".join(missing))
         except Exception as exc:  # noqa: BLE001
-            raise EngineError(ERROR_UNSUPPORTED_TRANSFORMERS,
-                              f"transformers {transformers.__version__} lacks a function bnbdoctor fit calls: "
-                              f"{short(exc)}", fallback=True) from None
+            raise EngineError(
+                ERROR_UNSUPPORTED_TRANSFORMERS,
+                f"transformers {transformers.__version__} lacks a function bnbdoctor fit calls: {short(exc)}",
+                fallback=True,
+            ) from None
         if self.bnb_mode == BNB_STANDIN:
             activate_standin((q4, q8, qauto), sys.modules["bitsandbytes"])
         install_wrappers(self)
@@ -200,12 +209,16 @@ class Engine:
             text = str(exc)
             if "trust_remote_code" in text or "contains custom code" in text:
                 raise EngineError(ERROR_REMOTE_CODE, short(exc))
-            if "does not recognize this architecture" in text or "Unrecognized model" in text or (
-                    isinstance(exc, KeyError)):
+            if (
+                "does not recognize this architecture" in text
+                or "Unrecognized model" in text
+                or (isinstance(exc, KeyError))
+            ):
                 version = self.out["versions"]["transformers"]
                 wanted = req.get("model_type")
-                raise EngineError(ERROR_UNKNOWN_MODEL_TYPE,
-                                  f"transformers {version} does not know model_type {wanted!r}") from None
+                raise EngineError(
+                    ERROR_UNKNOWN_MODEL_TYPE, f"transformers {version} does not know model_type {wanted!r}"
+                ) from None
             raise EngineError(ERROR_CONFIG, f"transformers could not read the config: {short(exc)}")
         self.config = config
         self.out["model_type"] = getattr(config, "model_type", None)
@@ -224,8 +237,11 @@ class Engine:
         if req.get("trust_remote_code") and auto_map:
             from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
-            keys = [k for k in ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForSeq2SeqLM",
-                                "AutoModel") if k in auto_map] + [k for k in auto_map if k.startswith("AutoModel")]
+            keys = [
+                k
+                for k in ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForSeq2SeqLM", "AutoModel")
+                if k in auto_map
+            ] + [k for k in auto_map if k.startswith("AutoModel")]
             if keys:
                 ref = auto_map[keys[0]]
                 ref = ref[0] if isinstance(ref, (list, tuple)) else ref
@@ -241,8 +257,11 @@ class Engine:
         except Exception:  # noqa: BLE001
             version = self.out["versions"]["transformers"]
             names = ", ".join(architectures) or "(none)"
-            raise EngineError(ERROR_UNKNOWN_ARCHITECTURE, f"transformers {version} has no model class {names} for "
-                              f"model_type {getattr(config, 'model_type', None)!r}") from None
+            raise EngineError(
+                ERROR_UNKNOWN_ARCHITECTURE,
+                f"transformers {version} has no model class {names} for "
+                f"model_type {getattr(config, 'model_type', None)!r}",
+            ) from None
 
     def quant_config(self, quant: str, fp32_offload: bool) -> Any:
         req = self.request
@@ -264,36 +283,48 @@ class Engine:
 
         Returns (model, hf_quantizer, dtype) or raises ValueError from get_hf_quantizer (raise
         site (a): a dict device_map with cpu/disk entries)."""
-        key = (quant, bool(fp32_offload), json.dumps(device_map, sort_keys=True) if isinstance(device_map, dict)
-               else "string")
+        key = (
+            quant,
+            bool(fp32_offload),
+            json.dumps(device_map, sort_keys=True) if isinstance(device_map, dict) else "string",
+        )
         if key in self._builds:
             return self._builds[key]
         started = time.perf_counter()
         mu, req = self.mu, self.request
         config = copy.deepcopy(self.config)
         hf_quantizer, config, device_map_after = self.qauto.get_hf_quantizer(
-            config, self.quant_config(quant, fp32_offload), device_map, True, {})
+            config, self.quant_config(quant, fp32_offload), device_map, True, {}
+        )
         dtype_arg = req.get("dtype") or DTYPE_AUTO
-        config, dtype = mu._get_dtype(dtype_arg, req.get("checkpoint_files"), config, req.get("sharded_metadata"),
-                                      None, True, hf_quantizer)
+        config, dtype = mu._get_dtype(
+            dtype_arg, req.get("checkpoint_files"), config, req.get("sharded_metadata"), None, True, hf_quantizer
+        )
         is_quantized = hf_quantizer is not None
         contexts = self.model_cls.get_init_context(dtype, is_quantized, False, False)
         config = copy.deepcopy(config)
         with self.ContextManagers(contexts):
             model = self.model_cls(config)
             if hf_quantizer is not None:
-                hf_quantizer.preprocess_model(model=model, dtype=dtype, device_map=device_map_after,
-                                              checkpoint_files=req.get("checkpoint_files"), use_kernels=False)
+                hf_quantizer.preprocess_model(
+                    model=model,
+                    dtype=dtype,
+                    device_map=device_map_after,
+                    checkpoint_files=req.get("checkpoint_files"),
+                    use_kernels=False,
+                )
         built = (model, hf_quantizer, dtype)
         self._builds[key] = built
         self.timings["build.{}{}".format(quant, "+fp32" if fp32_offload else "")] = round(
-            time.perf_counter() - started, 4)
+            time.perf_counter() - started, 4
+        )
         return built
 
     # .. placement .............................................................................
 
-    def place(self, built: Built, device_map: Any, max_memory: Memory | None, detected: Memory | None,
-              trace: bool = False) -> Placement:
+    def place(
+        self, built: Built, device_map: Any, max_memory: Memory | None, detected: Memory | None, trace: bool = False
+    ) -> Placement:
         """Run transformers' _get_device_map; return the verdict and what was recorded."""
         model, hf_quantizer, _ = built
         rec: Placement = {"trace": trace}
@@ -346,8 +377,12 @@ class Engine:
             except ValueError as exc:
                 if DISPATCH_PREFIX not in str(exc):
                     raise
-                return {"verdict": VERDICT_RAISES, "error": str(exc), "result": device_map,
-                        "raise_site": RAISE_SITE_GET_HF_QUANTIZER}
+                return {
+                    "verdict": VERDICT_RAISES,
+                    "error": str(exc),
+                    "result": device_map,
+                    "raise_site": RAISE_SITE_GET_HF_QUANTIZER,
+                }
             rec: Placement = {"result": dict(device_map), "error": None, "raise_site": None}
             rec["verdict"] = verdict_of(rec["result"], None, built[1])
             rec["built"] = built
@@ -374,8 +409,11 @@ def verdict_of(device_map: dict[str, Any], error: str | None, hf_quantizer: Any)
 
 def scenario_result(rec: Placement) -> Json:
     """A placement's verdict, error and device map as the answer carries them."""
-    return {"verdict": rec["verdict"], "error": rec.get("error"),
-            "device_map": {k: jsonable_device(v) for k, v in rec["result"].items()}}
+    return {
+        "verdict": rec["verdict"],
+        "error": rec.get("error"),
+        "device_map": {k: jsonable_device(v) for k, v in rec["result"].items()},
+    }
 
 
 def other_installs(name: str, active_location: str) -> list[dict[str, str]]:
@@ -393,7 +431,7 @@ def other_installs(name: str, active_location: str) -> list[dict[str, str]]:
         for item in listing:
             low = item.lower()
             if low.startswith(prefix) and low.endswith(".dist-info"):
-                version = item[len(prefix):-len(".dist-info")]
+                version = item[len(prefix) : -len(".dist-info")]
                 location = os.path.abspath(entry)
                 if location == active_location or (location, version) in seen:
                     continue

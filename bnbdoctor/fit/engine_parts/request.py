@@ -75,9 +75,11 @@ def main(request: Json) -> None:
     """Answer ``request``, or each of ``request["batch"]`` (several models, one import of the stack),
     and print the answer on one marked line."""
     if request.get("batch"):
-        out: Json = {"script_version": SCRIPT_VERSION, "ok": True,
-                     "batch": [answer(dict(sub, sys_path_first=request.get("sys_path_first")))
-                               for sub in request["batch"]]}
+        out: Json = {
+            "script_version": SCRIPT_VERSION,
+            "ok": True,
+            "batch": [answer(dict(sub, sys_path_first=request.get("sys_path_first"))) for sub in request["batch"]],
+        }
     else:
         out = answer(request)
     try:

@@ -91,14 +91,22 @@ def inventory(engine: Engine, built: Built) -> Json:
             kind = "embedding"
         elif tensor.dim() >= 3 or type(owner).__name__.lower().endswith("experts"):
             kind = "experts"
-        elif any(owner_name == s or owner_name.startswith(s + ".") or owner_name.endswith("." + s) for s in skip) \
-                and isinstance(owner, torch.nn.Linear):
+        elif any(
+            owner_name == s or owner_name.startswith(s + ".") or owner_name.endswith("." + s) for s in skip
+        ) and isinstance(owner, torch.nn.Linear):
             kind = "skipped"
         elif "norm" in type(owner).__name__.lower():
             kind = "norm"
-        tensors.append({"name": name, "kind": kind, "shape": [int(s) for s in tensor.shape],
-                        "dtype": str(tensor.dtype).replace("torch.", ""), "bytes": size,
-                        "module_class": type(owner).__name__ if owner is not None else ""})
+        tensors.append(
+            {
+                "name": name,
+                "kind": kind,
+                "shape": [int(s) for s in tensor.shape],
+                "dtype": str(tensor.dtype).replace("torch.", ""),
+                "bytes": size,
+                "module_class": type(owner).__name__ if owner is not None else "",
+            }
+        )
     tensors.sort(key=lambda t: -t["bytes"])
     state = quant_state_by_module(engine, built).get("", 0)
     by_kind: dict[str, int] = {}
@@ -128,5 +136,9 @@ def balance_inputs(engine: Engine, built: Built) -> Json:
         if module.__class__.__name__ in no_split and sizes.get(name, 0) > biggest_block:
             biggest_block, block_name = sizes[name], name
     leaf_name = max(leaves, key=lambda k: leaves[k]) if leaves else None
-    return {"biggest_no_split_bytes": int(biggest_block), "biggest_no_split": block_name,
-            "biggest_leaf_bytes": int(leaves[leaf_name]) if leaf_name else 0, "biggest_leaf": leaf_name}
+    return {
+        "biggest_no_split_bytes": int(biggest_block),
+        "biggest_no_split": block_name,
+        "biggest_leaf_bytes": int(leaves[leaf_name]) if leaf_name else 0,
+        "biggest_leaf": leaf_name,
+    }

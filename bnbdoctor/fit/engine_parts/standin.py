@@ -20,15 +20,32 @@ def install_bnb_standin(torch: Any) -> Any:
     are those of nn.Linear, as in bitsandbytes before the weights are quantized."""
 
     class Linear4bit(torch.nn.Linear):  # type: ignore[misc]  # torch is the patient's: Any here
-        def __init__(self, input_features: int, output_features: int, bias: bool = True, compute_dtype: Any = None,
-                     compress_statistics: bool = True, quant_type: str = "fp4", quant_storage: Any = None,
-                     device: Any = None, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            input_features: int,
+            output_features: int,
+            bias: bool = True,
+            compute_dtype: Any = None,
+            compress_statistics: bool = True,
+            quant_type: str = "fp4",
+            quant_storage: Any = None,
+            device: Any = None,
+            **kwargs: Any,
+        ) -> None:
             super().__init__(input_features, output_features, bias, device=device)
 
     class Linear8bitLt(torch.nn.Linear):  # type: ignore[misc]
-        def __init__(self, input_features: int, output_features: int, bias: bool = True,
-                     has_fp16_weights: bool = True, threshold: float = 0.0, index: Any = None, device: Any = None,
-                     **kwargs: Any) -> None:
+        def __init__(
+            self,
+            input_features: int,
+            output_features: int,
+            bias: bool = True,
+            has_fp16_weights: bool = True,
+            threshold: float = 0.0,
+            index: Any = None,
+            device: Any = None,
+            **kwargs: Any,
+        ) -> None:
             super().__init__(input_features, output_features, bias, device=device)
 
     import importlib.machinery

@@ -36,8 +36,9 @@ class Collector:
     name: str
     families: list[Family] = field(default_factory=list)
 
-    def collects(self, name: str, keys: tuple[str, ...] | str, *regexes: str, flags: int = 0,
-                 evidence: int | None = None) -> Callable[[Handler], Handler]:
+    def collects(
+        self, name: str, keys: tuple[str, ...] | str, *regexes: str, flags: int = 0, evidence: int | None = None
+    ) -> Callable[[Handler], Handler]:
         """Declare the family ``name`` on the handler below (see :func:`~bnbdoctor.logs.patterns.pattern`)."""
         declared = pattern(name, keys, *regexes, flags=flags, evidence=evidence)
 

@@ -42,11 +42,14 @@ def _library_cuda(state: LogState, name: str, number: int, line: str) -> None:
         _cuda_version_seen(state, cuda_from_digits(lib.group("digits")), number, line)
 
 
-@collects("bnb_binary_not_found", ("bitsandbytes", "binary not found", "No compatible"),
-          r"Could not find the bitsandbytes (?P<backend>\w{1,10}) binary at\s*(?:\w{0,10}Path\(\s*)?"
-          r"(?:'(?P<qpath>[^']{1,1000})'|(?P<path>\S{1,1000}))",
-          r"Configured (?P<backend>\w{1,10}) binary not found at\s*(?P<path>\S{1,1000})",
-          r"No compatible (?P<backend>\w{1,10}) binary found at\s*(?P<path>\S{1,1000})")
+@collects(
+    "bnb_binary_not_found",
+    ("bitsandbytes", "binary not found", "No compatible"),
+    r"Could not find the bitsandbytes (?P<backend>\w{1,10}) binary at\s*(?:\w{0,10}Path\(\s*)?"
+    r"(?:'(?P<qpath>[^']{1,1000})'|(?P<path>\S{1,1000}))",
+    r"Configured (?P<backend>\w{1,10}) binary not found at\s*(?P<path>\S{1,1000})",
+    r"No compatible (?P<backend>\w{1,10}) binary found at\s*(?P<path>\S{1,1000})",
+)
 def bnb_binary_not_found(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     path = (m.group("qpath") if "qpath" in m.re.groupindex else None) or m.group("path") or ""
     path = path.rstrip("')\".,")
@@ -60,9 +63,12 @@ def bnb_binary_not_found(state: LogState, m: re.Match[str], number: int, line: s
     _library_cuda(state, name, number, line)
 
 
-@collects("required_library_not_found", ("version not found", "Library not found"),
-          rf"Required library version not found:\s*(?P<file>{LIB})",
-          rf"Library not found:\s*(?P<path>\S{{0,1000}}?{LIB})")
+@collects(
+    "required_library_not_found",
+    ("version not found", "Library not found"),
+    rf"Required library version not found:\s*(?P<file>{LIB})",
+    rf"Library not found:\s*(?P<path>\S{{0,1000}}?{LIB})",
+)
 def required_library_not_found(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if m.groupdict().get("file"):
         name = m.group("file")
@@ -89,15 +95,21 @@ def bin_line(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     _selected(state, m.group("path").strip(), number, line)
 
 
-@collects("cpu_defaulting", ("libbitsandbytes_cpu", "CPU-only"),
-          r"Defaulting to libbitsandbytes_cpu|Proceeding to load CPU-only library")
+@collects(
+    "cpu_defaulting",
+    ("libbitsandbytes_cpu", "CPU-only"),
+    r"Defaulting to libbitsandbytes_cpu|Proceeding to load CPU-only library",
+)
 def cpu_defaulting(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("cpu_library_selected", number, line)
 
 
-@collects("compiled_without_gpu", ("without GPU support", "only available on CUDA"),
-          r"compiled without GPU support|8-bit optimizer is not available on your device")
+@collects(
+    "compiled_without_gpu",
+    ("without GPU support", "only available on CUDA"),
+    r"compiled without GPU support|8-bit optimizer is not available on your device",
+)
 def compiled_without_gpu(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("compiled_without_gpu_support", number, line)
@@ -118,26 +130,35 @@ def none_attribute(state: LogState, m: re.Match[str], number: int, line: str) ->
         state.match("native_library_unavailable", number, line)
 
 
-@collects("native_unavailable", ("bitsandbytes native library", "CPU-only"),
-          r"Attempted to use bitsandbytes native library functionality"
-          r"|not available in CPU-only version of bitsandbytes")
+@collects(
+    "native_unavailable",
+    ("bitsandbytes native library", "CPU-only"),
+    r"Attempted to use bitsandbytes native library functionality"
+    r"|not available in CPU-only version of bitsandbytes",
+)
 def native_unavailable(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.bnb.set_era("exact")
     state.match("native_library_unavailable", number, line)
 
 
-@collects("cuda_setup_failed", ("CUDA",),
-          r"CUDA Setup failed despite (?:GPU|CUDA) being available|CUDA SETUP: Setup Failed!|CUDA detection failed"
-          r"|Something unexpected happened\. Please compile from source"
-          r"|The main issue seems to be that the main CUDA (?:runtime )?library was not detected")
+@collects(
+    "cuda_setup_failed",
+    ("CUDA",),
+    r"CUDA Setup failed despite (?:GPU|CUDA) being available|CUDA SETUP: Setup Failed!|CUDA detection failed"
+    r"|Something unexpected happened\. Please compile from source"
+    r"|The main issue seems to be that the main CUDA (?:runtime )?library was not detected",
+)
 def cuda_setup_failed(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("cuda_setup_failed", number, line)
 
 
-@collects("load_error", ("bitsandbytes",),
-          r"(?:Could not load bitsandbytes native library|bitsandbytes library load error):\s*(?P<err>.{0,2000})")
+@collects(
+    "load_error",
+    ("bitsandbytes",),
+    r"(?:Could not load bitsandbytes native library|bitsandbytes library load error):\s*(?P<err>.{0,2000})",
+)
 def load_error(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.recent.bnb_message = number
@@ -148,19 +169,25 @@ def load_error(state: LogState, m: re.Match[str], number: int, line: str) -> Non
         state.load.errors.append(error)
 
 
-@collects("not_compiled", ("bitsandbytes", "str2optimizer"),
-          r"Forgot to compile the bitsandbytes library|name 'str2optimizer(?:32|8)bit\w{0,20}' is not defined")
+@collects(
+    "not_compiled",
+    ("bitsandbytes", "str2optimizer"),
+    r"Forgot to compile the bitsandbytes library|name 'str2optimizer(?:32|8)bit\w{0,20}' is not defined",
+)
 def not_compiled(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("bnb_not_compiled", number, line)
 
 
-@collects("override", ("BNB_",),
-          r"(?P<var>BNB_(?:CUDA|ROCM)_VERSION)=(?P<value>\d{1,6}) environment variable detected",
-          r"Loading CUDA version: (?P<var>BNB_CUDA_VERSION)=(?P<value>\d{1,6})",
-          r"(?P<var>BNB_(?:CUDA|ROCM)_VERSION)=(?P<value>'[^']{0,20}'|\S{0,20}): value must be digits only",
-          r"(?P<var>BNB_CUDA_VERSION)=(?P<value>\d{0,6}) detected for ROCm",
-          r"Manual override via (?P<var>BNB_CUDA_VERSION) env variable detected")
+@collects(
+    "override",
+    ("BNB_",),
+    r"(?P<var>BNB_(?:CUDA|ROCM)_VERSION)=(?P<value>\d{1,6}) environment variable detected",
+    r"Loading CUDA version: (?P<var>BNB_CUDA_VERSION)=(?P<value>\d{1,6})",
+    r"(?P<var>BNB_(?:CUDA|ROCM)_VERSION)=(?P<value>'[^']{0,20}'|\S{0,20}): value must be digits only",
+    r"(?P<var>BNB_CUDA_VERSION)=(?P<value>\d{0,6}) detected for ROCm",
+    r"Manual override via (?P<var>BNB_CUDA_VERSION) env variable detected",
+)
 def override(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     groups = m.groupdict()
@@ -182,8 +209,11 @@ def override(state: LogState, m: re.Match[str], number: int, line: str) -> None:
         state.bnb.set_era("legacy")
 
 
-@collects("legacy_libcudart", "not found in any environmental path",
-          r"(?:libcudart\.so|CUDA runtime files) not found in any environmental path")
+@collects(
+    "legacy_libcudart",
+    "not found in any environmental path",
+    r"(?:libcudart\.so|CUDA runtime files) not found in any environmental path",
+)
 def legacy_libcudart(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     if "libcudart.so" in line:
@@ -198,9 +228,12 @@ def did_not_contain(state: LogState, m: re.Match[str], number: int, line: str) -
     state.match("legacy_path_did_not_contain", number, line)
 
 
-@collects("nonexistent", "non-existent",
-          r"listed in your path (?:were|was|is) found to be non-existent"
-          r"|directory listed in your path is found to be non-existent")
+@collects(
+    "nonexistent",
+    "non-existent",
+    r"listed in your path (?:were|was|is) found to be non-existent"
+    r"|directory listed in your path is found to be non-existent",
+)
 def nonexistent(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("nonexistent_paths", number, line)
@@ -226,21 +259,27 @@ def cuda_lt_11(state: LogState, m: re.Match[str], number: int, line: str) -> Non
     state.match("cuda_older_than_11", number, line)
 
 
-@collects("torch_settings", "CUDA_VERSION=",
-          r"PyTorch settings found: CUDA_VERSION=(?P<cuda>\d{2,4}), Highest Compute Capability: "
-          r"\(?(?P<major>\d{1,2})(?:\.|,\s*)(?P<minor>\d{1,2})")
+@collects(
+    "torch_settings",
+    "CUDA_VERSION=",
+    r"PyTorch settings found: CUDA_VERSION=(?P<cuda>\d{2,4}), Highest Compute Capability: "
+    r"\(?(?P<major>\d{1,2})(?:\.|,\s*)(?P<minor>\d{1,2})",
+)
 def torch_settings(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("torch_cuda_settings", number, line)
     state.torch.cuda = cuda_from_digits(m.group("cuda"))
     _cuda_version_seen(state, state.torch.cuda, number, line)
     state.gpu_cc((int(m.group("major")), int(m.group("minor"))), number, line, highest=True)
-    state.bnb.set_era("legacy" if "(" not in line.split("Capability:")[-1] else "fallback")
+    state.bnb.set_era("legacy" if "(" not in line.rsplit("Capability:", maxsplit=1)[-1] else "fallback")
 
 
-@collects("cuda_specs", "CUDASpecs",
-          r"CUDASpecs\(highest_compute_capability=\((?P<major>\d{1,2}), (?P<minor>\d{1,2})\), "
-          r"cuda_version_string='(?P<cuda>\d{2,4})'")
+@collects(
+    "cuda_specs",
+    "CUDASpecs",
+    r"CUDASpecs\(highest_compute_capability=\((?P<major>\d{1,2}), (?P<minor>\d{1,2})\), "
+    r"cuda_version_string='(?P<cuda>\d{2,4})'",
+)
 def cuda_specs(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.bnb.set_era("fallback")
@@ -250,8 +289,11 @@ def cuda_specs(state: LogState, m: re.Match[str], number: int, line: str) -> Non
     state.gpu_cc((int(m.group("major")), int(m.group("minor"))), number, line, highest=True)
 
 
-@collects("highest_cc", "among GPUs",
-          r"Highest compute capability among GPUs detected: (?P<major>\d{1,2})\.(?P<minor>\d{1,2})")
+@collects(
+    "highest_cc",
+    "among GPUs",
+    r"Highest compute capability among GPUs detected: (?P<major>\d{1,2})\.(?P<minor>\d{1,2})",
+)
 def highest_cc(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.bnb.set_era("legacy")
@@ -275,12 +317,15 @@ def runtime_path(state: LogState, m: re.Match[str], number: int, line: str) -> N
     state.match("cuda_runtime_path", number, line)
 
 
-@collects("legacy_marker", ("cuda_setup", "CUDA SETUP: ", "bitsandbytes"),
-          r"bitsandbytes[/\\]cuda_setup[/\\]"
-          r"|CUDA SETUP: (?:Loading binary|Detected CUDA version|CUDA runtime path found|Required library version"
-          r"|Highest compute capability|PyTorch settings found: CUDA_VERSION=\d+, Highest Compute Capability: \d)"
-          r"|Welcome to bitsandbytes\. For bug reports",
-          evidence=40)
+@collects(
+    "legacy_marker",
+    ("cuda_setup", "CUDA SETUP: ", "bitsandbytes"),
+    r"bitsandbytes[/\\]cuda_setup[/\\]"
+    r"|CUDA SETUP: (?:Loading binary|Detected CUDA version|CUDA runtime path found|Required library version"
+    r"|Highest compute capability|PyTorch settings found: CUDA_VERSION=\d+, Highest Compute Capability: \d)"
+    r"|Welcome to bitsandbytes\. For bug reports",
+    evidence=40,
+)
 def legacy_marker(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.bnb.legacy = True

@@ -19,32 +19,46 @@ collects = COLLECTOR.collects
 _KEPT = 3
 
 
-@collects("device_map", "device_map",
-          r"device_map\s*=\s*['\"]?(?P<device_map>auto|balanced_low_0|balanced|sequential|\{)", evidence=20)
+@collects(
+    "device_map",
+    "device_map",
+    r"device_map\s*=\s*['\"]?(?P<device_map>auto|balanced_low_0|balanced|sequential|\{)",
+    evidence=20,
+)
 def device_map(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if state.count("device_map_argument") < _KEPT:
         state.match("device_map_argument", number, line)
 
 
-@collects("quantization", ("4bit", "8bit"),
-          r"load_in_(?P<bits>4|8)bit|bnb_(?P<bits2>4)bit|quantizer_bnb_(?P<bits3>4|8)bit|Linear(?P<bits4>4)bit"
-          r"|Linear(?P<bits5>8)bitLt|matmul_(?P<bits6>4)bit|BitsAndBytesConfig|Params4bit|Int8Params",
-          evidence=40)
+@collects(
+    "quantization",
+    ("4bit", "8bit"),
+    r"load_in_(?P<bits>4|8)bit|bnb_(?P<bits2>4)bit|quantizer_bnb_(?P<bits3>4|8)bit|Linear(?P<bits4>4)bit"
+    r"|Linear(?P<bits5>8)bitLt|matmul_(?P<bits6>4)bit|BitsAndBytesConfig|Params4bit|Int8Params",
+    evidence=40,
+)
 def quantization(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if state.count("quantization_config") < _KEPT:
         state.match("quantization_config", number, line)
 
 
-@collects("model_id", "from_pretrained",
-          r"from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?['\"](?P<model>[\w.-]{1,100}/[\w.-]{1,200})['\"]",
-          evidence=5)
+@collects(
+    "model_id",
+    "from_pretrained",
+    r"from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?['\"](?P<model>[\w.-]{1,100}/[\w.-]{1,200})['\"]",
+    evidence=5,
+)
 def model_id(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if state.count("model_id") < _KEPT:
         state.match("model_id", number, line)
 
 
-@collects("notebook", ("/content/", "<ipython-input", "ipykernel"),
-          r"ipykernel|google\.colab|/content/|<ipython-input|Cell In\[|localhost:8080|jupyter", evidence=5)
+@collects(
+    "notebook",
+    ("/content/", "<ipython-input", "ipykernel"),
+    r"ipykernel|google\.colab|/content/|<ipython-input|Cell In\[|localhost:8080|jupyter",
+    evidence=5,
+)
 def notebook(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.notebook = True
     state.platform.os_votes["linux"] += "/content/" in line

@@ -17,8 +17,11 @@ COLLECTOR = Collector("driver and kernels")
 collects = COLLECTOR.collects
 
 
-@collects("no_gpu_detected", ("GPU detected", "libcuda.so not found", "CUDA is not available"),
-          r"No GPU detected!|WARNING! libcuda\.so not found!|(?:Py)?[Tt]orch says CUDA is not available")
+@collects(
+    "no_gpu_detected",
+    ("GPU detected", "libcuda.so not found", "CUDA is not available"),
+    r"No GPU detected!|WARNING! libcuda\.so not found!|(?:Py)?[Tt]orch says CUDA is not available",
+)
 def no_gpu_detected(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.match("no_gpu_detected", number, line)
     if "libcuda.so not found" in line:
@@ -31,19 +34,25 @@ def no_nvidia_driver(state: LogState, m: re.Match[str], number: int, line: str) 
     state.match("no_nvidia_driver", number, line)
 
 
-@collects("torch_not_compiled", ("CUDA enabled", "bitsandbytes_cudaNone"),
-          r"Torch not compiled with CUDA enabled|libbitsandbytes_cudaNone")
+@collects(
+    "torch_not_compiled",
+    ("CUDA enabled", "bitsandbytes_cudaNone"),
+    r"Torch not compiled with CUDA enabled|libbitsandbytes_cudaNone",
+)
 def torch_not_compiled(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.torch.cpu = True
     state.match("torch_cuda_none", number, line)
 
 
-@collects("cuda_error", ("Error", "CUDA error", "CUDA exception"),
-          r"Error (?P<what>[^\n]{1,200}?) at line (?P<line>\d{1,6}) in file (?P<file>\S{0,500}?ops\.(?:cu|hip|cpp))",
-          r"CUDA error: (?P<what>[A-Za-z][^.`\n]{1,200})",
-          r"CUDA exception! Error code: (?P<what>.{1,200})",
-          r"Error (?P<code>803): (?P<what>.{1,200})",
-          r"(?P<what>hipErrorNoBinaryForGpu)")
+@collects(
+    "cuda_error",
+    ("Error", "CUDA error", "CUDA exception"),
+    r"Error (?P<what>[^\n]{1,200}?) at line (?P<line>\d{1,6}) in file (?P<file>\S{0,500}?ops\.(?:cu|hip|cpp))",
+    r"CUDA error: (?P<what>[A-Za-z][^.`\n]{1,200})",
+    r"CUDA exception! Error code: (?P<what>.{1,200})",
+    r"Error (?P<code>803): (?P<what>.{1,200})",
+    r"(?P<what>hipErrorNoBinaryForGpu)",
+)
 def cuda_error(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if "If you get" in line or "errors, the above" in line:
         return  # bitsandbytes' advice text quotes the error it warns about
@@ -71,16 +80,22 @@ def cuda_error(state: LogState, m: re.Match[str], number: int, line: str) -> Non
         state.torch.hip = state.torch.hip or ""
 
 
-@collects("driver_too_old", "NVIDIA driver on your system",
-          r"The NVIDIA driver on your system is too old \(found version (?P<version>\d{3,6})\)")
+@collects(
+    "driver_too_old",
+    "NVIDIA driver on your system",
+    r"The NVIDIA driver on your system is too old \(found version (?P<version>\d{3,6})\)",
+)
 def driver_too_old(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     found = m.group("version")
     state.gpu.driver_cuda = f"{int(found) // 1000}.{int(found) % 1000 // 10}"
     state.match("driver_too_old", number, line)
 
 
-@collects("int8_unsupported", ("GPU does not support", "igemmlt"),
-          r"Your GPU does not support Int8 Matmul|int igemmlt\(.{0,400}?Assertion")
+@collects(
+    "int8_unsupported",
+    ("GPU does not support", "igemmlt"),
+    r"Your GPU does not support Int8 Matmul|int igemmlt\(.{0,400}?Assertion",
+)
 def int8_unsupported(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.match("int8_matmul_unsupported", number, line)
 
@@ -97,14 +112,20 @@ def cuda_setup_nameerror(state: LogState, m: re.Match[str], number: int, line: s
     state.match("cuda_setup_nameerror", number, line)
 
 
-@collects("cublaslt", ("into an error", "cuBLAS API"),
-          r"cublasLt ran into an error|cuBLAS API failed with status (?P<status>\d{1,3})")
+@collects(
+    "cublaslt",
+    ("into an error", "cuBLAS API"),
+    r"cublasLt ran into an error|cuBLAS API failed with status (?P<status>\d{1,3})",
+)
 def cublaslt(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.match("cublaslt_error", number, line)
 
 
-@collects("nvidia_smi_driver", "Driver Version",
-          r"Driver Version:\s*(?P<driver>[\d.]{3,20})\s*(?:\|\s*)?CUDA Version:\s*(?P<cuda>\d{1,2}\.\d{1,2})")
+@collects(
+    "nvidia_smi_driver",
+    "Driver Version",
+    r"Driver Version:\s*(?P<driver>[\d.]{3,20})\s*(?:\|\s*)?CUDA Version:\s*(?P<cuda>\d{1,2}\.\d{1,2})",
+)
 def nvidia_smi_driver(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.gpu.driver_version, state.gpu.driver_cuda = m.group("driver"), m.group("cuda")
     state.match("nvidia_smi_driver", number, line)

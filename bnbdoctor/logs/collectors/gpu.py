@@ -20,8 +20,13 @@ collects = COLLECTOR.collects
 _MAX_GPUS = 16
 
 
-@collects("gpu_name", ("NVIDIA", "Tesla", "GeForce", "GPU", "Quadro", "TITAN"),
-          r"(?:NVIDIA|Tesla|GeForce|Quadro|TITAN|GPU \d{1,2}:)", r"Found GPU\d{1,2} ", evidence=200)
+@collects(
+    "gpu_name",
+    ("NVIDIA", "Tesla", "GeForce", "GPU", "Quadro", "TITAN"),
+    r"(?:NVIDIA|Tesla|GeForce|Quadro|TITAN|GPU \d{1,2}:)",
+    r"Found GPU\d{1,2} ",
+    evidence=200,
+)
 def gpu_name(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     for gpu in find_gpus(line):
         key = f"{gpu.number}:{gpu.name}" if gpu.number is not None else gpu.name

@@ -36,15 +36,21 @@ def no_module(state: LogState, m: re.Match[str], number: int, line: str) -> None
         state.match("bnb_not_installed", number, line)
 
 
-@collects("cannot_import_name", ("cannot import", "not import"),
-          r"cannot import name '(?P<name>\w{1,100})' from '(?P<module>bitsandbytes[\w.]{0,100})'",
-          r"can(?:'t| ?not) import '?(?P<name>sync_gpu)\b")
+@collects(
+    "cannot_import_name",
+    ("cannot import", "not import"),
+    r"cannot import name '(?P<name>\w{1,100})' from '(?P<module>bitsandbytes[\w.]{0,100})'",
+    r"can(?:'t| ?not) import '?(?P<name>sync_gpu)\b",
+)
 def cannot_import_name(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("stale_bnb_modules", number, line)
 
 
-@collects("transformers_importerror", ("bitsandbytes",),
-          r"Using `?bitsandbytes`? (?:\d-bit )?quantization requires|requires the latest version of bitsandbytes")
+@collects(
+    "transformers_importerror",
+    ("bitsandbytes",),
+    r"Using `?bitsandbytes`? (?:\d-bit )?quantization requires|requires the latest version of bitsandbytes",
+)
 def transformers_importerror(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.match("transformers_bnb_importerror", number, line)

@@ -23,8 +23,19 @@ collects = COLLECTOR.collects
 #: How many lines after a bitsandbytes load message a missing library is still attributed to it.
 BNB_CONTEXT_LINES = 6
 
-_CUDA_LIBS = ("libcudart", "libcublas", "libcublasLt", "libcusparse", "libnvJitLink", "libcurand", "libnvrtc",
-              "libcufft", "libcudnn", "libnccl", "libcusolver")
+_CUDA_LIBS = (
+    "libcudart",
+    "libcublas",
+    "libcublasLt",
+    "libcusparse",
+    "libnvJitLink",
+    "libcurand",
+    "libnvrtc",
+    "libcufft",
+    "libcudnn",
+    "libnccl",
+    "libcusolver",
+)
 _ROCM_LIBS = ("libhip", "libamdhip", "librocblas", "librocrand", "librocsparse", "libroctx", "libhsa", "librocm")
 _OTHER_RUNTIMES = ("libgomp", "libomp", "libiomp", "libstdc++", "libgcc_s")
 
@@ -60,8 +71,11 @@ def _missing_library(state: LogState, name: str, number: int, line: str) -> None
     if kind == "driver":
         state.match("libcuda_not_found", number, line)
         return
-    signature = {"cuda": "cudart_not_found" if name.startswith(("libcudart", "cudart64")) else "cuda_library_not_found",
-                 "rocm": "rocm_library_not_found", "cxx_runtime": "system_library_not_found"}.get(kind)
+    signature = {
+        "cuda": "cudart_not_found" if name.startswith(("libcudart", "cudart64")) else "cuda_library_not_found",
+        "rocm": "rocm_library_not_found",
+        "cxx_runtime": "system_library_not_found",
+    }.get(kind)
     if signature is None and name.startswith(_OTHER_RUNTIMES):
         signature = "system_library_not_found"
     if signature is None or not _in_bnb_context(state, number, line):
@@ -73,16 +87,20 @@ def _missing_library(state: LogState, name: str, number: int, line: str) -> None
     state.load.errors.append(line.strip())
 
 
-@collects("version_not_found", "not found",
-          rf"version\s*{Q}?(?P<symver>(?P<ns>GLIBCXX|CXXABI|GLIBC|GCC)_[\d.]{{1,20}}){Q}?\s*not found"
-          r"(?:\s*\(required by\s*(?P<requirer>[^)\s]{1,1000}))?")
+@collects(
+    "version_not_found",
+    "not found",
+    rf"version\s*{Q}?(?P<symver>(?P<ns>GLIBCXX|CXXABI|GLIBC|GCC)_[\d.]{{1,20}}){Q}?\s*not found"
+    r"(?:\s*\(required by\s*(?P<requirer>[^)\s]{1,1000}))?",
+)
 def version_not_found(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     namespace, symver = m.group("ns"), m.group("symver")
     provider = token_before(line, m.start())
     library = basename(provider) or ("libc.so.6" if namespace == "GLIBC" else "libstdc++.so.6")
     requirer = (m.group("requirer") or "").rstrip(")")
     signature = {"CXXABI": "cxxabi_version_not_found", "GLIBC": "glibc_version_not_found"}.get(
-        namespace, "glibcxx_version_not_found")
+        namespace, "glibcxx_version_not_found"
+    )
     state.match(signature, number, line)
     if namespace == "GLIBC":
         state.platform.glibc_seen = True
@@ -120,8 +138,11 @@ def missing_dependency(state: LogState, m: re.Match[str], number: int, line: str
     _missing_library(state, basename(m.group("lib")), number, line)
 
 
-@collects("undefined_symbol", "undefined symbol",
-          r"undefined symbol:\s*(?P<sym>[\w@.]{1,200})(?:,\s*version\s*(?P<ver>[\w.]{1,100}))?")
+@collects(
+    "undefined_symbol",
+    "undefined symbol",
+    r"undefined symbol:\s*(?P<sym>[\w@.]{1,200})(?:,\s*version\s*(?P<ver>[\w.]{1,100}))?",
+)
 def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     symbol = m.group("sym")
     library = basename(token_before(line, m.start()))
@@ -159,8 +180,11 @@ def could_not_find_module(state: LogState, m: re.Match[str], number: int, line: 
         state.load.errors.append(line.strip())
 
 
-@collects("winerror_193", ("WinError 193", "Win32", "not designed to run on Windows"),
-          r"\[WinError 193\]|not a valid Win32 application|is either not designed to run on Windows|不是有效的 Win32")
+@collects(
+    "winerror_193",
+    ("WinError 193", "Win32", "not designed to run on Windows"),
+    r"\[WinError 193\]|not a valid Win32 application|is either not designed to run on Windows|不是有效的 Win32",
+)
 def winerror_193(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.os_votes["windows"] += 3
     state.match("windows_linux_library", number, line)
@@ -172,8 +196,11 @@ def windowspath_not_iterable(state: LogState, m: re.Match[str], number: int, lin
     state.match("windows_path_not_iterable", number, line)
 
 
-@collects("macho", ("mach-o",),
-          r"not a mach-o file|mach-o file, but is an incompatible architecture|incompatible architecture")
+@collects(
+    "macho",
+    ("mach-o",),
+    r"not a mach-o file|mach-o file, but is an incompatible architecture|incompatible architecture",
+)
 def macho(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if "mach-o" not in line and "libbitsandbytes" not in line and "dlopen" not in line:
         return

@@ -24,8 +24,9 @@ collects = COLLECTOR.collects
 _PYTORCH_BLOCK_LINES = 3
 
 
-def _version(state: LogState, package: str, version: str, number: int, line: str,
-             signature: str = "package_version") -> None:
+def _version(
+    state: LogState, package: str, version: str, number: int, line: str, signature: str = "package_version"
+) -> None:
     lowered = line.lower()
     if "existing installation" in lowered or "uninstall" in lowered:
         return  # the version being replaced, not the one in use
@@ -41,10 +42,13 @@ def bnb_banner(state: LogState, m: re.Match[str], number: int, line: str) -> Non
     _version(state, "bitsandbytes", m.group("version"), number, line, "bnb_version")
 
 
-@collects("bnb_version", "bitsandbytes",
-          r"\bbitsandbytes(?:==|-)(?P<version>\d+\.\d+\.\d+(?:\.?(?:dev|post|rc)\d*)?)",
-          r"\bbitsandbytes`?\s{0,40}(?:version\s*)?[:=]?\s{0,4}v?(?P<version>\d+\.\d+\.\d+(?:\.?(?:dev|post|rc)\d*)?)\b",
-          r"Requirement already satisfied: bitsandbytes in \S{1,500} \((?P<version>\d+\.\d+\.\d+[\w.]{0,10})\)")
+@collects(
+    "bnb_version",
+    "bitsandbytes",
+    r"\bbitsandbytes(?:==|-)(?P<version>\d+\.\d+\.\d+(?:\.?(?:dev|post|rc)\d*)?)",
+    r"\bbitsandbytes`?\s{0,40}(?:version\s*)?[:=]?\s{0,4}v?(?P<version>\d+\.\d+\.\d+(?:\.?(?:dev|post|rc)\d*)?)\b",
+    r"Requirement already satisfied: bitsandbytes in \S{1,500} \((?P<version>\d+\.\d+\.\d+[\w.]{0,10})\)",
+)
 def bnb_version(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if state.bnb.banner_version:
         return
@@ -52,12 +56,15 @@ def bnb_version(state: LogState, m: re.Match[str], number: int, line: str) -> No
     _version(state, "bitsandbytes", m.group("version"), number, line, "bnb_version")
 
 
-@collects("package_version", ("torch", "transformers", "accelerate", "peft", "triton", "PyTorch"),
-          rf"\b(?P<package>transformers|accelerate|peft|triton|pytorch-triton-rocm|scipy|trl|diffusers|torch)"
-          rf"(?:==|-|`?\s{{0,40}}(?:version\s*)?[:=]?\s{{0,4}}v?)(?P<version>{VER})(?![\w.])",
-          rf"(?<!used to build )PyTorch(?: version)?(?: \(GPU\?\))?:\s*(?P<version>{VER})",
-          rf"Requirement already satisfied: (?P<package>transformers|accelerate|peft|triton|scipy|torch) in \S{{1,500}}"
-          rf" \((?P<version>{VER})\)")
+@collects(
+    "package_version",
+    ("torch", "transformers", "accelerate", "peft", "triton", "PyTorch"),
+    rf"\b(?P<package>transformers|accelerate|peft|triton|pytorch-triton-rocm|scipy|trl|diffusers|torch)"
+    rf"(?:==|-|`?\s{{0,40}}(?:version\s*)?[:=]?\s{{0,4}}v?)(?P<version>{VER})(?![\w.])",
+    rf"(?<!used to build )PyTorch(?: version)?(?: \(GPU\?\))?:\s*(?P<version>{VER})",
+    rf"Requirement already satisfied: (?P<package>transformers|accelerate|peft|triton|scipy|torch) in \S{{1,500}}"
+    rf" \((?P<version>{VER})\)",
+)
 def package_version(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     package = (m.groupdict().get("package") or "torch").lower()
     version = m.group("version")
@@ -73,8 +80,11 @@ def package_version(state: LogState, m: re.Match[str], number: int, line: str) -
     _version(state, package, version, number, line)
 
 
-@collects("torch_version_cuda", "torch.version.cuda",
-          r"torch\.version\.cuda\s*(?:=|==|:|is)?\s*'?(?P<cuda>None|\d{1,2}\.\d{1,2})")
+@collects(
+    "torch_version_cuda",
+    "torch.version.cuda",
+    r"torch\.version\.cuda\s*(?:=|==|:|is)?\s*'?(?P<cuda>None|\d{1,2}\.\d{1,2})",
+)
 def torch_version_cuda(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     value = m.group("cuda")
     if value == "None":
@@ -84,9 +94,12 @@ def torch_version_cuda(state: LogState, m: re.Match[str], number: int, line: str
     state.match("torch_cuda_settings", number, line)
 
 
-@collects("torch_built_with", "used to build PyTorch",
-          r"^\s{0,8}(?P<kind>CUDA|ROCM) used to build PyTorch:\s*"
-          r"(?P<version>\d{1,2}\.\d{1,2}[\w.-]{0,40}|None|N/A)\s*$")
+@collects(
+    "torch_built_with",
+    "used to build PyTorch",
+    r"^\s{0,8}(?P<kind>CUDA|ROCM) used to build PyTorch:\s*"
+    r"(?P<version>\d{1,2}\.\d{1,2}[\w.-]{0,40}|None|N/A)\s*$",
+)
 def torch_built_with(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """``python -m torch.utils.collect_env``: "CUDA used to build PyTorch: 12.1" (None for a CPU build)."""
     value = m.group("version")
@@ -100,8 +113,9 @@ def torch_built_with(state: LogState, m: re.Match[str], number: int, line: str) 
     state.match("torch_cuda_settings", number, line)
 
 
-@collects("diagnostics_runtime", ("CUDA:", "HIP:"),
-          r"^\s{0,8}(?P<kind>CUDA|HIP|XPU): (?P<version>\d[\w.]{0,20}|N/A|None)\s*$")
+@collects(
+    "diagnostics_runtime", ("CUDA:", "HIP:"), r"^\s{0,8}(?P<kind>CUDA|HIP|XPU): (?P<version>\d[\w.]{0,20}|N/A|None)\s*$"
+)
 def diagnostics_runtime(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if number - state.recent.pytorch_block > _PYTORCH_BLOCK_LINES:
         return  # "CUDA: 12.6" is torch's only right under the "PyTorch:" line of python -m bitsandbytes
@@ -117,11 +131,14 @@ def diagnostics_runtime(state: LogState, m: re.Match[str], number: int, line: st
 
 # Runs before the platform's path hints, which read a Python version from a Windows folder name
 # only when no version is known yet.
-@collects("python_version", ("Python", "python3", "Python3"),
-          r"\bPython(?: version)?:?\s(?P<version>3\.\d{1,2}\.\d{1,2})",
-          r"python(?P<version>3\.\d{1,2})[/\\]",
-          r"[/\\]Python3(?P<minor>\d{1,2})[/\\]",
-          evidence=20)
+@collects(
+    "python_version",
+    ("Python", "python3", "Python3"),
+    r"\bPython(?: version)?:?\s(?P<version>3\.\d{1,2}\.\d{1,2})",
+    r"python(?P<version>3\.\d{1,2})[/\\]",
+    r"[/\\]Python3(?P<minor>\d{1,2})[/\\]",
+    evidence=20,
+)
 def python_version(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     groups = m.groupdict()
     if groups.get("minor"):

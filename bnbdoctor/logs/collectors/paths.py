@@ -38,9 +38,12 @@ def _windows_paths(state: LogState, line: str) -> None:
         state.python.version = f"3.{python.group(1)}"
 
 
-@collects("windows_hint", (":\\", "WinError", "WindowsPath", ".dll"),
-          r"(?<![\w/])[A-Za-z]:\\{1,2}[\w$ .()~-]|\[WinError \d{1,5}\]|WindowsPath\(|\.dll\b|\.exe\b",
-          evidence=40)
+@collects(
+    "windows_hint",
+    (":\\", "WinError", "WindowsPath", ".dll"),
+    r"(?<![\w/])[A-Za-z]:\\{1,2}[\w$ .()~-]|\[WinError \d{1,5}\]|WindowsPath\(|\.dll\b|\.exe\b",
+    evidence=40,
+)
 def windows_hint(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if _build_machine_path(line):
         return  # the build machine's path inside a kernel error, not this machine's
@@ -48,10 +51,13 @@ def windows_hint(state: LogState, m: re.Match[str], number: int, line: str) -> N
     _windows_paths(state, line)
 
 
-@collects("linux_hint", ("/",),
-          r"(?:^|[\s('\"=:])/(?:usr|home|opt|lib|lib64|root|tmp|mnt|content|data\w{0,10}|srv|scratch|anaconda\w{0,3}"
-          r"|miniconda\w{0,3}|conda|workspace|notebooks|kaggle|etc|var|nfs|gpfs)/|PosixPath\(|dist-packages|\.so(?:\.\d+)*\b",
-          evidence=40)
+@collects(
+    "linux_hint",
+    ("/",),
+    r"(?:^|[\s('\"=:])/(?:usr|home|opt|lib|lib64|root|tmp|mnt|content|data\w{0,10}|srv|scratch|anaconda\w{0,3}"
+    r"|miniconda\w{0,3}|conda|workspace|notebooks|kaggle|etc|var|nfs|gpfs)/|PosixPath\(|dist-packages|\.so(?:\.\d+)*\b",
+    evidence=40,
+)
 def linux_hint(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if _build_machine_path(line):
         return
@@ -70,7 +76,11 @@ def linux_hint(state: LogState, m: re.Match[str], number: int, line: str) -> Non
         break
 
 
-@collects("macos_hint", ("/Users/", "/opt/homebrew", ".dylib", "/Library/"),
-          r"(?:^|[\s('\"])/Users/|/opt/homebrew/|-darwin|\.dylib\b|/Library/Frameworks/", evidence=40)
+@collects(
+    "macos_hint",
+    ("/Users/", "/opt/homebrew", ".dylib", "/Library/"),
+    r"(?:^|[\s('\"])/Users/|/opt/homebrew/|-darwin|\.dylib\b|/Library/Frameworks/",
+    evidence=40,
+)
 def macos_hint(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.os_votes["macos"] += 2

@@ -38,9 +38,12 @@ def unexpected_kwarg(state: LogState, m: re.Match[str], number: int, line: str) 
         state.recent.unexpected_kwarg = number  # the argument's name is on the next line
 
 
-@collects("cuda_oom", ("CUDA out of memory", "OutOfMemoryError"),
-          r"CUDA out of memory\.?(?: Tried to allocate (?P<alloc>[\d.]{1,10} ?[GMK]i?B))?"
-          r"(?:.{0,200}?GPU (?P<gpu>\d{1,3}))?",
-          r"OutOfMemoryError")
+@collects(
+    "cuda_oom",
+    ("CUDA out of memory", "OutOfMemoryError"),
+    r"CUDA out of memory\.?(?: Tried to allocate (?P<alloc>[\d.]{1,10} ?[GMK]i?B))?"
+    r"(?:.{0,200}?GPU (?P<gpu>\d{1,3}))?",
+    r"OutOfMemoryError",
+)
 def cuda_oom(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.match("cuda_out_of_memory", number, line)

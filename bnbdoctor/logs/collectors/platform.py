@@ -22,9 +22,12 @@ collects = COLLECTOR.collects
 _PLATFORM_LINES = 5
 
 
-@collects("platform_line", ("Platform:", "platform:"),
-          r"[Pp]latform:\s*(?P<os>Linux|Windows|macOS|Darwin)-(?P<rest>\S{1,200})",
-          evidence=5)
+@collects(
+    "platform_line",
+    ("Platform:", "platform:"),
+    r"[Pp]latform:\s*(?P<os>Linux|Windows|macOS|Darwin)-(?P<rest>\S{1,200})",
+    evidence=5,
+)
 def platform_line(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     system, rest = m.group("os"), m.group("rest")
     platform = state.platform
@@ -48,11 +51,14 @@ def platform_line(state: LogState, m: re.Match[str], number: int, line: str) -> 
     state.match("platform", number, line)
 
 
-@collects("libc_line", ("libc:", "glibc", "ldd ("),
-          r"libc:\s*glibc-(?P<version>\d\.\d{1,3})|with-glibc(?P<version2>\d\.\d{1,3})",
-          r"\bLibc version:\s*glibc-(?P<version>\d\.\d{1,3})",  # python -m torch.utils.collect_env
-          r"^\s{0,8}ldd \([^()]{1,80}\) (?P<version>\d\.\d{1,3})\s*$",  # ldd --version
-          evidence=5)
+@collects(
+    "libc_line",
+    ("libc:", "glibc", "ldd ("),
+    r"libc:\s*glibc-(?P<version>\d\.\d{1,3})|with-glibc(?P<version2>\d\.\d{1,3})",
+    r"\bLibc version:\s*glibc-(?P<version>\d\.\d{1,3})",  # python -m torch.utils.collect_env
+    r"^\s{0,8}ldd \([^()]{1,80}\) (?P<version>\d\.\d{1,3})\s*$",  # ldd --version
+    evidence=5,
+)
 def libc_line(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     groups = m.groupdict()
     state.platform.libc_version = groups.get("version") or groups.get("version2")
@@ -68,8 +74,12 @@ def wsl(state: LogState, m: re.Match[str], number: int, line: str) -> None:
         state.match("platform", number, line)
 
 
-@collects("jetson", ("tegra", "Jetson", "JetPack"),
-          r"nv_tegra_release|\bL4T\b|JetPack|Jetson|\btegra\b|\bOrin\b|\bXavier\b", evidence=5)
+@collects(
+    "jetson",
+    ("tegra", "Jetson", "JetPack"),
+    r"nv_tegra_release|\bL4T\b|JetPack|Jetson|\btegra\b|\bOrin\b|\bXavier\b",
+    evidence=5,
+)
 def jetson(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.jetson = state.platform.jetson or line.strip()[:120]
     if state.count("platform") < _PLATFORM_LINES:

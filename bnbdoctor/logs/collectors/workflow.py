@@ -15,22 +15,31 @@ COLLECTOR = Collector("workflow")
 collects = COLLECTOR.collects
 
 
-@collects("peft_merge", "lora module",
-          r"(?P<un>[Uu]n)?[Mm]erge lora module to (?P<bits>\d{1,2})-bit linear may get different generations")
+@collects(
+    "peft_merge",
+    "lora module",
+    r"(?P<un>[Uu]n)?[Mm]erge lora module to (?P<bits>\d{1,2})-bit linear may get different generations",
+)
 def peft_merge(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("peft_merge_quantized_warning", number, line)
 
 
-@collects("peft_legacy_merge", "Cannot merge",
-          r"Cannot merge LORA layers when the model is loaded in (?P<bits>\d{1,2})-bit mode")
+@collects(
+    "peft_legacy_merge",
+    "Cannot merge",
+    r"Cannot merge LORA layers when the model is loaded in (?P<bits>\d{1,2})-bit mode",
+)
 def peft_legacy_merge(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.match("peft_legacy_merge_error", number, line)
 
 
-@collects("tensors_devices", "tensors to be on the same device",
-          r"Expected all tensors to be on the same device, but (?:found at least two devices, )?(?P<a>[\w:]{1,20})"
-          r"(?: and (?P<b>[\w:]{1,20}))?")
+@collects(
+    "tensors_devices",
+    "tensors to be on the same device",
+    r"Expected all tensors to be on the same device, but (?:found at least two devices, )?(?P<a>[\w:]{1,20})"
+    r"(?: and (?P<b>[\w:]{1,20}))?",
+)
 def tensors_devices(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.match("tensors_different_devices", number, line)
 

@@ -32,8 +32,9 @@ class ExportScreen(ModalScreen["ExportRequest | None"]):
             yield Label("Format")
             with RadioSet(id="export-format"):
                 for name in self.formats:
-                    yield RadioButton(name.upper() if len(name) <= 4 else name.capitalize(), value=name == self.chosen,
-                                      name=name)
+                    yield RadioButton(
+                        name.upper() if len(name) <= 4 else name.capitalize(), value=name == self.chosen, name=name
+                    )
             yield Label("File")
             path_input = Input(str(self.path), id="export-path")
             path_input.cursor_blink = self.cursor_blink

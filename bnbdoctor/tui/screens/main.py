@@ -59,14 +59,23 @@ class DiagnosisScreen(Screen[None]):
     """The main screen."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("c", "copy", "Copy",
-                tooltip="Copy the first command of the selected finding (Fit: the highlighted remedy's code)"),
+        Binding(
+            "c",
+            "copy",
+            "Copy",
+            tooltip="Copy the first command of the selected finding (Fit: the highlighted remedy's code)",
+        ),
         *[Binding(str(n), f"copy({n})", f"Copy command {n}", show=False) for n in range(1, 10)],
         Binding("e", "export", "Export", tooltip="Write the report to a file"),
         Binding("p", "toggle_checks", "Passed", tooltip="Show or hide passed and skipped checks"),
         Binding("v", "next_view", "View", tooltip="Switch between Findings, Facts, Explain and Fit"),
-        Binding("ctrl+r", "run_tool", "Run", key_display="^R",
-                tooltip="Explain the log (Explain tab), run the fit (Fit tab)"),
+        Binding(
+            "ctrl+r",
+            "run_tool",
+            "Run",
+            key_display="^R",
+            tooltip="Explain the log (Explain tab), run the fit (Fit tab)",
+        ),
         Binding("slash", "search", "Search", key_display="/", tooltip="Search the facts"),
         Binding("escape", "leave_search", "Leave search", key_display="Esc"),
     ]
@@ -105,8 +114,9 @@ class DiagnosisScreen(Screen[None]):
         progress = self.query_one("#progress", ProbeProgress)
         progress.start(heading, names, animate=self.settings.animate, show_timings=self.settings.show_timings)
         if self.report is None:
-            self.query_one("#detail", FindingDetail).show(None, "Waiting for the probes…" if names
-                                                          else "Running the rules…")
+            self.query_one("#detail", FindingDetail).show(
+                None, "Waiting for the probes…" if names else "Running the rules…"
+            )
 
     def probe_finished(self, run: ProbeRun) -> None:
         self.query_one("#progress", ProbeProgress).finish(run)
@@ -172,8 +182,10 @@ class DiagnosisScreen(Screen[None]):
             self.notify(f"{entry.rule_id} has no command to copy.", severity="warning")
             return
         if number > len(commands):
-            self.notify(f"{entry.rule_id} has {len(commands)} command{'' if len(commands) == 1 else 's'}, "
-                        f"not {number}.", severity="warning")
+            self.notify(
+                f"{entry.rule_id} has {len(commands)} command{'' if len(commands) == 1 else 's'}, not {number}.",
+                severity="warning",
+            )
             return
         copy_and_tell(self, commands[number - 1])
 
@@ -192,8 +204,9 @@ class DiagnosisScreen(Screen[None]):
         findings = self.query_one(FindingsList)
         previous = findings.selected
         findings.show(self.report, self.show_checks, keep=previous.key if previous else None)
-        self.notify("Showing passed and skipped checks." if self.show_checks else "Hiding passed and skipped checks.",
-                    timeout=2)
+        self.notify(
+            "Showing passed and skipped checks." if self.show_checks else "Hiding passed and skipped checks.", timeout=2
+        )
 
     def action_next_view(self) -> None:
         views = self.query_one("#views", TabbedContent)

@@ -63,8 +63,11 @@ def _confidence(finding: Finding) -> Block:
         parts.append(f": {why}")
     if where:
         parts += ["  ", (f"({where})", "$text-accent")]
-    return Block("sure", Content.assemble(*parts),
-                 f"Confidence {level}" + (f": {why}" if why else "") + (f" ({where})" if where else ""))
+    return Block(
+        "sure",
+        Content.assemble(*parts),
+        f"Confidence {level}" + (f": {why}" if why else "") + (f" ({where})" if where else ""),
+    )
 
 
 def _evidence(finding: Finding) -> Block:
@@ -91,9 +94,11 @@ def detail_blocks(entry: Entry) -> list[Block]:
     icon, style, _ = SEVERITY_STYLE[finding.severity]
     head = f"{icon} {finding.severity.value.upper()}"
     blocks = [
-        Block("head",
-              Content.assemble((head, style), "  ", (finding.rule_id, "bold"), (f"  {finding.rule_name}", "dim")),
-              f"{head}  {finding.rule_id}  {finding.rule_name}"),
+        Block(
+            "head",
+            Content.assemble((head, style), "  ", (finding.rule_id, "bold"), (f"  {finding.rule_name}", "dim")),
+            f"{head}  {finding.rule_id}  {finding.rule_name}",
+        ),
         _text("title", finding.title),
     ]
     if finding.confidence:
@@ -110,16 +115,28 @@ def detail_blocks(entry: Entry) -> list[Block]:
         if remediation.text:
             blocks.append(_text("body", remediation.text))
         for number, command in enumerate(remediation.commands, 1):
-            blocks.append(Block("command", Content.assemble((f"{number} $ ", "dim"), (command, "$text-success bold")),
-                                f"{number} $ {command}"))
+            blocks.append(
+                Block(
+                    "command",
+                    Content.assemble((f"{number} $ ", "dim"), (command, "$text-success bold")),
+                    f"{number} $ {command}",
+                )
+            )
         if remediation.commands:
             count = len(remediation.commands)
-            blocks.append(_text("hint", "c copies the command" if count == 1 else
-                                f"c copies command 1; 1-{min(count, 9)} copy the one with that number"))
+            blocks.append(
+                _text(
+                    "hint",
+                    "c copies the command"
+                    if count == 1
+                    else f"c copies command 1; 1-{min(count, 9)} copy the one with that number",
+                )
+            )
     if finding.confirm:
         blocks.append(_text("section", "Check on the machine"))
-        blocks.extend(Block("confirm", Content.assemble(("$ ", "dim"), command), f"$ {command}")
-                      for command in finding.confirm)
+        blocks.extend(
+            Block("confirm", Content.assemble(("$ ", "dim"), command), f"$ {command}") for command in finding.confirm
+        )
     if finding.references:
         blocks.append(_text("section", "References"))
         blocks.extend(_text("body", f"• {ref}") for ref in finding.references)
@@ -134,8 +151,11 @@ def _check_blocks(entry: Entry, check: CheckResult) -> list[Block]:
         icon, style, label = SKIPPED_STYLE[0], "bold $text-muted", "NOT CHECKED"
     head = f"{icon} {label}"
     blocks = [
-        Block("head", Content.assemble((head, style), "  ", (check.rule_id, "bold"), (f"  {check.rule_name}", "dim")),
-              f"{head}  {check.rule_id}  {check.rule_name}"),
+        Block(
+            "head",
+            Content.assemble((head, style), "  ", (check.rule_id, "bold"), (f"  {check.rule_name}", "dim")),
+            f"{head}  {check.rule_id}  {check.rule_name}",
+        ),
         _text("section", "Verified" if entry.kind == "passed" else "Would verify"),
         _text("body", check.summary),
     ]

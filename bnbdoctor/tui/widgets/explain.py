@@ -33,9 +33,11 @@ NO_FAILURE = "No known bitsandbytes failure found in this log."
 #: Logs larger than this are explained whole but shown only in part.
 SHOW_AT_MOST = 2 * 1024 * 1024
 IDLE = "Paste a log (or type the path of a log file) and press Ctrl+R."
-HOW = ("Paste the console log of a bitsandbytes failure (a paste anywhere in this tab goes into the log "
-       "box), or type the path of a log file and press Enter. Ctrl+R explains the log box. Tab moves between "
-       "the fields and the results; Esc leaves a field.")
+HOW = (
+    "Paste the console log of a bitsandbytes failure (a paste anywhere in this tab goes into the log "
+    "box), or type the path of a log file and press Enter. Ctrl+R explains the log box. Tab moves between "
+    "the fields and the results; Esc leaves a field."
+)
 
 
 def failures(report: Report) -> list[Entry]:
@@ -66,8 +68,9 @@ def explain_prompt(entry: Entry) -> Content:
         under += [(finding.confidence, sure_style), (" confidence", "$text-muted")]
     where = log_lines_text(finding.log_lines)
     under.append((f"{' · ' if finding.confidence else ''}{where or 'no log line'}", "$text-muted"))
-    return Content.assemble((f"{rank:>3} ", "bold"), (f"{icon} ", style), (finding.rule_id, "bold"), "  ",
-                            finding.title, *under)
+    return Content.assemble(
+        (f"{rank:>3} ", "bold"), (f"{icon} ", style), (finding.rule_id, "bold"), "  ", finding.title, *under
+    )
 
 
 class ExplainList(EntryList):
@@ -81,8 +84,9 @@ class ExplainList(EntryList):
         options: list[Option | None] = []
         if report is not None:
             if not known_failure(report):
-                options.append(Option(Content.styled(f"✔ {NO_FAILURE}", "$text-success bold"), id="head-none",
-                                      disabled=True))
+                options.append(
+                    Option(Content.styled(f"✔ {NO_FAILURE}", "$text-success bold"), id="head-none", disabled=True)
+                )
             for entry in failures(report):
                 found[entry.key] = entry
                 options.append(Option(explain_prompt(entry), id=entry.key))
@@ -104,13 +108,16 @@ class ExplainView(ToolView):
     def compose(self) -> ComposeResult:
         with Horizontal(id="explain-bar", classes="tool-row"):
             yield Label("Log file", classes="tool-label")
-            yield Input(placeholder="path of a log file (Enter loads and explains it)", id="explain-path",
-                        compact=True)
+            yield Input(placeholder="path of a log file (Enter loads and explains it)", id="explain-path", compact=True)
             yield Button("Load", id="explain-load", compact=True)
             yield Button("Explain", id="explain-run", variant="primary", compact=True)
-        yield TextArea(id="explain-log", show_line_numbers=True, soft_wrap=False,
-                       placeholder="Paste the console log of a bitsandbytes failure here: a traceback, the output "
-                       "of python -m bitsandbytes, a notebook cell...")
+        yield TextArea(
+            id="explain-log",
+            show_line_numbers=True,
+            soft_wrap=False,
+            placeholder="Paste the console log of a bitsandbytes failure here: a traceback, the output "
+            "of python -m bitsandbytes, a notebook cell...",
+        )
         yield ToolStatus(IDLE, id="explain-status")
         with Container(id="explain-body"):
             yield ExplainList(id="explain-list")
@@ -195,10 +202,14 @@ class ExplainView(ToolView):
         parts: list[str | tuple[str, str]] = []
         if known_failure(report):
             s = report.summary
-            counts = ", ".join(f"{n} {word}{'s' if n != 1 and word != 'info' else ''}"
-                               for n, word in ((s.errors, "error"), (s.warnings, "warning"), (s.info, "info")) if n)
-            parts.append((f"✖ {counts}" if s.errors else f"▲ {counts}",
-                          "$text-error bold" if s.errors else "$text-warning bold"))
+            counts = ", ".join(
+                f"{n} {word}{'s' if n != 1 and word != 'info' else ''}"
+                for n, word in ((s.errors, "error"), (s.warnings, "warning"), (s.info, "info"))
+                if n
+            )
+            parts.append(
+                (f"✖ {counts}" if s.errors else f"▲ {counts}", "$text-error bold" if s.errors else "$text-warning bold")
+            )
             parts.append(", root cause first")
         else:
             parts.append((f"✔ {NO_FAILURE}", "$text-success bold"))
@@ -215,8 +226,9 @@ class ExplainView(ToolView):
         if self.report is None:
             self.detail.show(None, HOW)
             return
-        self.detail.show(event.entry, NO_FAILURE + " Facts from a log are partial: run bnbdoctor on the machine "
-                         "itself to check it.")
+        self.detail.show(
+            event.entry, NO_FAILURE + " Facts from a log are partial: run bnbdoctor on the machine itself to check it."
+        )
         finding = event.entry.finding if event.entry is not None else None
         if finding is not None and finding.log_lines and self.explained_text == self.log_area.text:
             row = finding.log_lines[0] - 1

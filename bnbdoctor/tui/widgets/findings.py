@@ -80,11 +80,11 @@ def entries(report: Report, include_checks: bool = True) -> list[tuple[str, str,
             groups.append((SEVERITY_STYLE[severity][2], SEVERITY_STYLE[severity][1], chosen))
     if include_checks:
         if report.passed:
-            groups.append((PASSED_STYLE[2], PASSED_STYLE[1],
-                           [Entry("passed", 0, check=c) for c in report.passed]))
+            groups.append((PASSED_STYLE[2], PASSED_STYLE[1], [Entry("passed", 0, check=c) for c in report.passed]))
         if report.skipped:
-            groups.append((SKIPPED_STYLE[2], "bold $text-muted",
-                           [Entry("skipped", 0, check=c) for c in report.skipped]))
+            groups.append(
+                (SKIPPED_STYLE[2], "bold $text-muted", [Entry("skipped", 0, check=c) for c in report.skipped])
+            )
     return groups
 
 
@@ -155,13 +155,15 @@ class FindingsList(EntryList):
         options: list[Option | None] = []
         if report is not None:
             if not report.findings:
-                options.append(Option(Content.styled("✔ No problems found", "$text-success bold"), id="head-ok",
-                                      disabled=True))
+                options.append(
+                    Option(Content.styled("✔ No problems found", "$text-success bold"), id="head-ok", disabled=True)
+                )
             for heading, style, group in entries(report, include_checks):
                 if options:
                     options.append(None)
-                options.append(Option(Content.styled(f"{heading} ({len(group)})", style), id=f"head-{heading}",
-                                      disabled=True))
+                options.append(
+                    Option(Content.styled(f"{heading} ({len(group)})", style), id=f"head-{heading}", disabled=True)
+                )
                 for entry in group:
                     found[entry.key] = entry
                     options.append(Option(entry_prompt(entry), id=entry.key))

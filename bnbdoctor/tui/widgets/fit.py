@@ -51,18 +51,21 @@ BUDGET_COLUMNS = ("device", "given", "balanced cap", "x0.9", "reserved", "used",
 #: The last column wraps at this width (rows grow), so that the table fits 100 columns.
 WHY_WIDTH = 26
 IDLE = "Type a model folder (or its config.json) and GPUs or max memory, then press Ctrl+R."
-HOW = ("Will from_pretrained(..., quantization_config=BitsAndBytesConfig(...), device_map=...) place this model "
-       "on the GPUs? Fill in the form above (Tab moves to it): GPUs simulates free GPU memory (24GiB,24GiB or "
-       "2x24GiB), max memory is the max_memory= you pass (0=24GiB,cpu=64GiB). Enter or Ctrl+R runs "
-       "transformers' own placement, offline, in a few seconds.")
+HOW = (
+    "Will from_pretrained(..., quantization_config=BitsAndBytesConfig(...), device_map=...) place this model "
+    "on the GPUs? Fill in the form above (Tab moves to it): GPUs simulates free GPU memory (24GiB,24GiB or "
+    "2x24GiB), max memory is the max_memory= you pass (0=24GiB,cpu=64GiB). Enter or Ctrl+R runs "
+    "transformers' own placement, offline, in a few seconds."
+)
 #: The device map is shown open when it has at most this many rows.
 OPEN_MAP_ROWS = 8
 
 
 def verdict_style(line: str) -> str:
     """Theme colours for a ``VERDICT_LINE`` text, by its icon."""
-    return {"✔": "$text-success bold", "✖": "$text-error bold", "▲": "$text-warning bold"}.get(line[:1],
-                                                                                             "$text-warning bold")
+    return {"✔": "$text-success bold", "✖": "$text-error bold", "▲": "$text-warning bold"}.get(
+        line[:1], "$text-warning bold"
+    )
 
 
 def device_label(device: str) -> str:
@@ -75,12 +78,20 @@ def budget_rows(devices: list[FitDevice]) -> list[tuple[str, ...]]:
 
     rows: list[tuple[str, ...]] = []
     for d in devices:
-        why = (f"{d.skipped_at} ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left"
-               if d.skipped_at else "")
-        rows.append((device_label(d.device), human(d.given_bytes) if d.given_bytes is not None else "-",
-                     human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else "-",
-                     human(d.budget_bytes) if d.budget_bytes is not None else "-",
-                     human(d.reserved_bytes) if d.reserved_bytes else "-", human(d.used_bytes), why))
+        why = (
+            f"{d.skipped_at} ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left" if d.skipped_at else ""
+        )
+        rows.append(
+            (
+                device_label(d.device),
+                human(d.given_bytes) if d.given_bytes is not None else "-",
+                human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else "-",
+                human(d.budget_bytes) if d.budget_bytes is not None else "-",
+                human(d.reserved_bytes) if d.reserved_bytes else "-",
+                human(d.used_bytes),
+                why,
+            )
+        )
     return rows
 
 
@@ -89,13 +100,20 @@ def passing(fit: FitFacts) -> list[FitRemedy]:
     return [r for r in fit.remedies if r.status == "passes"]
 
 
-def fit_options(model: str, quant: str, device_map: str, gpus: str = "", cpu_memory: str = "",
-                max_memory: str = "") -> FitOptions:
+def fit_options(
+    model: str, quant: str, device_map: str, gpus: str = "", cpu_memory: str = "", max_memory: str = ""
+) -> FitOptions:
     """The form's fields as :class:`~bnbdoctor.fit.FitOptions` (empty fields left out)."""
     from bnbdoctor.fit.options import FitOptions
 
-    return FitOptions(model=model.strip(), quant=quant, device_map=device_map, gpus=gpus.strip() or None,
-                      cpu_memory=cpu_memory.strip() or None, max_memory=max_memory.strip() or None)
+    return FitOptions(
+        model=model.strip(),
+        quant=quant,
+        device_map=device_map,
+        gpus=gpus.strip() or None,
+        cpu_memory=cpu_memory.strip() or None,
+        max_memory=max_memory.strip() or None,
+    )
 
 
 class FitView(ToolView):
@@ -113,18 +131,35 @@ class FitView(ToolView):
             yield Label("Quant", classes="tool-label")
             yield Select([(q, q) for q in QUANTS], value=QUANTS[0], allow_blank=False, id="fit-quant", compact=True)
             yield Label("Device map", classes="tool-label")
-            yield Select([(m, m) for m in DEVICE_MAPS], value=DEVICE_MAPS[0], allow_blank=False, id="fit-device-map",
-                         compact=True)
+            yield Select(
+                [(m, m) for m in DEVICE_MAPS],
+                value=DEVICE_MAPS[0],
+                allow_blank=False,
+                id="fit-device-map",
+                compact=True,
+            )
         with Horizontal(id="fit-row-memory", classes="tool-row"):
             yield Label("GPUs", classes="tool-label")
-            yield Input(placeholder="24GiB,24GiB", id="fit-gpus", compact=True,
-                        tooltip="Free memory of simulated GPUs (max_memory=None): 24GiB,24GiB or 2x24GiB")
+            yield Input(
+                placeholder="24GiB,24GiB",
+                id="fit-gpus",
+                compact=True,
+                tooltip="Free memory of simulated GPUs (max_memory=None): 24GiB,24GiB or 2x24GiB",
+            )
             yield Label("CPU RAM", classes="tool-label")
-            yield Input(placeholder="64GiB", id="fit-cpu", compact=True,
-                        tooltip="Free CPU RAM with GPUs (this machine's when empty)")
+            yield Input(
+                placeholder="64GiB",
+                id="fit-cpu",
+                compact=True,
+                tooltip="Free CPU RAM with GPUs (this machine's when empty)",
+            )
             yield Label("Max memory", classes="tool-label")
-            yield Input(placeholder="0=24GiB,cpu=64GiB", id="fit-max-memory", compact=True,
-                        tooltip="The max_memory= you pass (instead of GPUs)")
+            yield Input(
+                placeholder="0=24GiB,cpu=64GiB",
+                id="fit-max-memory",
+                compact=True,
+                tooltip="The max_memory= you pass (instead of GPUs)",
+            )
         yield ToolStatus(IDLE, id="fit-status")
         with VerticalScroll(id="fit-results"):
             yield Static(id="fit-verdict")
@@ -134,8 +169,9 @@ class FitView(ToolView):
             yield Static(id="fit-code")
             yield Static(id="fit-other")
             yield Static("Budgets and use", classes="fit-section fit-budgets")
-            budgets: DataTable[str] = DataTable(id="fit-budgets", cursor_type="row", zebra_stripes=True,
-                                                classes="fit-budgets")
+            budgets: DataTable[str] = DataTable(
+                id="fit-budgets", cursor_type="row", zebra_stripes=True, classes="fit-budgets"
+            )
             yield budgets
             yield Static("Largest unquantized tensors", classes="fit-section fit-tensors")
             yield Static(id="fit-tensors", classes="fit-tensors")
@@ -163,8 +199,16 @@ class FitView(ToolView):
     def choice(self, name: str) -> str:
         return str(self.query_one(f"#fit-{name}", Select).value)
 
-    def set_form(self, model: str = "", *, quant: str = "4bit", device_map: str = "auto", gpus: str = "",
-                 cpu_memory: str = "", max_memory: str = "") -> None:
+    def set_form(
+        self,
+        model: str = "",
+        *,
+        quant: str = "4bit",
+        device_map: str = "auto",
+        gpus: str = "",
+        cpu_memory: str = "",
+        max_memory: str = "",
+    ) -> None:
         """Fill the form (for tests and callers that know the model)."""
         self.field("model").value = model
         self.query_one("#fit-quant", Select).value = quant
@@ -199,9 +243,14 @@ class FitView(ToolView):
             self.notify("Type a model folder or its config.json first.", severity="warning")
             self.field("model").focus()
             return False
-        fields = {"model": model, "quant": self.choice("quant"), "device_map": self.choice("device-map"),
-                  "gpus": self.field("gpus").value, "cpu_memory": self.field("cpu").value,
-                  "max_memory": self.field("max-memory").value}
+        fields = {
+            "model": model,
+            "quant": self.choice("quant"),
+            "device_map": self.choice("device-map"),
+            "gpus": self.field("gpus").value,
+            "cpu_memory": self.field("cpu").value,
+            "max_memory": self.field("max-memory").value,
+        }
 
         def task(progress: Callable[[str], None]) -> Report:
             from bnbdoctor.fit.core import run_fit
@@ -245,22 +294,37 @@ class FitView(ToolView):
     def _show_remedies(self, fit: FitFacts) -> None:
         remedies = passing(fit)
         listing = self.remedies_list
-        listing.set_options([Option(Content.assemble((f"{n}. ", "bold"), remedy.title), id=f"remedy-{n}")
-                             for n, remedy in enumerate(remedies, 1)])
+        listing.set_options(
+            [
+                Option(Content.assemble((f"{n}. ", "bold"), remedy.title), id=f"remedy-{n}")
+                for n, remedy in enumerate(remedies, 1)
+            ]
+        )
         listing.display = bool(remedies)
         self.query_one("#fit-code", Static).display = bool(remedies)
         self.query_one("#fit-remedies-title", Static).update(
-            "Remedies that pass (each simulated with the same engine)" if remedies else "Remedies")
+            "Remedies that pass (each simulated with the same engine)" if remedies else "Remedies"
+        )
         if remedies:
             listing.highlighted = 0
             self._show_code(remedies[0], 1, len(remedies))
         other: list[Content] = []
         if not remedies:
-            other.append(Content.styled("Nothing to change." if fit.verdict == "fits" else
-                                        "No simulated change passes." if fit.remedies else "No remedy was simulated.",
-                                        "$text-muted italic"))
-        other += [Content.styled(f"? {r.title}: {r.detail}", "$text-warning")
-                  for r in fit.remedies if r.status == "unverified"]
+            other.append(
+                Content.styled(
+                    "Nothing to change."
+                    if fit.verdict == "fits"
+                    else "No simulated change passes."
+                    if fit.remedies
+                    else "No remedy was simulated.",
+                    "$text-muted italic",
+                )
+            )
+        other += [
+            Content.styled(f"? {r.title}: {r.detail}", "$text-warning")
+            for r in fit.remedies
+            if r.status == "unverified"
+        ]
         shown = self.query_one("#fit-other", Static)
         shown.display = bool(other)
         shown.update(Content("\n").join(other))
@@ -271,8 +335,13 @@ class FitView(ToolView):
             parts.append(Content.styled(remedy.detail, "$text-muted"))
         if remedy.code:
             parts.append(Content("\n").join(Content.styled(line, "$text-success") for line in remedy.code.splitlines()))
-            parts.append(Content.styled("c copies this code" + (f"; 1-{min(count, 9)} copy the remedy with that number"
-                                                                if count > 1 else ""), "$text-muted italic"))
+            parts.append(
+                Content.styled(
+                    "c copies this code"
+                    + (f"; 1-{min(count, 9)} copy the remedy with that number" if count > 1 else ""),
+                    "$text-muted italic",
+                )
+            )
         else:
             parts.append(Content.styled("(no code: a change of hardware)", "$text-muted italic"))
         self.query_one("#fit-code", Static).update(Content("\n").join(parts))
@@ -311,20 +380,28 @@ class FitView(ToolView):
             counts[device] = counts.get(device, 0) + 1
         where = ", ".join(f"{n} on {device_label(device)}" for device, n in counts.items())
         tree.clear()
-        tree.root.set_label(Text.assemble(("Predicted device map", "bold"),
-                                          f": {len(rows)} entr{'y' if len(rows) == 1 else 'ies'} ({where})"))
+        tree.root.set_label(
+            Text.assemble(
+                ("Predicted device map", "bold"), f": {len(rows)} entr{'y' if len(rows) == 1 else 'ies'} ({where})"
+            )
+        )
         width = max((len(name) for name, _ in rows), default=0)
         for name, device in rows:
-            tree.root.add_leaf(Text.assemble(f"{name:<{width}}  ", (device_label(device),
-                                                                     "bold" if device.isdigit() else "bold red")))
+            tree.root.add_leaf(
+                Text.assemble(f"{name:<{width}}  ", (device_label(device), "bold" if device.isdigit() else "bold red"))
+            )
         if len(rows) > OPEN_MAP_ROWS:
             tree.root.collapse()
         else:
             tree.root.expand()
 
     def _show_findings(self, report: Report) -> None:
-        lines = [Content.assemble((f"{SEVERITY_STYLE[f.severity][0]} ", SEVERITY_STYLE[f.severity][1]),
-                                  (f.rule_id, "bold"), "  ", f.title) for f in report.findings]
+        lines = [
+            Content.assemble(
+                (f"{SEVERITY_STYLE[f.severity][0]} ", SEVERITY_STYLE[f.severity][1]), (f.rule_id, "bold"), "  ", f.title
+            )
+            for f in report.findings
+        ]
         findings = self.query_one("#fit-findings", Static)
         findings.display = bool(lines)
         findings.update(Content("\n").join([Content.styled("Findings", "bold underline $text-primary"), *lines]))
@@ -361,9 +438,13 @@ class FitView(ToolView):
         found = self.remedy(number)
         if found is None:
             count = len(passing(self.report.facts.fit)) if self.report.facts.fit else 0
-            self.notify("No remedy passes: nothing to copy." if not count else
-                        f"There {'is' if count == 1 else 'are'} {count} remed{'y' if count == 1 else 'ies'}, "
-                        f"not {number}.", severity="warning")
+            self.notify(
+                "No remedy passes: nothing to copy."
+                if not count
+                else f"There {'is' if count == 1 else 'are'} {count} remed{'y' if count == 1 else 'ies'}, "
+                f"not {number}.",
+                severity="warning",
+            )
             return False
         shown, remedy = found
         if not remedy.code:

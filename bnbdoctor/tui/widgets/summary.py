@@ -28,8 +28,12 @@ def summary_text(report: Report, show_timings: bool = True) -> Content:
         parts.append((f", {s.skipped} skipped", "$text-muted"))
     failed = [run for run in report.facts.probes if not run.ok and not run.skipped]
     if failed:
-        parts.append((f"  ! {_plural(len(failed), 'probe')} failed: {', '.join(run.name for run in failed)}",
-                      "$text-warning bold"))
+        parts.append(
+            (
+                f"  ! {_plural(len(failed), 'probe')} failed: {', '.join(run.name for run in failed)}",
+                "$text-warning bold",
+            )
+        )
     if show_timings and "total" in report.timings:
         parts.append((f"  ({report.timings['total']:.2f} s)", "$text-muted"))
     return Content.assemble(*parts)

@@ -118,8 +118,13 @@ class ToolView(Vertical):
         self.generation += 1
         self.status.start(heading, animate=self.settings.animate, show_timings=self.settings.show_timings)
         generation = self.generation
-        self._worker = self.run_worker(lambda: self._work(task, generation), name=self.TOOL.lower(),
-                                       group=self.TOOL.lower(), thread=True, exit_on_error=False)
+        self._worker = self.run_worker(
+            lambda: self._work(task, generation),
+            name=self.TOOL.lower(),
+            group=self.TOOL.lower(),
+            thread=True,
+            exit_on_error=False,
+        )
         return True
 
     def _work(self, task: Task, generation: int) -> None:
@@ -131,8 +136,9 @@ class ToolView(Vertical):
                 self.post_message(ToolProgress(text, generation))
 
         try:
-            report = call_abandonable(lambda: task(progress), lambda: worker.is_cancelled,
-                                      name=f"bnbdoctor-{self.TOOL.lower()}")
+            report = call_abandonable(
+                lambda: task(progress), lambda: worker.is_cancelled, name=f"bnbdoctor-{self.TOOL.lower()}"
+            )
         except Cancelled:
             return
         except self.bad_input() as exc:
@@ -166,8 +172,9 @@ class ToolView(Vertical):
         self.error = message.error
         self.status.stop(Content.styled(f"✖ {message.error}", "$text-error"))
         if message.bad_input:
-            self.notify(message.error, title=f"{self.TOOL}: check the input", severity="warning", timeout=8,
-                        markup=False)
+            self.notify(
+                message.error, title=f"{self.TOOL}: check the input", severity="warning", timeout=8, markup=False
+            )
         else:
             self.notify(message.error, title=f"{self.TOOL} failed", severity="error", timeout=10, markup=False)
 

@@ -75,8 +75,12 @@ def main(path):
         out = {"id": case.get("id")}
         seen.clear()
         try:
-            AutoModelForCausalLM.from_pretrained(case["folder"], quantization_config=BitsAndBytesConfig(**kwargs),
-                                                 device_map=device_map, max_memory=max_memory)
+            AutoModelForCausalLM.from_pretrained(
+                case["folder"],
+                quantization_config=BitsAndBytesConfig(**kwargs),
+                device_map=device_map,
+                max_memory=max_memory,
+            )
             out["verdict"] = "loaded?"
         except Stop as stop:
             out["device_map"] = {k: v for k, v in stop.device_map.items()}
