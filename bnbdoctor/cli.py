@@ -205,7 +205,7 @@ def _subcommand(name: str, argv: list[str]) -> int:
     try:
         entry = getattr(importlib.import_module(module), function)
     except (ImportError, AttributeError):
-        print(f"bnbdoctor: error: `bnbdoctor {name}` is not available in this build", file=sys.stderr)
+        note(f"error: `bnbdoctor {name}` is not available in this build")
         return int(ExitCode.FAILURE)
     return int(entry(argv))
 

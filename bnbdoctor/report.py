@@ -21,15 +21,17 @@ class ExitCode(IntEnum):
     """bnbdoctor's exit status: part of its command-line contract. Each member's ``__doc__``
     says when it is returned (``bnbdoctor --help`` and docs/cli.md repeat it)."""
 
-    def __new__(cls, value: int, doc: str) -> ExitCode:
-        member = int.__new__(cls, value)
-        member._value_ = value
-        member.__doc__ = doc
-        return member
+    OK = 0
+    FINDINGS = 1
+    FAILURE = 2
 
-    OK = 0, "No error findings (warnings are allowed unless --strict)."
-    FINDINGS = 1, "At least one error finding (or a warning, with --strict)."
-    FAILURE = 2, "A usage error, unreadable input, or bnbdoctor itself failed."
+
+# Each member's own ``__doc__``, set once the class exists. Members declared as plain values keep
+# ``ExitCode(n)`` a lookup by value for the type checker too: with ``__new__(cls, value, doc)``,
+# mypy reads ``ExitCode(n)`` as a call that is missing ``doc``.
+ExitCode.OK.__doc__ = "No error findings (warnings are allowed unless --strict)."
+ExitCode.FINDINGS.__doc__ = "At least one error finding (or a warning, with --strict)."
+ExitCode.FAILURE.__doc__ = "A usage error, unreadable input, or bnbdoctor itself failed."
 
 
 class Outcome(Protocol):

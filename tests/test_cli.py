@@ -66,7 +66,7 @@ def test_single_rule() -> None:
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["--rule", "BNB999"], "unknown rule 'BNB999'"),
         (["--fixture", "no-such-machine"], "no recorded machine named 'no-such-machine'"),

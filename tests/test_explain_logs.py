@@ -118,15 +118,17 @@ def test_loader_abi_error_fills_native_and_load_facts() -> None:
         "/lib64/libstdc++.so.6: version `CXXABI_1.3.9' not found (required by "
         "/opt/venv/lib/python3.9/site-packages/bitsandbytes/libbitsandbytes_cuda117.so)\n"
     )
-    assert facts.platform.os == "linux"
-    assert facts.python.version == "3.9"
-    bnb = facts.python.bitsandbytes
+    platform, python, native, load = facts.platform, facts.python, facts.native, facts.load
+    assert platform is not None and python is not None and native is not None and load is not None
+    assert platform.os == "linux"
+    assert python.version == "3.9"
+    bnb = python.bitsandbytes
     assert bnb.installed and bnb.location == "/opt/venv/lib/python3.9/site-packages/bitsandbytes" and bnb.has_metadata
     assert bnb.native_libraries == ["libbitsandbytes_cuda117.so"] and bnb.legacy_cuda_setup
-    need = facts.native.abi[0]
+    need = native.abi[0]
     assert (need.library, need.provider, need.missing) == ("libstdc++.so.6", "/lib64/libstdc++.so.6", ["CXXABI_1.3.9"])
-    assert facts.native.selection.loaded_file == "libbitsandbytes_cuda117.so"
-    assert facts.load.ok is False and "CXXABI_1.3.9" in facts.load.error
+    assert native.selection is not None and native.selection.loaded_file == "libbitsandbytes_cuda117.so"
+    assert load.ok is False and load.error is not None and "CXXABI_1.3.9" in load.error
     assert facts.source["kind"] == "log"
 
 
@@ -146,6 +148,7 @@ Related packages:
 GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-0000)
 """)
     platform, python, gpu = facts.platform, facts.python, facts.gpu
+    assert platform is not None and python is not None and gpu is not None
     assert (platform.os, platform.arch, platform.libc_version, platform.wsl) == ("linux", "x86_64", "2.35", 2)
     assert python.version == "3.12.12"
     assert (python.torch.version, python.torch.cuda) == ("2.8.0+cu126", "12.6")
@@ -156,11 +159,14 @@ GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-0000)
 
 def test_windows_paths_and_a_windows_python() -> None:
     facts = extract_text(
-        r"  File \"C:\Users\a\AppData\Local\Programs\Python\Python310\lib\site-packages\bitsandbytes\cextension.py\", line 20"
+        r"  File \"C:\Users\a\AppData\Local\Programs\Python\Python310\lib\site-packages"
+        r"\bitsandbytes\cextension.py\", line 20"
     )
-    assert facts.platform.os == "windows"
-    assert facts.python.version == "3.10"
-    assert facts.python.bitsandbytes.location.endswith(r"site-packages\bitsandbytes")
+    assert facts.platform is not None and facts.platform.os == "windows"
+    python = facts.python
+    assert python is not None and python.version == "3.10"
+    location = python.bitsandbytes.location
+    assert location is not None and location.endswith(r"site-packages\bitsandbytes")
 
 
 def test_unknown_facts_stay_unknown() -> None:
@@ -168,13 +174,15 @@ def test_unknown_facts_stay_unknown() -> None:
         "UserWarning: Merge lora module to 4-bit linear may get different generations due to rounding errors."
     )
     assert facts.platform is None and facts.gpu is None and facts.native is None
-    assert not facts.python.torch.installed and facts.python.torch.error == "not shown in the log"
-    assert facts.python.bitsandbytes.version is None
+    python = facts.python
+    assert python is not None
+    assert not python.torch.installed and python.torch.error == "not shown in the log"
+    assert python.bitsandbytes.version is None
     assert {run.name for run in facts.probes if run.skipped} >= {"platform", "gpu", "native"}
 
 
 @pytest.mark.parametrize(
-    "name, cc",
+    ("name", "cc"),
     [
         ("Tesla K80", (3, 7)),
         ("NVIDIA GeForce GTX 980 Ti", (5, 2)),
@@ -201,7 +209,7 @@ def test_gpu_lines_in_their_usual_shapes() -> None:
 
 
 @pytest.mark.parametrize(
-    "line, name, cc",
+    ("line", "name", "cc"),
     [
         ("Found GPU0 NVIDIA GeForce GT 710 which is of cuda capability 3.5.", "NVIDIA GeForce GT 710", (3, 5)),
         ("Found GPU1 GRID K520 which is of cuda capability 3.0.", "GRID K520", (3, 0)),
@@ -230,10 +238,13 @@ def test_collect_env_shows_torchs_build_and_glibc() -> None:
         "Libc version: glibc-2.35\nGPU models and configuration: GPU 0: NVIDIA A100-SXM4-80GB\n"
         '  File "/usr/lib/python3/dist-packages/torch/__init__.py", line 1\n'
     )
-    assert (facts.python.torch.version, facts.python.torch.cuda) == ("2.1.0", "12.1")
-    assert (facts.platform.os, facts.platform.libc_version) == ("linux", "2.35")
-    rocm = extract_text("CUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 6.0.32830-d62f6a171\n")
-    assert (rocm.python.torch.version, rocm.python.torch.hip, rocm.python.torch.cuda) == (None, "6.0", None)
+    python, platform = facts.python, facts.platform
+    assert python is not None and platform is not None
+    assert (python.torch.version, python.torch.cuda) == ("2.1.0", "12.1")
+    assert (platform.os, platform.libc_version) == ("linux", "2.35")
+    rocm = extract_text("CUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 6.0.32830-d62f6a171\n").python
+    assert rocm is not None
+    assert (rocm.torch.version, rocm.torch.hip, rocm.torch.cuda) == (None, "6.0", None)
     cpu = explain_text(
         "CUDA used to build PyTorch: None\n"
         "GPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n"
@@ -246,7 +257,9 @@ def test_ldd_version_is_the_glibc_version() -> None:
     facts = extract_text(
         "$ ldd --version\nldd (Ubuntu GLIBC 2.35-0ubuntu3.8) 2.35\n/usr/lib/x86_64-linux-gnu/libc.so.6\n"
     )
-    assert (facts.platform.os, facts.platform.libc, facts.platform.libc_version) == ("linux", "glibc", "2.35")
+    platform = facts.platform
+    assert platform is not None
+    assert (platform.os, platform.libc, platform.libc_version) == ("linux", "glibc", "2.35")
 
 
 def test_glibc_234_need_pins_the_release_line() -> None:
@@ -254,7 +267,7 @@ def test_glibc_234_need_pins_the_release_line() -> None:
         "OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by "
         "/opt/conda/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cuda128.so)"
     )
-    assert facts.python.bitsandbytes.version == "0.45.x"
+    assert facts.python is not None and facts.python.bitsandbytes.version == "0.45.x"
     report = explain_text(
         "OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by "
         "/opt/conda/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cuda128.so)"
@@ -280,11 +293,15 @@ def test_absence_is_never_concluded_from_a_log() -> None:
 
 
 def test_root_cause_before_symptoms() -> None:
-    report = explain_text("""CUDA SETUP: Required library version not found: libbitsandbytes_cuda102.so. Maybe you need to compile it from source?
-CUDA SETUP: Defaulting to libbitsandbytes_cpu.so...
-/usr/lib/python3.10/site-packages/bitsandbytes/cextension.py:34: UserWarning: The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit multiplication, and GPU quantization are unavailable.
-AttributeError: 'NoneType' object has no attribute 'cadam32bit_grad_fp32'
-""")
+    report = explain_text(
+        "CUDA SETUP: Required library version not found: libbitsandbytes_cuda102.so. "
+        "Maybe you need to compile it from source?\n"
+        "CUDA SETUP: Defaulting to libbitsandbytes_cpu.so...\n"
+        "/usr/lib/python3.10/site-packages/bitsandbytes/cextension.py:34: UserWarning: The installed version of "
+        "bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit multiplication, and GPU quantization "
+        "are unavailable.\n"
+        "AttributeError: 'NoneType' object has no attribute 'cadam32bit_grad_fp32'\n"
+    )
     order = [(f.rule_id, f.severity.value) for f in report.findings]
     assert order[0] == ("BNB516", "error")
     assert ("BNB519", "info") in order and ("BNB520", "info") in order
@@ -324,7 +341,7 @@ def test_several_failures_in_one_log_are_all_reported() -> None:
 
 
 @pytest.mark.parametrize(
-    "version, words",
+    ("version", "words"),
     [
         ("4.44.0", "under-packing bug (#46823)"),
         ("5.16.1", "fixed in 5.18.0"),
@@ -383,7 +400,7 @@ def test_a_missing_openmp_runtime_is_a_system_library() -> None:
     report = explain_text(
         "bitsandbytes library load error: libgomp.so.1: cannot open shared object file: No such file or directory"
     )
-    assert report.facts.platform.os == "linux"
+    assert report.facts.platform is not None and report.facts.platform.os == "linux"
     assert [f.rule_id for f in report.findings] == ["BNB316"]
 
 

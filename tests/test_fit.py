@@ -117,7 +117,8 @@ def run_oracle(cases: list[dict[str, Any]], workdir: Path, env: dict[str, str] |
         env={**os.environ, **(env or {})},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    answer: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return answer
 
 
 def engine_request(folder: Path, cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -192,7 +193,7 @@ def _oracle(runs: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _answer(runs: dict[str, Any], name: str) -> dict[str, Any]:
     batch = runs["engine"]
     assert batch.failure is None, batch.failure
-    answer = batch.data["batch"][list(CASES).index(name)]
+    answer: dict[str, Any] = batch.data["batch"][list(CASES).index(name)]
     assert answer["ok"], answer.get("error") or answer.get("traceback")
     return answer
 
@@ -340,7 +341,7 @@ def test_claimed_remedies_pass_in_from_pretrained(rechecked: dict[str, Any]) -> 
 
 
 def test_claimed_remedies_carry_code(runs: dict[str, Any]) -> None:
-    for _, fit, remedy in _claimed(runs):
+    for _, _fit, remedy in _claimed(runs):
         if remedy.kind in ("sequential", "max_memory", "explicit_map", "quant_4bit", "fp32_offload"):
             assert "from_pretrained(" in remedy.code, remedy
         if remedy.kind == "explicit_map":

@@ -132,7 +132,8 @@ def results(old_transformers: Path, model: Path, tmp_path_factory: pytest.TempPa
             env={**os.environ, "PYTHONPATH": str(old_transformers)},
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        answer: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        return answer
 
     def fit() -> Any:
         # the patient interpreter sees the old transformers first, as with a user's PYTHONPATH

@@ -61,7 +61,7 @@ def test_markdown_parses_into_the_expected_table(name: str) -> None:
             row = []
     assert rows[0] == ["Severity", "Rule", "Finding"]
     assert len(rows) == len(report.findings) + 1
-    for finding, cells in zip(report.findings, rows[1:]):
+    for finding, cells in zip(report.findings, rows[1:], strict=True):
         assert len(cells) == 3
         assert cells[1].startswith(f"[{finding.rule_id}](")
         assert finding.severity.value in cells[0]

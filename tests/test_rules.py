@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from bnbdoctor.facts import BnbFacts, Facts, GpuDevice, GpuFacts, PlatformFacts, PythonFacts, TorchFacts
 from bnbdoctor.findings import Severity
 from bnbdoctor.rules import all_rules, get_rule, run_rules
@@ -11,7 +13,7 @@ BNB_050 = ["libbitsandbytes_cpu.so"] + [f"libbitsandbytes_cuda{v}.so" for v in (
 
 def make_facts(
     *,
-    gpus: list[tuple[str, tuple[int, int]]] = (),
+    gpus: Sequence[tuple[str, tuple[int, int]]] = (),
     driver_cuda: str | None = "12.2",
     torch: str | None = "2.5.1+cu121",
     torch_cuda: str | None = "12.1",
@@ -185,7 +187,8 @@ def test_triton_ops_and_scipy_and_legacy() -> None:
 
 def test_rule_that_crashes_is_skipped_not_raised() -> None:
     facts = make_facts()
-    facts.gpu.devices = None  # type: ignore[assignment] - malformed facts, e.g. from a hostile report
+    assert facts.gpu is not None
+    facts.gpu.devices = None  # type: ignore[assignment]  # malformed facts, e.g. from a hostile report
     diagnosis = run_rules(facts, all_rules())
     assert any(c.reason and c.reason.startswith("rule failed") for c in diagnosis.skipped)
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
-from bnbdoctor.contract import guarded
+from bnbdoctor.contract import guarded, note
 from bnbdoctor.explain.pipeline import ExplainError, explain_file
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     rules = _rules(args.rule)
     report = explain_file(args.file, rules)
     if getattr(args, "no_redact", False):
-        print("bnbdoctor: redaction is off (--no-redact): the output may contain names from the log", file=sys.stderr)
+        note("redaction is off (--no-redact): the output may contain names from the log")
     else:
         import json
 

@@ -30,7 +30,7 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors as one line on stderr, exit 2 (bnbdoctor's contract), not argparse's usage block."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"bnbdoctor: error: {message} (see bnbdoctor fit --help)", file=sys.stderr)
+        note(f"error: {message} (see bnbdoctor fit --help)")
         raise SystemExit(int(ExitCode.FAILURE))
 
 

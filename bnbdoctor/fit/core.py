@@ -285,7 +285,7 @@ def _upgrade_check(
             transformers_version=str(installed),
         )
     tried = []
-    for version, location in candidates:
+    for _, location in candidates:
         if progress:
             progress(f"re-running the placement with transformers from {location}")
         again = dict(request, details=False, remedies=False, sys_path_first=[location])
@@ -395,5 +395,5 @@ def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | 
 
     rules = [r for r in all_rules() if "fit" in r.needs]
     report = build_report(facts, run_rules(facts, rules), started)
-    report.timings.update({k: v for k, v in fit.timings.items()})
+    report.timings.update(fit.timings)
     return report

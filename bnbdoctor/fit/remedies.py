@@ -66,7 +66,7 @@ def _where(device_map: dict[str, Any]) -> str:
     gpus = [d for d in devices if d.isdigit()]
     text = ("GPU " if len(gpus) == 1 else "GPUs ") + ", ".join(gpus) if gpus else ""
     rest = [d for d in devices if not d.isdigit()]
-    return ", ".join([t for t in [text] + rest if t])
+    return ", ".join([t for t in [text, *rest] if t])
 
 
 def convert(fit: FitFacts, raw: list[dict[str, Any]]) -> list[FitRemedy]:

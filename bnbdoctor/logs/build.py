@@ -100,8 +100,10 @@ def gpu_facts(state: LogState) -> GpuFacts | None:
     seen = state.gpu
     devices: list[GpuDevice] = []
     used: set[int] = set()
-    for name, (index, cc, _line) in sorted(seen.named.items(), key=lambda item: (item[1][0] is None, item[1][0] or 0)):
-        label = name.split(":", 1)[1] if index is not None else name
+    named = sorted(seen.named.items(), key=lambda item: (item[1][0] is None, item[1][0] or 0))
+    for name, (seen_index, cc, _line) in named:
+        label = name.split(":", 1)[1] if seen_index is not None else name
+        index = seen_index
         if index is None or index in used:
             index = next(i for i in range(64) if i not in used)
         used.add(index)

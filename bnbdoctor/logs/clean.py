@@ -114,14 +114,15 @@ def read_blocks(
     number = 1
     carry = b""  # the start of a line whose end has not been read yet (at most max_line bytes)
     skipping = False  # the current line already exceeded max_line: drop bytes until its end
-    for chunk in _raw_chunks(stream, stats, block):
-        if not chunk:
+    for raw in _raw_chunks(stream, stats, block):
+        if not raw:
             continue
+        chunk = raw
         if skipping:
-            cut = chunk.find(b"\n")
+            cut = raw.find(b"\n")
             if cut == -1:
                 continue
-            chunk = chunk[cut:]  # the newline ends the cut line (kept so numbering stays right)
+            chunk = raw[cut:]  # the newline ends the cut line (kept so numbering stays right)
             skipping = False
         data = carry + chunk
         end = data.rfind(b"\n")

@@ -107,7 +107,7 @@ def anchors(patterns: Iterable[Pattern]) -> dict[bytes, tuple[int, ...]]:
             word = anchor(key)
             indices = found.setdefault(word, ())
             if index not in indices:
-                found[word] = indices + (index,)
+                found[word] = (*indices, index)
     return found
 
 

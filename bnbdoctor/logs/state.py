@@ -149,7 +149,8 @@ class LogState:
     # ------------------------------------------------------------------ recognised lines
     def match(self, signature: str, number: int, line: str) -> None:
         """Record that ``line`` belongs to ``signature``."""
-        assert signature in SIGNATURES, signature
+        if signature not in SIGNATURES:  # a collector's typo, not the log's fault
+            raise ValueError(f"{signature!r} is not a log signature in bnbdoctor/knowledge/signatures.py")
         count = self.counts.get(signature, 0)
         self.counts[signature] = count + 1
         if count < MAX_MATCHES_PER_SIGNATURE:

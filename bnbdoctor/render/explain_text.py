@@ -171,8 +171,8 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
     console.print(
         Text(
             f"Summary: {errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}, "
-            f"{info} info; {matched} log line{'s' if matched != 1 else ''} recognised; {len(report.passed)} rules found "
-            f"nothing, {report.summary.skipped} had too little in the log to judge.",
+            f"{info} info; {matched} log line{'s' if matched != 1 else ''} recognised; "
+            f"{len(report.passed)} rules found nothing, {report.summary.skipped} had too little in the log to judge.",
             style="bold",
         )
     )

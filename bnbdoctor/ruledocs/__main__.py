@@ -12,10 +12,10 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         stale = stale_pages()
         for path in stale:
-            print(f"{path.relative_to(ROOT)} is out of date: run python -m bnbdoctor.ruledocs")
+            sys.stdout.write(f"{path.relative_to(ROOT)} is out of date: run python -m bnbdoctor.ruledocs\n")
         return 1 if stale else 0
     for path in write_pages():
-        print(f"wrote {path.relative_to(ROOT)}")
+        sys.stdout.write(f"wrote {path.relative_to(ROOT)}\n")
     return 0
 
 

@@ -136,7 +136,10 @@ def example_output(case: RuleCase) -> tuple[str, str]:
 
         if kind == "log" and not case.edits:
             report = explain_file(str(ROOT / str(value)), [rule])
-            intro = f"A log kept with the tests: {_continuing(about)}\n\n`bnbdoctor explain {value} --rule {rule.id}` prints:"
+            intro = (
+                f"A log kept with the tests: {_continuing(about)}\n\n"
+                f"`bnbdoctor explain {value} --rule {rule.id}` prints:"
+            )
         else:
             facts = case_facts(case)
             report = build_report(facts, judge(facts, run_rules(facts, [rule])))
@@ -247,9 +250,11 @@ def render_catalog(rules: list[Rule]) -> str:
     lines = [
         "# The failure catalog",
         "",
-        "Real bitsandbytes failures, each with a stable id (public API: every finding names the entries it "
-        "diagnoses in `covers`). Generated from `bnbdoctor/data/failure_catalog.json` by "
-        "`python -m bnbdoctor.ruledocs`.",
+        (
+            "Real bitsandbytes failures, each with a stable id (public API: every finding names the entries it "
+            "diagnoses in `covers`). Generated from `bnbdoctor/data/failure_catalog.json` by "
+            "`python -m bnbdoctor.ruledocs`."
+        ),
         "",
     ]
     for entry in catalog():

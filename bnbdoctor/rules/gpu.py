@@ -177,7 +177,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
                     f"in {library.file}, but {family} is deprecated: Maxwell left the PyPI wheels in {MAXWELL.removed_in} "
                     f"and current releases support {QUANTIZATION_MIN.architecture} ({QUANTIZATION_MIN.text}) and newer "
                     "only. Upgrading bitsandbytes will break this GPU.",
-                    evidence=evidence + [ev("library", library.file, "python.bitsandbytes.native_libraries")],
+                    evidence=[*evidence, ev("library", library.file, "python.bitsandbytes.native_libraries")],
                     remediation=Remediation(
                         f"Keep bitsandbytes below {minor(MAXWELL.removed_in)} on this machine "
                         f"(pin it), or move to a {QUANTIZATION_MIN.architecture} or newer GPU.",
@@ -267,6 +267,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
 
       ```python
       from transformers import BitsAndBytesConfig
+
       config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")
       ```
 
@@ -317,7 +318,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
                     explanation=f"LLM.int8() needs int8 tensor cores; {why}. Releases before "
                     f"{minor(INT8_WITHOUT_FALLBACK.below_text)} have no fallback and "
                     "fail with 'ERROR: Your GPU does not support Int8 Matmul!'.",
-                    evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
+                    evidence=[*evidence, ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
                     remediation=Remediation(
                         f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)}+ has a "
                         "slower path for these GPUs), or use 4-bit quantization.",
@@ -333,7 +334,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
                     title=f"{versioned(facts, 'bitsandbytes', bnb.version)} crashes at import on compute capability {device.cc_text}",  # type: ignore[union-attr]
                     explanation=f"{INT8_NAMEERROR.first_text} raises \"NameError: name 'cuda_setup' is not defined\" "
                     f"while setting up the slow int8 path for GPUs below {INT8_MATMUL_MIN.text}.",
-                    evidence=evidence + [ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
+                    evidence=[*evidence, ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
                     remediation=Remediation("Upgrade bitsandbytes.", [f'pip install -U "bitsandbytes{fixed}"']),
                     severity=Severity.ERROR,
                 )

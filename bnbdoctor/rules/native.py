@@ -437,8 +437,10 @@ def override(facts: Facts) -> Hit | Skip | None:
         return Hit(
             title=f"{variable}={value} asks for {sel.expected_file}, which bitsandbytes does not ship",
             explanation=f"With the override set, bitsandbytes asks for exactly that file{bug}. It is missing: {effect}.",
-            evidence=evidence
-            + [ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries")],
+            evidence=[
+                *evidence,
+                ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries"),
+            ],
             remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]),
         )
     wanted_major = _tag_major(sel.backend, value) if value.isdigit() and len(value) >= 2 else None
@@ -449,8 +451,7 @@ def override(facts: Facts) -> Hit | Skip | None:
         found = runtime is not None and runtime.resolved is not None
         where = (
             f"it resolves to {runtime.resolved} ({runtime.via})"
-            if found
-            # type: ignore[union-attr]
+            if runtime is not None and runtime.resolved is not None
             else "no such runtime is on the loader path, so loading fails"
         )
         return Hit(
@@ -712,8 +713,10 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
                     title=f"{dep.name} resolves to CUDA {found.version} ({dep.via}), torch is CUDA {torch.cuda}",  # type: ignore[union-attr]
                     explanation="bitsandbytes would run on a CUDA runtime of another major version than torch's: the load "
                     "or the first kernel fails.",
-                    evidence=[ev(dep.name, f"{dep.resolved} via {dep.via}", "native.dependencies")]
-                    + _loader_evidence(facts),
+                    evidence=[
+                        ev(dep.name, f"{dep.resolved} via {dep.via}", "native.dependencies"),
+                        *_loader_evidence(facts),
+                    ],
                     remediation=Remediation(
                         f"Make the CUDA {runtime[0]} runtime win: remove the other toolkit's folder "
                         f"from the search ({dep.via}).",
@@ -1081,8 +1084,8 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
             evidence=[
                 ev("glibc", platform.libc_version, "platform.libc_version"),
                 ev("needs", ", ".join(missing_all), "native.version_needs"),
-            ]
-            + _loader_evidence(facts),
+                *_loader_evidence(facts),
+            ],
             remediation=Remediation(fix, commands),
         )
     ]
@@ -1462,6 +1465,7 @@ def windows_dlls(facts: Facts) -> Hit | Skip | None:
 
       ```python
       import os
+
       os.add_dll_directory(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v13.0\bin")
       import bitsandbytes
       ```
@@ -1727,8 +1731,11 @@ def unreadable(facts: Facts) -> Hit | None:
         title=f"{native.library} cannot be loaded: {problem}",
         explanation="The file bitsandbytes will load is damaged, truncated, or built for another platform; the "
         "loader rejects it ('invalid ELF header', 'file too short', 'wrong ELF class', 'not a mach-o file').",
-        evidence=[ev("file", native.library, "native.library"), ev("problem", problem, "native.error")]
-        + _loader_evidence(facts),
+        evidence=[
+            ev("file", native.library, "native.library"),
+            ev("problem", problem, "native.error"),
+            *_loader_evidence(facts),
+        ],
         remediation=fix,
     )
 

@@ -270,14 +270,16 @@ def bnb_missing(facts: Facts) -> Hit | None:
     bnb = bnb_of(facts)
     if bnb is None or bnb.installed:
         return None
+    python = facts.python
+    assert python is not None
     return Hit(
         title="bitsandbytes is not installed in the examined Python",
         explanation="`import bitsandbytes` fails with ModuleNotFoundError in this interpreter. If you installed "
         "it elsewhere, bnbdoctor examined the wrong interpreter (choose it with --python).",
         evidence=[ev("interpreter", _python_line(facts), "python.executable")],
         remediation=Remediation(
-            "Install bitsandbytes into this interpreter.", [f"{facts.python.executable} -m pip install -U bitsandbytes"]
-        ),  # type: ignore[union-attr]
+            "Install bitsandbytes into this interpreter.", [f"{python.executable} -m pip install -U bitsandbytes"]
+        ),
     )
 
 

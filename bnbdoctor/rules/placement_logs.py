@@ -225,7 +225,7 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
         title=title,
         explanation=how + why,
         evidence=lines,
-        remediation=Remediation(fix, commands + [fit_command(facts)]),
+        remediation=Remediation(fix, [*commands, fit_command(facts)]),
         severity=Severity.WARNING if followed else None,
     )
 

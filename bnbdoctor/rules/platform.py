@@ -89,7 +89,7 @@ def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
             explanation=f"Under WSL2 the GPU driver (libcuda.so, libnvidia-ml.so) is provided by the Windows "
             f"driver in {WSL_LIB}. It is missing, so CUDA cannot start: torch sees no GPU and bitsandbytes "
             "falls back to its CPU library ('libcuda.so: cannot open shared object file').",
-            evidence=evidence + [ev(WSL_LIB, "missing", "platform.wsl_lib_dir")],
+            evidence=[*evidence, ev(WSL_LIB, "missing", "platform.wsl_lib_dir")],
             remediation=Remediation(
                 "Install or update the NVIDIA driver on Windows (WSL support ships with it), run `wsl --update` "
                 "in Windows, then restart WSL (`wsl --shutdown` in Windows stops every running distribution). "
@@ -103,7 +103,7 @@ def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
         title=f"WSL2: {WSL_LIB} is not on the loader path",
         explanation=f"The Windows driver's libraries are in {WSL_LIB}, but neither LD_LIBRARY_PATH nor "
         "/etc/ld.so.conf.d lists it, so dlopen('libcuda.so') fails and bitsandbytes concludes there is no GPU.",
-        evidence=evidence + [ev(WSL_LIB, "present, not on the loader path", "platform.wsl_lib_on_loader_path")],
+        evidence=[*evidence, ev(WSL_LIB, "present, not on the loader path", "platform.wsl_lib_on_loader_path")],
         remediation=Remediation(
             f"Add {WSL_LIB} to the loader path (persist it in your shell profile), or restore WSL's "
             "/etc/ld.so.conf.d/ld.wsl.conf and run ldconfig.",

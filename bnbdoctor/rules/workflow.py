@@ -64,7 +64,7 @@ TORCH_CUDA_LIBS_CHECK = (
 
 def _severity_as_consequence(facts: Facts, *explained_by: str) -> tuple[Severity, str]:
     """Error when the log shows nothing that explains a consequence; info (and why) when it does."""
-    roots = [s for s in log.roots_seen(facts) if s not in ("slow_int8_matmul",)]
+    roots = [s for s in log.roots_seen(facts) if s != "slow_int8_matmul"]
     extra = [s for s in explained_by if log.seen(facts, s)]
     cause = log.consequence_of(facts) if roots else None
     if cause:
@@ -509,7 +509,7 @@ def named_symbol(facts: Facts) -> Hit | Skip | None:
             explanation="The aarch64 wheels on PyPI target server ARM (sbsa) with the standard CUDA toolkit; on a "
             "Jetson's L4T CUDA stack their kernel symbols do not resolve, so the first kernel fails with 'named symbol "
             "not found'. It is not a missing architecture.",
-            evidence=lines + [ev("Jetson", facts.platform.jetson_release, "platform.jetson_release")],
+            evidence=[*lines, ev("Jetson", facts.platform.jetson_release, "platform.jetson_release")],
             remediation=Remediation(
                 "Build bitsandbytes on the device (cmake -DCOMPUTE_BACKEND=cuda) or install a "
                 "wheel built for JetPack (the Jetson AI Lab index); do not use the PyPI aarch64 "

@@ -99,14 +99,16 @@ class Engine:
         versions["python"] = sys.version.split()[0]
         try:
             import torch
-        except Exception as exc:  # noqa: BLE001
-            raise EngineError(ERROR_NO_TORCH, f"torch cannot be imported: {short(exc)}", fallback=True)
+        except Exception as exc:
+            raise EngineError(ERROR_NO_TORCH, f"torch cannot be imported: {short(exc)}", fallback=True) from exc
         versions["torch"] = torch.__version__
         self.torch = torch
         try:
             import transformers
-        except Exception as exc:  # noqa: BLE001
-            raise EngineError(ERROR_NO_TRANSFORMERS, f"transformers cannot be imported: {short(exc)}", fallback=True)
+        except Exception as exc:
+            raise EngineError(
+                ERROR_NO_TRANSFORMERS, f"transformers cannot be imported: {short(exc)}", fallback=True
+            ) from exc
         versions["transformers"] = transformers.__version__
         self.out["transformers_location"] = os.path.dirname(os.path.dirname(os.path.abspath(transformers.__file__)))
         self.out["other_transformers"] = other_installs("transformers", self.out["transformers_location"])
@@ -127,8 +129,10 @@ class Engine:
         versions = self.out["versions"]
         try:
             import accelerate
-        except Exception as exc:  # noqa: BLE001
-            raise EngineError(ERROR_NO_ACCELERATE, f"accelerate cannot be imported: {short(exc)}", fallback=True)
+        except Exception as exc:
+            raise EngineError(
+                ERROR_NO_ACCELERATE, f"accelerate cannot be imported: {short(exc)}", fallback=True
+            ) from exc
         versions["accelerate"] = accelerate.__version__
         self.bnb_mode, self.bnb_error = self._import_bnb()
         try:
@@ -205,10 +209,10 @@ class Engine:
         kwargs = {"trust_remote_code": bool(req.get("trust_remote_code")), "local_files_only": True}
         try:
             config = AutoConfig.from_pretrained(req["config_source"], **kwargs)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             text = str(exc)
             if "trust_remote_code" in text or "contains custom code" in text:
-                raise EngineError(ERROR_REMOTE_CODE, short(exc))
+                raise EngineError(ERROR_REMOTE_CODE, short(exc)) from exc
             if (
                 "does not recognize this architecture" in text
                 or "Unrecognized model" in text
@@ -219,7 +223,7 @@ class Engine:
                 raise EngineError(
                     ERROR_UNKNOWN_MODEL_TYPE, f"transformers {version} does not know model_type {wanted!r}"
                 ) from None
-            raise EngineError(ERROR_CONFIG, f"transformers could not read the config: {short(exc)}")
+            raise EngineError(ERROR_CONFIG, f"transformers could not read the config: {short(exc)}") from exc
         self.config = config
         self.out["model_type"] = getattr(config, "model_type", None)
         self.timings["config"] = round(time.perf_counter() - started, 4)

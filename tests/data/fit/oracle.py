@@ -83,7 +83,7 @@ def main(path):
             )
             out["verdict"] = "loaded?"
         except Stop as stop:
-            out["device_map"] = {k: v for k, v in stop.device_map.items()}
+            out["device_map"] = dict(stop.device_map)
             values = set(stop.device_map.values())
             if values == {"cpu"}:
                 out["verdict"] = "all_cpu"
