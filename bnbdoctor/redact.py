@@ -117,20 +117,23 @@ class Redactor:
                 self._note(rule, name)
         return out
 
-    def walk(self, value: Any) -> Any:
-        """A redacted copy of JSON-ready data."""
+    def walk(self, value: Any, layout: frozenset[str] = frozenset()) -> Any:
+        """A redacted copy of JSON-ready data. Keys named in ``layout`` are the document's structure
+        (field names) and are kept: a user called ``arch`` must not rename the ``arch`` field."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, list):
-            return [self.walk(v) for v in value]
+            return [self.walk(v, layout) for v in value]
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, item in value.items():
                 if key in _DROPPED_KEYS and item is not None:
                     self._note("gpu-id", str(item))
                     out[key] = None
+                elif isinstance(key, str) and key not in layout:
+                    out[self.text(key)] = self.walk(item, layout)
                 else:
-                    out[self.text(key) if isinstance(key, str) else key] = self.walk(item)
+                    out[key] = self.walk(item, layout)
             return out
         return value
 

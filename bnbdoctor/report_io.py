@@ -17,7 +17,7 @@ from typing import Any
 from bnbdoctor.facts import SCHEMA_VERSION, Facts
 from bnbdoctor.redact import Redactor
 from bnbdoctor.report import Report
-from bnbdoctor.serde import DecodeError, from_dict, to_jsonable
+from bnbdoctor.serde import DecodeError, field_names, from_dict, to_jsonable
 
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 MAX_STRING = 200_000
@@ -172,7 +172,7 @@ def load_facts(source: str) -> tuple[Facts, dict[str, Any]]:
 
 def redact_report(report: Report, redactor: Redactor) -> Report:
     """A redacted copy of the report (facts, findings and all)."""
-    data = redactor.walk(to_jsonable(report))
+    data = redactor.walk(to_jsonable(report), field_names(Report))
     redacted = from_dict(Report, data)
     redacted.redaction = redactor.summary()
     return redacted

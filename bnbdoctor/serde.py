@@ -39,6 +39,26 @@ def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls)
 
 
+@cache
+def field_names(cls: type) -> frozenset[str]:
+    """Every dataclass field name reachable from ``cls`` through its type hints: the keys that are
+    the layout of a document, as opposed to keys that are data (package names, paths)."""
+    names: set[str] = set()
+    seen: set[Any] = set()
+    pending: list[Any] = [cls]
+    while pending:
+        tp = pending.pop()
+        if tp in seen:
+            continue
+        seen.add(tp)
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            for name, hint in _hints(tp).items():
+                names.add(name)
+                pending.append(hint)
+        pending.extend(get_args(tp))
+    return frozenset(names)
+
+
 def from_dict(cls: type[T], data: Any, where: str = "") -> T:
     """Build ``cls`` (a dataclass) from JSON data, checking types as it goes."""
     return typing.cast(T, _decode(cls, data, where or cls.__name__))

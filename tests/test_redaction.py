@@ -4,6 +4,7 @@ output format of the live doctor."""
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import socket
 import subprocess
@@ -106,3 +107,29 @@ def test_show_redactions_lists_on_stderr_only() -> None:
     assert "redacted [home]" in run.stderr
     home = next(line for line in run.stderr.splitlines() if "redacted [home]" in line).split(": ", 1)[1]
     assert home not in run.stdout
+
+
+@pytest.mark.parametrize("user", ["arch", "version", "platform", "gpu"])
+def test_a_user_named_like_a_report_field_keeps_the_report_readable(user: str) -> None:
+    """Redaction rewrites values, never the report's own field names: a log whose user is called
+    `arch` once turned `platform.arch` into `platform.<user>`, and `explain --json` crashed."""
+    log = (
+        f"[{user}@box llm]$ python -m bitsandbytes\n"
+        f"CUDA SETUP: Loading binary /home/{user}/llm/.venv/lib/python3.11/site-packages/bitsandbytes/"
+        "libbitsandbytes_cuda118.so...\n"
+        "OSError: libcusparse.so.11: cannot open shared object file: No such file or directory\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", "explain", "--json", "-"],
+        input=log,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode in (0, 1), run.stderr
+    report = json.loads(run.stdout)
+    assert {"os", "arch", "libc_version"} <= set(report["facts"]["platform"])
+    assert f"/home/{user}/" not in run.stdout
+    assert report["redaction"]
