@@ -33,6 +33,7 @@ from tui_support import (  # noqa: F401 - _quiet_app: the autouse fixture
     until,
 )
 
+from bnbdoctor.catalog import entry_url
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.hosts.base import NvmlAnswer
 from bnbdoctor.hosts.fixture import FixtureHost, resolve_fixture
@@ -178,6 +179,9 @@ async def test_detail_pane_shows_why_evidence_fix_commands_and_doc() -> None:
         for number, command in enumerate(finding.remediation.commands, 1):
             assert f"{number} $ {command}" in text
         assert finding.doc == "docs/rules/BNB102.md" and finding.doc in text
+        assert "Catalog" in text and finding.covers
+        for entry_id in finding.covers:  # each id with the link to its entry in docs/catalog.md
+            assert f"• {entry_id}  {entry_url(entry_id)}" in text
         # the pane renders the same blocks as widgets
         rendered = app.main.query_one("#detail").query(".detail-command")
         assert len(rendered) == len(finding.remediation.commands)

@@ -21,6 +21,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from bnbdoctor.catalog import entry_url
 from bnbdoctor.findings import CheckResult, Finding
 from bnbdoctor.tui.widgets.findings import PASSED_STYLE, SEVERITY_STYLE, SKIPPED_STYLE, Entry
 
@@ -140,6 +141,12 @@ def detail_blocks(entry: Entry) -> list[Block]:
     if finding.references:
         blocks.append(_text("section", "References"))
         blocks.extend(_text("body", f"• {ref}") for ref in finding.references)
+    if finding.covers:
+        blocks.append(_text("section", "Catalog"))
+        blocks.extend(
+            Block("body", Content.from_markup(f"• [link={entry_url(c)!r}]{c}[/link]"), f"• {c}  {entry_url(c)}")
+            for c in finding.covers
+        )
     blocks += [_text("section", "Docs"), _text("body", entry.doc)]
     return blocks
 
