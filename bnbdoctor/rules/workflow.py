@@ -17,6 +17,8 @@ Each rule's ``confirm`` says what to run on the machine to confirm a finding.
 
 from __future__ import annotations
 
+import re
+
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUGGESTED_TORCH_CUDA, torch_index_for
@@ -74,6 +76,15 @@ def _severity_as_consequence(facts: Facts, *explained_by: str) -> tuple[Severity
     if extra:
         return Severity.INFO, " It is a consequence of the CPU fallback reported above."
     return Severity.ERROR, ""
+
+
+def _found_cuda(text: str) -> str:
+    """The driver's CUDA version in torch's "found version 11000" (major * 1000 + minor * 10), as "11.0"."""
+    number = re.search(r"found version (\d+)", text)
+    if number is None:
+        return "an older version"
+    value = int(number.group(1))
+    return f"{value // 1000}.{value % 1000 // 10}"
 
 
 def _torch_index(facts: Facts) -> str | None:
@@ -134,7 +145,7 @@ def driver_insufficient(facts: Facts) -> Hit | None:
         torch = torch_of(facts)
         wanted = torch.cuda if torch and torch.cuda else "the version torch was built with"
         index = torch_index_for(major_minor(driver)) if driver else None
-        found = driver or old.text.rsplit("found version", 1)[-1].strip(" ()")
+        found = driver or _found_cuda(old.text)
         return Hit(
             title=f"The NVIDIA driver supports CUDA {found}, older than torch's CUDA ({wanted})",
             explanation="torch refuses to initialise CUDA when the driver's CUDA version is older than the one torch was "
