@@ -127,6 +127,7 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
                 ["nvidia-smi -L", "unset CUDA_VISIBLE_DEVICES"],
             ),
             severity=severity,
+            covers=["no_gpu_detected_cpu_fallback"],
         )
     if gpu.nvml_available:
         title, why = "The NVIDIA driver reports no GPUs", "NVML answered but lists no GPU."
@@ -173,6 +174,9 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
                 "NVIDIA driver and a CUDA build of torch.",
                 ["nvidia-smi"],
             )
+    # "CUDA driver version is insufficient" is what a CUDA library does on a machine whose driver is
+    # missing or not loaded; a hidden, hung or GPU-less driver, or no GPU at all, only means the CPU library.
+    no_driver = not gpu.nvml_available and gpu.nvml_error_kind != "timeout"
     return Hit(
         title=title,
         explanation=f"{why} {consequence}",
@@ -180,6 +184,11 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
         remediation=fix,
         severity=severity,
         references=[_DRIVER_DOWNLOAD],
+        covers=(
+            ["no_gpu_detected_cpu_fallback", "cuda_driver_insufficient_for_runtime"]
+            if no_driver and expected
+            else ["no_gpu_detected_cpu_fallback"]
+        ),
     )
 
 
@@ -288,6 +297,7 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
                 commands,
             ),
             references=["https://pytorch.org/get-started/previous-versions/"],
+            covers=["nvidia_driver_too_old_for_torch_cuda"],
         )
     return Hit(
         title=f"Driver supports CUDA {gpu.driver_cuda_version}, older than torch's CUDA {torch.cuda}",
@@ -309,4 +319,5 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
         ),
         severity=Severity.WARNING,
         references=["https://pytorch.org/get-started/previous-versions/"],
+        covers=["driver_cuda_combination_unsupported_803"],
     )

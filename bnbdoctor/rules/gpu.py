@@ -12,6 +12,7 @@ from bnbdoctor.knowledge.gpus import (
     INT8_WITHOUT_FALLBACK,
     KEPLER,
     MAXWELL,
+    MAXWELL_MIN,
     QUANTIZATION_MIN,
     pre_pascal_family,
 )
@@ -163,6 +164,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
         cc = device.cc
         assert cc is not None
         family = pre_pascal_family(cc)
+        family_id = "kepler_gpu_unsupported" if cc < MAXWELL_MIN.cc else "maxwell_gpu_dropped"
         evidence = [
             ev("GPU", _group_label(group), f"gpu.devices[{device.index}]"),
             ev("compute capability", device.cc_text, f"gpu.devices[{device.index}].compute_capability"),
@@ -184,6 +186,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
                         [],
                     ),
                     severity=Severity.WARNING,
+                    covers=[family_id],
                 )
             )
             continue
@@ -214,6 +217,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
                 f"execution on the device' (Kepler left PyPI in {KEPLER.removed_in}, Maxwell in {MAXWELL.removed_in}).",
                 evidence=evidence,
                 remediation=Remediation(fix, commands),
+                covers=[family_id, "no_kernel_image_available"],
             )
         )
     return hits
@@ -325,6 +329,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
                         [f'pip install -U "bitsandbytes{fixed}"'],
                     ),
                     severity=Severity.ERROR,
+                    covers=["int8_matmul_unsupported_cc_lt_75"],
                 )
             )
             continue
@@ -337,6 +342,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
                     evidence=[*evidence, ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],  # type: ignore[union-attr]
                     remediation=Remediation("Upgrade bitsandbytes.", [f'pip install -U "bitsandbytes{fixed}"']),
                     severity=Severity.ERROR,
+                    covers=["cuda_setup_nameerror_bnb_0_37"],
                 )
             )
             continue
@@ -353,6 +359,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
                     "this GPU, or accept slower 8-bit inference; use a "
                     f"{INT8_MATMUL_MIN.architecture} or newer GPU for fast LLM.int8()."
                 ),
+                covers=["slow_int8_matmul_warning_cc_lt_75"],
             )
         )
     return hits
@@ -364,7 +371,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     Severity.ERROR,
     "The bitsandbytes library for torch's CUDA version ships kernels for every visible GPU",
     needs=("gpu", "python", "platform"),
-    covers=("no_kernel_image_available", "maxwell_gpu_dropped", "invalid_device_function"),
+    covers=("no_kernel_image_available", "invalid_device_function"),
     references=(BNB_DOCS_INSTALL,),
 )
 def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
@@ -482,6 +489,8 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
                     ),
                     [f"export BNB_CUDA_VERSION={same_major[0].cuda_toolkit.replace('.', '')}"] if same_major else [],  # type: ignore[union-attr]
                 ),
+                # Only GPUs of QUANTIZATION_MIN and newer reach here (BNB103 speaks for Maxwell and Kepler).
+                covers=["no_kernel_image_available", "invalid_device_function"],
             )
         )
     return hits

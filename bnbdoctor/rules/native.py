@@ -271,7 +271,24 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
             ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries"),
         ],
         remediation=Remediation(fix, commands),
+        covers=_missing_binary_families(sel.backend, sel.outcome, runtime),
     )
+
+
+#: What each release era does when the library for torch's version is missing (knowledge/selection.py):
+#: the legacy loader raises, 0.43.1-0.45 fall back to the CPU library, 0.46+ fail at the first call.
+_OUTCOME_FAMILIES: dict[str, tuple[str, ...]] = {
+    "import_error": ("cuda_setup_failed_despite_gpu_available",),
+    "cpu_fallback": ("compiled_without_gpu_support", "native_lib_none_attribute_errors"),
+}
+
+
+def _missing_binary_families(backend: str, outcome: str, runtime: str | None) -> list[str]:
+    ids = ["cuda_binary_missing_for_torch_cuda_version", *_OUTCOME_FAMILIES.get(outcome, ())]
+    wanted = major_minor(runtime)
+    if backend == "cuda" and wanted is not None and wanted[0] < OLDEST_CUDA_MAJOR:
+        ids.append("cuda_lt_11_unsupported")
+    return ids
 
 
 def _tag_version(backend: str, tag: str) -> tuple[int, int]:
@@ -383,6 +400,7 @@ def override(facts: Facts) -> Hit | Skip | None:
             evidence=evidence,
             remediation=unset,
             severity=Severity.INFO,
+            covers=[],  # an override without effect diagnoses no failure
         )
     if value == "" and not strict:
         return Hit(
@@ -476,6 +494,7 @@ def override(facts: Facts) -> Hit | Skip | None:
         evidence=evidence,
         remediation=Remediation("Nothing to do if this is intended.", []),
         severity=Severity.INFO,
+        covers=[],  # a fitting override diagnoses no failure
     )
 
 
@@ -612,7 +631,22 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
         ]
         + _loader_evidence(facts),
         remediation=Remediation(fix.strip(), commands),
+        covers=_missing_library_families(facts, missing),
     )
+
+
+def _missing_library_families(facts: Facts, missing: list[ResolvedDependency]) -> list[str]:
+    """A missing runtime is the legacy setup's 'libcudart.so not found' on releases that run it; any other
+    CUDA library the chosen binary links (cuBLAS, cuSPARSE, nvJitLink; a runtime on current releases) is
+    the "CUDA library for the chosen binary missing" family."""
+    bnb = bnb_of(facts)
+    legacy = bool(bnb and bnb.installed and (bnb.legacy_cuda_setup or LEGACY_CUDA_SETUP.contains(bnb.version)))
+    ids = []
+    if any(not d.name.startswith(("libcudart", "cudart")) for d in missing) or not legacy:
+        ids.append("cuda_shared_lib_missing_libcusparse")
+    if legacy and any(d.name.startswith(("libcudart", "cudart")) for d in missing):
+        ids.append("libcudart_not_found_legacy_cuda_setup")
+    return ids
 
 
 @rule(
@@ -621,7 +655,7 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
     Severity.ERROR,
     "The CUDA libraries bitsandbytes resolves match torch's CUDA version",
     needs=("native", "python"),
-    covers=("conda_env_vs_system_cuda_mixup", "nvjitlink_cusparse_symbol_mismatch"),
+    covers=("conda_env_vs_system_cuda_mixup",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1115",),
 )
 def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
@@ -983,6 +1017,11 @@ def libstdcxx(facts: Facts) -> list[Hit]:
                 + [ev("would satisfy", a, "native.abi.satisfied_by") for a in alternatives]
                 + _loader_evidence(facts),
                 remediation=Remediation(fix, commands),
+                # CXXABI_ versions are the CXXABI family; GLIBCXX_ (and libgcc_s's GCC_) the GLIBCXX one.
+                covers=[
+                    *(["cxxabi_not_found"] if any(m.startswith("CXXABI_") for m in missing) else []),
+                    *(["glibcxx_not_found"] if any(not m.startswith("CXXABI_") for m in missing) else []),
+                ],
             )
         )
     return hits
@@ -1097,7 +1136,12 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
     Severity.ERROR,
     "bitsandbytes ships GPU libraries when torch uses a GPU",
     needs=("python", "gpu"),
-    covers=("compiled_without_gpu_support", "cpu_lib_undefined_symbol_cget_col_row_stats"),
+    covers=(
+        "compiled_without_gpu_support",
+        "cpu_lib_undefined_symbol_cget_col_row_stats",
+        "cuda_setup_failed_despite_gpu_available",
+        "cuda_binary_missing_for_torch_cuda_version",
+    ),
     references=(BNB_DOCS_INSTALL,),
     log_gate=LogGate("a log does not list the files bitsandbytes ships"),
 )
@@ -1176,6 +1220,18 @@ def cpu_only_build(facts: Facts) -> Hit | None:
         if CPU_FALLBACK_ERA.contains(bnb.version)
         else "the first quantized operation raises a 'binary not found' error"
     )
+    # What each loader era makes of a package without a GPU library (the symptom above).
+    covers = (
+        [
+            "cuda_setup_failed_despite_gpu_available",
+            "compiled_without_gpu_support",
+            "cpu_lib_undefined_symbol_cget_col_row_stats",
+        ]
+        if LEGACY_CUDA_SETUP.contains(bnb.version)
+        else ["compiled_without_gpu_support"]
+        if CPU_FALLBACK_ERA.contains(bnb.version)
+        else ["cuda_binary_missing_for_torch_cuda_version"]
+    )
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} is a CPU-only build on a machine with a CUDA GPU",
         explanation="The package holds only " + ", ".join(bnb.native_libraries) + ": it was built or packaged "
@@ -1189,6 +1245,7 @@ def cpu_only_build(facts: Facts) -> Hit | None:
             "(cmake -DCOMPUTE_BACKEND=cuda).",
             ["pip install --force-reinstall --no-deps bitsandbytes"],
         ),
+        covers=covers,
     )
 
 
@@ -1737,6 +1794,9 @@ def unreadable(facts: Facts) -> Hit | None:
             *_loader_evidence(facts),
         ],
         remediation=fix,
+        # The catalog's family is a Linux library on a Mac; a damaged file, or one for another CPU on
+        # Linux, is a failure the catalog has no entry for.
+        covers=["macos_apple_silicon_no_native_lib"] if platform.os == "macos" and wrong_platform else [],
     )
 
 

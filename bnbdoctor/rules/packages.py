@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Check, Hit, Remediation, Severity, Skip
-from bnbdoctor.knowledge.cuda import torch_index_for
+from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, torch_index_for
 from bnbdoctor.knowledge.imports import (
     SCIPY_IMPORT,
     TORCH_WITH_TRITON_WITHOUT_OPS,
@@ -34,11 +34,13 @@ from bnbdoctor.rules.common import (
     TORCH_GET_STARTED,
     bnb_of,
     ev,
+    predicted_selection,
     torch_of,
     versioned,
     visible_gpus,
     wheel_upgrade_blocked,
 )
+from bnbdoctor.rules.log_evidence import seen
 
 
 def _log_shows_cpu_torch(facts: Facts) -> bool:
@@ -294,6 +296,7 @@ def bnb_missing(facts: Facts) -> Hit | None:
         "windows_linux_so_loaded",
         "macos_apple_silicon_no_native_lib",
         "no_gpu_detected_cpu_fallback",
+        "compiled_without_gpu_support",
     ),
     references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723"),
 )
@@ -387,7 +390,44 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
             ev("platform", f"{platform.os} {platform.arch}", "platform.arch"),
         ],
         remediation=Remediation(fix, [f'pip install -U "bitsandbytes{spec}"']),
+        covers=list(_PLATFORM_FAMILIES.get(platform.os, ("compiled_without_gpu_support",))),
     )
+
+
+#: What a release without a library for the OS shows there. Windows has no libcuda.so, so the legacy
+#: loader also reports "No GPU detected"; on Linux (aarch64 and other non-x86 arches) no CUDA library
+#: of the release fits, so it loads the CPU one ("compiled without GPU support").
+_PLATFORM_FAMILIES: dict[str, tuple[str, ...]] = {
+    "windows": ("windows_path_not_iterable", "windows_linux_so_loaded", "no_gpu_detected_cpu_fallback"),
+    "macos": ("macos_apple_silicon_no_native_lib",),
+}
+
+
+def _legacy_families(facts: Facts) -> list[str]:
+    """The legacy-setup families this machine or log shows, or that the setup itself causes here."""
+    # The scan's own messages: every CUDA machine running the legacy setup gets them, because pip's
+    # torch keeps libcudart inside site-packages (never searched) and path-like variables hold
+    # pieces that do not exist.
+    ids = ["libcudart_not_found_legacy_cuda_setup", "nonexistent_path_warnings_noise"]
+    toolkits = facts.cuda_toolkit.toolkits if facts.cuda_toolkit else []
+    runtimes = [t for t in toolkits if t.has_cudart]
+    torch = torch_of(facts)
+    # "CUDA Setup failed" wraps a failed load: claimed when a load failure is predicted or shown.
+    selection = predicted_selection(facts)
+    if seen(facts, "cuda_setup_failed") or (selection is not None and selection.outcome != "loads"):
+        ids.append("cuda_setup_failed_despite_gpu_available")
+    # Several runtimes on the searched paths make the scan "flip a coin".
+    if seen(facts, "duplicate_cuda_runtimes") or len(runtimes) > 1:
+        ids.append("duplicate_cuda_runtimes_found")
+    # A conda interpreter with a runtime from outside the environment: the scan may pick that one.
+    conda = facts.python is not None and facts.python.selected_by == "CONDA_PREFIX"
+    if seen(facts, "cuda_runtime_symbol_missing") or (conda and any(t.source != "CONDA_PREFIX" for t in runtimes)):
+        ids.append("conda_env_vs_system_cuda_mixup")
+    # A CUDA 10 runtime (torch's or one the scan can find) is refused for LLM.int8().
+    old = [major_minor(v) for v in [torch.cuda if torch else None, *(t.version for t in runtimes)]]
+    if seen(facts, "cuda_older_than_11") or any(v is not None and v[0] < OLDEST_CUDA_MAJOR for v in old):
+        ids.append("cuda_lt_11_unsupported")
+    return ids
 
 
 @rule(
@@ -413,6 +453,13 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
     `bitsandbytes/cuda_setup/` folder, or its version is older than 0.43.1. Either one means the release uses the legacy
     `CUDASetup` loader. The finding is a warning: the legacy loader works on many machines, but it is behind a whole
     family of confusing failures.
+
+    The finding names only the catalog families this machine (or log) can have. The scan's own messages
+    (`libcudart.so not found`, non-existent directories) come from the legacy setup itself wherever it runs, so they
+    are always named. The others are named when the facts show them: `CUDA Setup failed despite GPU being available`
+    when the library is predicted not to load (or the log shows it); duplicate runtimes when more than one CUDA runtime
+    is on disk; the conda/system mix-up when a conda interpreter sees a runtime from outside its environment; "CUDA
+    lower than 11" when torch's or a found runtime's CUDA is older than 11.
 
     ## Why it matters
 
@@ -485,6 +532,7 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
         "rewrote the setup to follow torch only (PR #1041).",
         evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")],
         remediation=fix,
+        covers=_legacy_families(facts),
     )
 
 

@@ -153,7 +153,10 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
         "'disk' because they did not fit the GPU budget; bitsandbytes' 4/8-bit layers cannot run there, so "
         "transformers' quantizer refuses unless fp32 CPU offload is enabled. "
     )
+    # A GPU-less run and a release with both fixes are real shortages; the other branches name the bug too.
+    covers = ["dispatch_cpu_disk_valueerror", "dispatch_valueerror_device_map_underpacking"]
     if no_gpu:
+        covers = ["dispatch_cpu_disk_valueerror"]
         title = "The quantized model was dispatched to the CPU because torch sees no usable GPU"
         why = (
             "The log also shows that CUDA is not usable, so the GPU budget is zero and modules land on the CPU: "
@@ -162,6 +165,7 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
         fix = "Make torch.cuda.is_available() return True (see the GPU findings), then load the model again."
         commands.append('python -c "import torch; print(torch.cuda.is_available())"')
     elif leaf.releases.contains(release):
+        covers = ["dispatch_cpu_disk_valueerror"]
         title = f"Not enough GPU memory for the quantized model (transformers {version} has the under-packing fixes)"
         why = (
             "transformers " + version + " contains both fixes for the device_map='auto' under-packing bug "  # type: ignore[operator]
@@ -227,6 +231,7 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
         evidence=lines,
         remediation=Remediation(fix, [*commands, fit_command(facts)]),
         severity=Severity.WARNING if followed else None,
+        covers=covers,
     )
 
 

@@ -17,6 +17,8 @@ Each rule's ``confirm`` says what to run on the machine to confirm a finding.
 
 from __future__ import annotations
 
+import re
+
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUGGESTED_TORCH_CUDA, torch_index_for
@@ -27,6 +29,8 @@ from bnbdoctor.knowledge.gpus import (
     INT8_WITHOUT_FALLBACK,
     KEPLER,
     MAXWELL,
+    MAXWELL_MIN,
+    QUANTIZATION_MIN,
 )
 from bnbdoctor.knowledge.imports import (
     SCIPY_IMPORT,
@@ -72,6 +76,15 @@ def _severity_as_consequence(facts: Facts, *explained_by: str) -> tuple[Severity
     if extra:
         return Severity.INFO, " It is a consequence of the CPU fallback reported above."
     return Severity.ERROR, ""
+
+
+def _found_cuda(text: str) -> str:
+    """The driver's CUDA version in torch's "found version 11000" (major * 1000 + minor * 10), as "11.0"."""
+    number = re.search(r"found version (\d+)", text)
+    if number is None:
+        return "an older version"
+    value = int(number.group(1))
+    return f"{value // 1000}.{value % 1000 // 10}"
 
 
 def _torch_index(facts: Facts) -> str | None:
@@ -132,7 +145,7 @@ def driver_insufficient(facts: Facts) -> Hit | None:
         torch = torch_of(facts)
         wanted = torch.cuda if torch and torch.cuda else "the version torch was built with"
         index = torch_index_for(major_minor(driver)) if driver else None
-        found = driver or old.text.rsplit("found version", 1)[-1].strip(" ()")
+        found = driver or _found_cuda(old.text)
         return Hit(
             title=f"The NVIDIA driver supports CUDA {found}, older than torch's CUDA ({wanted})",
             explanation="torch refuses to initialise CUDA when the driver's CUDA version is older than the one torch was "
@@ -148,6 +161,7 @@ def driver_insufficient(facts: Facts) -> Hit | None:
                 + ([f"pip install --force-reinstall torch --index-url {index}"] if index else []),
             ),
             references=["https://pytorch.org/get-started/previous-versions/"],
+            covers=["nvidia_driver_too_old_for_torch_cuda"],
         )
     if not log.seen(facts, "cuda_driver_insufficient"):
         return None
@@ -164,6 +178,7 @@ def driver_insufficient(facts: Facts) -> Hit | None:
             "the driver until `nvidia-smi` reports a 'CUDA Version' at least torch.version.cuda.",
             ["nvidia-smi", TORCH_CHECK],
         ),
+        covers=["cuda_driver_insufficient_for_runtime"],
     )
 
 
@@ -286,6 +301,7 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
             evidence=lines,
             remediation=Remediation("Fix the driver problem first."),
             severity=Severity.INFO,
+            covers=["no_gpu_detected_cpu_fallback"],
         )
     if log.is_wsl(facts):
         return Hit(
@@ -300,6 +316,7 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
                 "the libcuda.so probe altogether.",
                 ["export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH", "ls /usr/lib/wsl/lib", "nvidia-smi"],
             ),
+            covers=["wsl2_libcuda_not_found", "no_gpu_detected_cpu_fallback"],
         )
     if log.is_windows(facts) and log.legacy_loader(facts):
         return Hit(
@@ -311,6 +328,7 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
                 f"Install a release with Windows support ({WINDOWS_WHEELS.first_text} or newer), or run under WSL2.",
                 [UPGRADE_TO_WINDOWS_WHEELS],
             ),
+            covers=["no_gpu_detected_cpu_fallback"],
         )
     return Hit(
         title="bitsandbytes found no usable GPU and fell back to its CPU library",
@@ -324,6 +342,7 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
             "libcuda.so visible (`ldconfig -p | grep libcuda`). Then upgrade bitsandbytes.",
             ["nvidia-smi", TORCH_CHECK, "ldconfig -p | grep libcuda"],
         ),
+        covers=["no_gpu_detected_cpu_fallback"],
     )
 
 
@@ -393,6 +412,8 @@ def no_kernel_image(facts: Facts) -> Hit | None:
             "(cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=<cc>), or switch the 8-bit optimizer off.",
             ["nvidia-smi --query-gpu=name,compute_cap --format=csv", "pip install -U bitsandbytes"],
         ),
+        covers=["no_kernel_image_available"]
+        + (["maxwell_gpu_dropped"] if any(d.cc and MAXWELL_MIN.cc <= d.cc < QUANTIZATION_MIN.cc for d in gpus) else []),
     )
 
 
@@ -515,6 +536,7 @@ def named_symbol(facts: Facts) -> Hit | Skip | None:
                 "wheel built for JetPack (the Jetson AI Lab index); do not use the PyPI aarch64 "
                 "wheel on L4T."
             ),
+            covers=["jetson_l4t_aarch64_wheel_mismatch", "named_symbol_not_found"],
         )
     return Hit(
         title="The CUDA runtime could not resolve a bitsandbytes kernel ('named symbol not found')",
@@ -529,6 +551,7 @@ def named_symbol(facts: Facts) -> Hit | Skip | None:
             "`nvidia-smi`; on a box with mixed GPU generations, expose one GPU with CUDA_VISIBLE_DEVICES.",
             ["pip install -U --force-reinstall --no-deps bitsandbytes", PYTHON_M_BNB],
         ),
+        covers=["named_symbol_not_found"],
     )
 
 
@@ -595,6 +618,7 @@ def int8_matmul(facts: Facts) -> list[Hit]:
                     "GPU.",
                     [UPGRADE_PAST_INT8_NAMEERROR],
                 ),
+                covers=["int8_matmul_unsupported_cc_lt_75"],
             )
         )
     if log.seen(facts, "cuda_setup_nameerror"):
@@ -606,6 +630,7 @@ def int8_matmul(facts: Facts) -> list[Hit]:
                 f"check for cuBLASLt support, hit on every GPU older than {INT8_MATMUL_MIN.architecture}.",
                 evidence=log.line_evidence(facts, "cuda_setup_nameerror"),
                 remediation=Remediation("Upgrade bitsandbytes.", [UPGRADE_PAST_INT8_NAMEERROR]),
+                covers=["cuda_setup_nameerror_bnb_0_37"],
             )
         )
     if log.seen(facts, "slow_int8_matmul") and not hits:
@@ -619,6 +644,7 @@ def int8_matmul(facts: Facts) -> list[Hit]:
                 evidence=log.line_evidence(facts, "slow_int8_matmul", limit=1),
                 remediation=Remediation("Nothing to fix; prefer 4-bit quantization on this GPU for speed."),
                 severity=Severity.INFO,
+                covers=["slow_int8_matmul_warning_cc_lt_75"],
             )
         )
     return hits
@@ -698,6 +724,8 @@ def cublaslt(facts: Facts) -> Hit | None:
             f"({minor(CC_CHOOSES_LIBRARY.below_text)}+ no longer chooses by the highest GPU), or use 4-bit.",
             ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi --query-gpu=index,name,compute_cap --format=csv"],
         ),
+        covers=(["cublaslt_ran_into_error"] if log.seen(facts, "cublaslt_error") else [])
+        + (["mixed_gpu_wrong_compute_capability"] if mixed else []),
     )
 
 
@@ -759,6 +787,8 @@ def windows_legacy(facts: Facts) -> Hit | None:
             f"Install a release with Windows wheels ({WINDOWS_WHEELS.first_text} or newer), or run under WSL2.",
             [UPGRADE_TO_WINDOWS_WHEELS],
         ),
+        covers=(["windows_path_not_iterable"] if crash else [])
+        + (["windows_linux_so_loaded"] if log.seen(facts, "windows_linux_library") else []),
     )
 
 
@@ -920,6 +950,7 @@ def module_missing(facts: Facts) -> list[Hit]:
                     f"{TORCH_WITH_TRITON_WITHOUT_OPS.first_text}.",
                     [f'pip install -U "bitsandbytes{TRITON_OPS_IMPORT.after().pip_spec()}"'],
                 ),
+                covers=["triton_ops_module_missing"],
             )
         )
     if log.seen(facts, "scipy_missing"):
@@ -931,6 +962,7 @@ def module_missing(facts: Facts) -> list[Hit]:
                 "dependency, so `import bitsandbytes` fails with \"No module named 'scipy'\" in slim environments.",
                 evidence=log.line_evidence(facts, "scipy_missing"),
                 remediation=Remediation("Install scipy, or upgrade bitsandbytes.", ["pip install scipy"]),
+                covers=["scipy_missing"],
             )
         )
     return hits
@@ -1161,6 +1193,7 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
                 "may need an update first.",
                 [TORCH_CHECK, "pip install -U bitsandbytes"],
             ),
+            covers=["cuda_lt_11_unsupported", "cuda_binary_missing_for_torch_cuda_version"],
         )
     return Hit(
         title="bitsandbytes has no library for this CUDA version" + (f": {missing} is missing" if missing else ""),
@@ -1175,6 +1208,7 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
             "with pip), or build bitsandbytes from source for your CUDA version.",
             ["pip install -U bitsandbytes", PYTHON_M_BNB],
         ),
+        covers=["cuda_binary_missing_for_torch_cuda_version"],
     )
 
 
@@ -1306,6 +1340,7 @@ def cuda_mixed(facts: Facts) -> list[Hit]:
                     "nvidia-cusparse-cu12.",
                     ["echo $LD_LIBRARY_PATH", "pip install -U nvidia-nvjitlink-cu12"],
                 ),
+                covers=["nvjitlink_cusparse_symbol_mismatch"],
             )
         )
     if log.seen(facts, "fatbinwrap_undefined_symbol"):
@@ -1320,6 +1355,7 @@ def cuda_mixed(facts: Facts) -> list[Hit]:
                     "`ls $CONDA_PREFIX/lib/*cudart*`), or upgrade bitsandbytes, whose loader follows torch.",
                     ["echo $LD_LIBRARY_PATH", "pip install -U bitsandbytes"],
                 ),
+                covers=["fatbinwrap_undefined_symbol"],
             )
         )
     if log.seen(facts, "cuda_runtime_symbol_missing"):
@@ -1335,6 +1371,7 @@ def cuda_mixed(facts: Facts) -> list[Hit]:
                     "$CONDA_PREFIX/lib first; remove old CUDA folders from LD_LIBRARY_PATH.",
                     ["echo $LD_LIBRARY_PATH", "pip install -U bitsandbytes"],
                 ),
+                covers=["conda_env_vs_system_cuda_mixup"],
             )
         )
     return hits
@@ -1426,6 +1463,12 @@ def cpu_fallback(facts: Facts) -> Hit | None:
         evidence=lines,
         remediation=fix,
         severity=severity,
+        covers=["compiled_without_gpu_support"]
+        + (
+            ["cpu_lib_undefined_symbol_cget_col_row_stats"]
+            if log.seen(facts, "cpu_library_missing_symbol") and not (windows_legacy or log.is_macos(facts))
+            else []
+        ),
     )
 
 
@@ -1489,6 +1532,8 @@ def native_unavailable(facts: Facts) -> Hit | None:
             [PYTHON_M_BNB, "pip install -U bitsandbytes"],
         ),
         severity=severity,
+        covers=(["native_lib_none_attribute_errors"] if log.seen(facts, "native_library_unavailable") else [])
+        + (["cuda_setup_failed_despite_gpu_available"] if umbrella else []),
     )
 
 
