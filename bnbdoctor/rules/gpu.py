@@ -92,6 +92,7 @@ def _installed_library(facts: Facts) -> WheelLibrary | None:
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/575",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1755",
     ),
+    refutes=("gpus-have-kernels",),
 )
 def below_minimum(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
@@ -230,6 +231,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
         "https://huggingface.co/docs/bitsandbytes/main/en/reference/nn/linear8bit",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/529",
     ),
+    requires=("gpus-have-kernels",),
 )
 def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
@@ -366,6 +368,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     needs=("gpu", "python", "platform"),
     covers=("no_kernel_image_available", "maxwell_gpu_dropped", "invalid_device_function"),
     references=(BNB_DOCS_INSTALL,),
+    requires=("gpus-have-kernels",),
 )
 def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
