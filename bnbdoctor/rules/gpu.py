@@ -368,7 +368,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     needs=("gpu", "python", "platform"),
     covers=("no_kernel_image_available", "maxwell_gpu_dropped", "invalid_device_function"),
     references=(BNB_DOCS_INSTALL,),
-    requires=("gpus-have-kernels",),
+    requires=("gpus-have-kernels", "library-readable"),
 )
 def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
     """## What it detects

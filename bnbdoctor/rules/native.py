@@ -496,6 +496,7 @@ def _wheel_for(name: str) -> str | None:
     needs=("native", "platform"),
     covers=("libcudart_not_found_legacy_cuda_setup", "cuda_shared_lib_missing_libcusparse"),
     references=("https://man7.org/linux/man-pages/man8/ld.so.8.html", BNB_DOCS_INSTALL),
+    requires=("library-readable",),
 )
 def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
     """## What it detects
@@ -623,6 +624,7 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
     needs=("native", "python"),
     covers=("conda_env_vs_system_cuda_mixup", "nvjitlink_cusparse_symbol_mismatch"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1115",),
+    requires=("library-readable",),
 )
 def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
@@ -735,6 +737,7 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
     needs=("native", "python"),
     covers=("duplicate_cuda_runtimes_found",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/393",),
+    requires=("library-readable",),
 )
 def duplicates(facts: Facts) -> list[Hit]:
     r"""## What it detects
@@ -859,6 +862,7 @@ def _abi_hits(facts: Facts, namespaces: tuple[str, ...]) -> list[tuple[str, list
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1663",
         "https://gcc.gnu.org/onlinedocs/libstdc++/manual/abi.html",
     ),
+    requires=("library-readable",),
 )
 def libstdcxx(facts: Facts) -> list[Hit]:
     """## What it detects
@@ -996,6 +1000,7 @@ def libstdcxx(facts: Facts) -> list[Hit]:
     needs=("native", "platform"),
     covers=("glibc_2_34_not_found",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1610",),
+    requires=("library-readable",),
 )
 def glibc(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
@@ -1297,6 +1302,7 @@ def no_library(facts: Facts) -> Hit | None:
     needs=("native",),
     covers=("rocm_hip_libraries_missing",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1520", BNB_DOCS_INSTALL),
+    requires=("library-readable",),
 )
 def rocm_missing(facts: Facts) -> Hit | Skip | None:
     r"""## What it detects
@@ -1399,6 +1405,7 @@ def rocm_missing(facts: Facts) -> Hit | Skip | None:
         "https://docs.python.org/3/library/os.html#os.add_dll_directory",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/639",
     ),
+    requires=("library-readable",),
 )
 def windows_dlls(facts: Facts) -> Hit | Skip | None:
     r"""## What it detects
@@ -1635,6 +1642,7 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     log_gate=LogGate(
         "a log does not show the library's file format", shows=lambda facts: bool(facts.native and facts.native.format)
     ),
+    refutes=("library-readable",),
 )
 def unreadable(facts: Facts) -> Hit | None:
     """## What it detects
@@ -1747,6 +1755,7 @@ def unreadable(facts: Facts) -> Hit | None:
     "The real dynamic loader loads the selected library",
     needs=("native", "load"),
     references=("https://docs.python.org/3/library/ctypes.html#loading-shared-libraries",),
+    requires=("library-readable",),
 )
 def load_failed(facts: Facts) -> Hit | Skip | None:
     """## What it detects
@@ -1915,6 +1924,7 @@ def contradicted(facts: Facts) -> Hit | Skip | None:
     needs=("native", "platform"),
     covers=(),
     references=("https://man7.org/linux/man-pages/man8/ld.so.8.html",),
+    requires=("library-readable",),
 )
 def system_library_missing(facts: Facts) -> Hit | Skip | None:
     """## What it detects
