@@ -1538,6 +1538,8 @@ def windows_dlls(facts: Facts) -> Hit | Skip | None:
     needs=("python", "platform"),
     covers=("windows_linux_so_loaded", "windows_path_not_iterable"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723",),
+    requires=("release-supports-platform",),
+    refutes=("library-readable",),
 )
 def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     r"""## What it detects
@@ -1642,6 +1644,7 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     log_gate=LogGate(
         "a log does not show the library's file format", shows=lambda facts: bool(facts.native and facts.native.format)
     ),
+    requires=("release-supports-platform",),
     refutes=("library-readable",),
 )
 def unreadable(facts: Facts) -> Hit | None:
