@@ -3,8 +3,11 @@
 - stdout is data: ``--json`` prints one JSON document and nothing else; logs go to stderr.
 - Exit codes are :class:`bnbdoctor.report.ExitCode`: 0 no error findings, 1 error findings (or
   warnings with ``--strict``), 2 usage error or bnbdoctor itself failed.
-- Bad input (unknown rule, missing fixture, bad ``--python``) is one line on stderr, exit 2,
-  never a traceback (``--debug`` shows it).
+- Bad input (unknown rule, missing fixture, a ``--python`` path that does not exist) is one line on
+  stderr, exit 2, never a traceback (``--debug`` shows it).
+- An interpreter that exists but cannot be examined (it crashes, hangs, prints something else) is
+  a finding, not bad input: the report says so (BNB001) and the exit code is 1, whether it was
+  named by ``--python`` or chosen from ``VIRTUAL_ENV`` / ``CONDA_PREFIX``.
 """
 
 from __future__ import annotations
@@ -150,8 +153,6 @@ def run(args: argparse.Namespace) -> ExitCode:
 
             return ExitCode(run_tui(host, options, rules, strict=args.strict, redact=not args.no_redact))
         report = diagnose(host, options, rules)
-        if args.python and report.facts.python is None:
-            raise UsageError(f"--python {args.python}: {report.facts.probe_error('python')}")
         from bnbdoctor.redact import Redactor
 
         redactor = Redactor.for_machine(host.os_info())

@@ -60,6 +60,20 @@ class Hit:
 
 
 @dataclass
+class FollowOn:
+    """A finding muted because it follows from a root finding: its rule's premise was refuted.
+
+    Shown under the root as "also seen, follows from this"; never counted, never the exit code."""
+
+    rule_id: str
+    rule_name: str
+    severity: Severity
+    title: str
+    premise: str  # the premise (see ``bnbdoctor.rules.base.PREMISES``) the root refuted
+    doc: str = ""
+
+
+@dataclass
 class Finding:
     """A hit stamped with its rule's identity: what renderers show and reports carry."""
 
@@ -78,16 +92,22 @@ class Finding:
     confidence: str | None = None  # "high" | "medium" | "low": how directly the log shows this failure
     confirm: list[str] = field(default_factory=list)  # what to run on the machine to confirm it
     log_lines: list[int] = field(default_factory=list)  # line numbers of the log lines it rests on
+    # Findings of rules whose premise this finding refuted: consequences, not causes of their own.
+    follows: list[FollowOn] = field(default_factory=list)
 
 
 @dataclass
 class CheckResult:
-    """A rule that produced no finding (passed) or could not run (skipped, with why)."""
+    """A rule that produced no finding (passed) or could not run (skipped, with why).
+
+    ``blocked_by`` names the root finding's rule when the check is "not checked" because that
+    finding refuted its premise (the check ran, but on a premise known to be false)."""
 
     rule_id: str
     rule_name: str
     summary: str
     reason: str | None = None
+    blocked_by: str | None = None
 
 
 class Skip(Exception):

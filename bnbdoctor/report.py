@@ -57,7 +57,9 @@ class Summary:
     passed: int = 0
     skipped: int = 0
 
-    def line(self) -> str:
+    def line(self, from_log: bool = False) -> str:
+        """The counts in one line; ``from_log``: a rule that found nothing in a log verified nothing."""
+
         def plural(n: int, word: str) -> str:
             return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -66,7 +68,7 @@ class Summary:
                 plural(self.errors, "error"),
                 plural(self.warnings, "warning"),
                 f"{self.info} info",
-                f"{self.passed} checks passed",
+                f"{self.passed} rules found nothing in the log" if from_log else f"{self.passed} checks passed",
                 f"{self.skipped} skipped",
             ]
         )

@@ -152,6 +152,18 @@ cuda "$T" libnvJitLink.so.12 libnvJitLink.so.12.6.77 aarch64
 debian "$M/root" aarch64 2.35 12 gen:30:13 libstdc++.so.6.0.30
 cache "$M" "ldconfig (Ubuntu GLIBC 2.35-0ubuntu3.6) stable release version 2.35" aarch64
 
+# An aarch64 server whose venv holds the x86-64 bitsandbytes wheel (copied from an x86-64 machine):
+# the bnb library is x86-64, everything else is the aarch64 system's (the same files as the Jetson's
+# Ubuntu 22.04 above). One root cause (BNB313); the glibc/loader checks follow from it.
+M="$FX/altra-aarch64-x86-64-bnb"
+SITE=/home/alice/venvs/llm/lib/python3.11/site-packages
+bnb "$M/root" "$SITE/bitsandbytes" 0.50.2 libbitsandbytes_cuda121.so x86_64
+wheel_arm() { for soname in "${@:3}"; do cuda "$1/nvidia/$2/lib" "$soname" "$soname" aarch64; done; }
+wheel_arm "$M/root$SITE" cuda_runtime libcudart.so.12
+wheel_arm "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
+debian "$M/root" aarch64 2.35 12 gen:30:13 libstdc++.so.6.0.30
+cache "$M" "ldconfig (Ubuntu GLIBC 2.35-0ubuntu3.6) stable release version 2.35" aarch64
+
 M="$FX/kepler-k80"
 SITE=/home/azureuser/venvs/bnb/lib/python3.8/site-packages
 bnb "$M/root" "$SITE/bitsandbytes" 0.45.5 libbitsandbytes_cuda117.so

@@ -6,6 +6,9 @@ The rule engine is the doctor's; the facts are partial. :func:`judge` adapts its
    compiled library, a CPU-only build). A log shows what happened, not what is absent, so those
    findings stand only when the log shows the absence itself (``No module named 'torch'``, the CPU
    library failing to load); otherwise they move to "skipped" with the reason.
+   Then one root cause, one error (:func:`~bnbdoctor.rules.engine.apply_premises`): findings of
+   rules whose premise a standing error refutes move under that error. It runs after the gates
+   (``explain_stream`` asks the engine not to mute), so a gated finding never mutes anything.
 2. **Twins.** A log twin (BNB5xx, see ``rules/workflow.py``) stands in for machine rules when the
    facts are missing. When one of its machine rules fired anyway, with at least the twin's severity
    and covering what the twin matched, the twin is dropped and its log lines go to that finding.
@@ -27,7 +30,7 @@ from bnbdoctor.facts import Facts
 from bnbdoctor.findings import CheckResult, Evidence, Finding, Severity
 from bnbdoctor.knowledge.signatures import CONSEQUENCE, HINT, NOISE, ROOT, SIGNATURES
 from bnbdoctor.rules.base import Rule, registered
-from bnbdoctor.rules.engine import Diagnosis
+from bnbdoctor.rules.engine import Diagnosis, apply_premises
 
 _ROLE_TIER = {ROOT: 0, CONSEQUENCE: 1, HINT: 2, NOISE: 3}
 
@@ -92,6 +95,10 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
             )
             continue
         kept.append(finding)
+    diagnosis.findings = kept
+    ran = {c.rule_id for c in diagnosis.passed + diagnosis.skipped} | {f.rule_id for f in kept}
+    apply_premises(diagnosis, [r for r in (registered(rule_id) for rule_id in sorted(ran)) if r is not None])
+    kept = diagnosis.findings
 
     ties = {id(f): _tied(f, matched) for f in kept}
     folded: list[Finding] = []

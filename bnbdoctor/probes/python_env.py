@@ -7,9 +7,10 @@ the patient interpreter through the host, with a time limit, and answers in JSON
 from __future__ import annotations
 
 import json
+import signal
 
 from bnbdoctor.facts import PythonFacts
-from bnbdoctor.hosts.base import Host
+from bnbdoctor.hosts.base import CommandResult, Host
 from bnbdoctor.probes.base import ProbeContext, ProbeError, own_script
 from bnbdoctor.serde import DecodeError, from_dict
 
@@ -66,13 +67,26 @@ def choose_interpreter(ctx: ProbeContext) -> tuple[str, str]:
     return current.executable, "current"
 
 
+def _failure(result: CommandResult) -> str:
+    """Why the patient did not answer; a signal is named (a crash reads better than "exited with -11")."""
+    code = result.returncode
+    if code is not None and code < 0 and not result.timed_out and result.error is None:
+        try:
+            name = f" ({signal.Signals(-code).name})"
+        except ValueError:
+            name = ""
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:]
+        return f"it was killed by signal {-code}{name}" + (f": {tail[0][:160]}" if tail else "")
+    return result.describe_failure()
+
+
 def gather_python(ctx: ProbeContext) -> PythonFacts:
     executable, why = choose_interpreter(ctx)
     result = ctx.host.run_python(executable, patient_script(), timeout=PATIENT_TIMEOUT_S)
     if not result.ok:
-        raise ProbeError(f"could not examine {executable}: {result.describe_failure()}")
+        raise ProbeError(f"could not examine {executable} (chosen by {why}): {_failure(result)}")
     if not result.stdout.strip():
-        raise ProbeError(f"{executable} printed nothing (is it a Python interpreter?)")
+        raise ProbeError(f"{executable} (chosen by {why}) printed nothing (is it a Python interpreter?)")
     try:
         raw = json.loads(result.stdout.strip().splitlines()[-1])
     except ValueError:

@@ -77,6 +77,10 @@ def _finding(finding: Finding) -> list[str]:
     if finding.covers:
         lines.append("Catalog: " + ", ".join(f"[`{entry_id}`]({entry_url(entry_id)})" for entry_id in finding.covers))
         lines.append("")
+    if finding.follows:
+        lines += ["**Also seen, follows from this**", ""]
+        lines += [f"- {follow.rule_id} {plain(follow.title)}" for follow in finding.follows]
+        lines.append("")
     return lines
 
 
@@ -122,6 +126,7 @@ def _facts(report: Report) -> list[str]:
 
 def render_markdown(report: Report) -> str:
     summary = report.summary
+    from_log = report.facts.log is not None  # explain: a rule that found nothing did not verify anything
     where = report.source.get("label", "")
     lines = [f"## bnbdoctor report — {plain(where)}", "", verdict(report), ""]
     facts = report.facts
@@ -152,7 +157,7 @@ def render_markdown(report: Report) -> str:
     if context:
         lines += [" · ".join(context), ""]
     lines += [
-        f"{summary.line()} "
+        f"{summary.line(from_log=from_log)} "
         f"(bnbdoctor {report.tool_version}, report schema {report.schema_version}"
         + (", redacted" if report.redaction is not None else ", NOT redacted")
         + ")",
@@ -168,7 +173,12 @@ def render_markdown(report: Report) -> str:
         for finding in report.findings:
             lines += _finding(finding)
     if report.passed:
-        lines += [f"<details><summary>Verified ({len(report.passed)} checks passed)</summary>", ""]
+        heading = (
+            f"Found nothing in the log ({len(report.passed)} rules)"
+            if from_log
+            else f"Verified ({len(report.passed)} checks passed)"
+        )
+        lines += [f"<details><summary>{heading}</summary>", ""]
         lines += [f"- {c.rule_id} {plain(c.summary)}" for c in report.passed]
         lines += ["", "</details>", ""]
     if report.skipped:

@@ -83,6 +83,12 @@ def print_finding(console: Console, finding: Finding) -> None:
         docs.add_row("  catalog", catalog_text(finding.covers))
     docs.add_row("  docs", Text(finding.doc, style="dim"))
     console.print(docs)
+    if finding.follows:
+        console.print(Text("  also seen, follows from this:", style="dim"))
+        muted = _grid()
+        for follow in finding.follows:
+            muted.add_row(Text(f"    {follow.rule_id}", style="dim"), Text(follow.title, style="dim"))
+        console.print(muted)
     console.print()
 
 

@@ -14,6 +14,7 @@ from bnbdoctor.rules.base import Rule, registered_rules
 from bnbdoctor.rules.engine import Diagnosis, run_rules
 
 RULE_MODULES = (
+    "bnbdoctor.rules.examination",
     "bnbdoctor.rules.driver",
     "bnbdoctor.rules.gpu",
     "bnbdoctor.rules.platform",

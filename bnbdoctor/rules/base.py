@@ -13,6 +13,10 @@ a rule touches its module and its case folder (``tests/rule_cases/<ID>/``) and n
   from a machine's facts (``bnbdoctor explain`` keeps the machine rule's finding when both fire);
 - ``log_gate``: for a machine rule that concludes from an *absence* (torch missing, no compiled
   library), what a log must show before the conclusion may stand on a log's partial facts;
+- ``requires`` / ``refutes``: named premises (:data:`PREMISES`). An error finding of a rule that
+  ``refutes`` a premise is a root cause: the engine mutes the findings of every rule that
+  ``requires`` it (they are listed under the root as "also seen, follows from this") and reports
+  such a rule that found nothing as "not checked", never as passed;
 - the documentation prose: the check's docstring ("What it detects", "Why it matters", "How to
   fix"); ``python -m bnbdoctor.ruledocs`` builds ``docs/rules/`` from declarations, docstrings and
   the output of running each rule on its example case.
@@ -25,6 +29,16 @@ from dataclasses import dataclass
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Check, Severity
+
+#: Named premises: what some rules take for granted and another rule's error finding refutes. Each
+#: value says, as a sentence that holds when the premise does, what the premise is. Names are
+#: declared here once, so that a rule's ``requires``/``refutes`` cannot name one that does not exist.
+PREMISES: dict[str, str] = {
+    "gpus-have-kernels": "bitsandbytes builds kernels for every visible GPU",
+    "library-readable": "the selected bitsandbytes library is a readable binary for this machine's platform",
+    "release-supports-platform": "the installed bitsandbytes release supports this OS and architecture",
+    "driver-exposed": "the NVIDIA driver's libraries are where the loader looks for them",
+}
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,8 @@ class Rule:
     confirm: tuple[str, ...] = ()
     stands_in_for: tuple[str, ...] = ()
     log_gate: LogGate | None = None
+    requires: tuple[str, ...] = ()  # premises (PREMISES) the check takes for granted
+    refutes: tuple[str, ...] = ()  # premises an error finding of this rule shows to be false
 
     @property
     def doc(self) -> str:
@@ -90,6 +106,8 @@ def rule(
     confirm: tuple[str, ...] = (),
     stands_in_for: tuple[str, ...] = (),
     log_gate: LogGate | None = None,
+    requires: tuple[str, ...] = (),
+    refutes: tuple[str, ...] = (),
 ) -> Callable[[Check], Check]:
     """Register a check function as a rule. Ids are public API: never reuse or renumber."""
 
@@ -100,8 +118,25 @@ def rule(
             raise ValueError(f"{id}: only a rule that reads a log can stand in for machine rules")
         if log_gate is not None and "log" in needs:
             raise ValueError(f"{id}: a log gate is for machine rules read from a log's facts")
+        unknown = sorted(set(requires + refutes) - set(PREMISES))
+        if unknown:
+            raise ValueError(f"{id}: unknown premise {', '.join(unknown)} (declare it in PREMISES)")
+        if set(requires) & set(refutes):
+            raise ValueError(f"{id}: a rule cannot require a premise it refutes")
         _REGISTRY[id] = Rule(
-            id, name, severity, summary, check, needs, covers, references, confirm, stands_in_for, log_gate
+            id,
+            name,
+            severity,
+            summary,
+            check,
+            needs,
+            covers,
+            references,
+            confirm,
+            stands_in_for,
+            log_gate,
+            requires,
+            refutes,
         )
         return check
 

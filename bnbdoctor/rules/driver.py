@@ -21,6 +21,7 @@ _DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
     needs=("gpu", "platform"),
     covers=("no_gpu_detected_cpu_fallback", "cuda_driver_insufficient_for_runtime"),
     references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/486"),
+    requires=("driver-exposed",),
 )
 def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
     """## What it detects

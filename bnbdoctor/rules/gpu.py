@@ -93,6 +93,7 @@ def _installed_library(facts: Facts) -> WheelLibrary | None:
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/575",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1755",
     ),
+    refutes=("gpus-have-kernels",),
 )
 def below_minimum(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
@@ -234,6 +235,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
         "https://huggingface.co/docs/bitsandbytes/main/en/reference/nn/linear8bit",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/529",
     ),
+    requires=("gpus-have-kernels",),
 )
 def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
@@ -373,6 +375,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     needs=("gpu", "python", "platform"),
     covers=("no_kernel_image_available", "invalid_device_function"),
     references=(BNB_DOCS_INSTALL,),
+    requires=("gpus-have-kernels", "library-readable"),
 )
 def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
     """## What it detects

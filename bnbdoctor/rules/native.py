@@ -515,6 +515,7 @@ def _wheel_for(name: str) -> str | None:
     needs=("native", "platform"),
     covers=("libcudart_not_found_legacy_cuda_setup", "cuda_shared_lib_missing_libcusparse"),
     references=("https://man7.org/linux/man-pages/man8/ld.so.8.html", BNB_DOCS_INSTALL),
+    requires=("library-readable",),
 )
 def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
     """## What it detects
@@ -657,6 +658,7 @@ def _missing_library_families(facts: Facts, missing: list[ResolvedDependency]) -
     needs=("native", "python"),
     covers=("conda_env_vs_system_cuda_mixup",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1115",),
+    requires=("library-readable",),
 )
 def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
@@ -769,6 +771,7 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
     needs=("native", "python"),
     covers=("duplicate_cuda_runtimes_found",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/393",),
+    requires=("library-readable",),
 )
 def duplicates(facts: Facts) -> list[Hit]:
     r"""## What it detects
@@ -893,6 +896,7 @@ def _abi_hits(facts: Facts, namespaces: tuple[str, ...]) -> list[tuple[str, list
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1663",
         "https://gcc.gnu.org/onlinedocs/libstdc++/manual/abi.html",
     ),
+    requires=("library-readable",),
 )
 def libstdcxx(facts: Facts) -> list[Hit]:
     """## What it detects
@@ -1035,6 +1039,7 @@ def libstdcxx(facts: Facts) -> list[Hit]:
     needs=("native", "platform"),
     covers=("glibc_2_34_not_found",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1610",),
+    requires=("library-readable",),
 )
 def glibc(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
@@ -1354,6 +1359,7 @@ def no_library(facts: Facts) -> Hit | None:
     needs=("native",),
     covers=("rocm_hip_libraries_missing",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1520", BNB_DOCS_INSTALL),
+    requires=("library-readable",),
 )
 def rocm_missing(facts: Facts) -> Hit | Skip | None:
     r"""## What it detects
@@ -1456,6 +1462,7 @@ def rocm_missing(facts: Facts) -> Hit | Skip | None:
         "https://docs.python.org/3/library/os.html#os.add_dll_directory",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/639",
     ),
+    requires=("library-readable",),
 )
 def windows_dlls(facts: Facts) -> Hit | Skip | None:
     r"""## What it detects
@@ -1588,6 +1595,8 @@ def windows_dlls(facts: Facts) -> Hit | Skip | None:
     needs=("python", "platform"),
     covers=("windows_linux_so_loaded", "windows_path_not_iterable"),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723",),
+    requires=("release-supports-platform",),
+    refutes=("library-readable",),
 )
 def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     r"""## What it detects
@@ -1692,6 +1701,8 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     log_gate=LogGate(
         "a log does not show the library's file format", shows=lambda facts: bool(facts.native and facts.native.format)
     ),
+    requires=("release-supports-platform",),
+    refutes=("library-readable",),
 )
 def unreadable(facts: Facts) -> Hit | None:
     """## What it detects
@@ -1807,6 +1818,7 @@ def unreadable(facts: Facts) -> Hit | None:
     "The real dynamic loader loads the selected library",
     needs=("native", "load"),
     references=("https://docs.python.org/3/library/ctypes.html#loading-shared-libraries",),
+    requires=("library-readable",),
 )
 def load_failed(facts: Facts) -> Hit | Skip | None:
     """## What it detects
@@ -1975,6 +1987,7 @@ def contradicted(facts: Facts) -> Hit | Skip | None:
     needs=("native", "platform"),
     covers=(),
     references=("https://man7.org/linux/man-pages/man8/ld.so.8.html",),
+    requires=("library-readable",),
 )
 def system_library_missing(facts: Facts) -> Hit | Skip | None:
     """## What it detects

@@ -299,6 +299,7 @@ def bnb_missing(facts: Facts) -> Hit | None:
         "compiled_without_gpu_support",
     ),
     references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/723"),
+    refutes=("release-supports-platform",),
 )
 def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     """## What it detects

@@ -24,6 +24,7 @@ WSL_LIB = "/usr/lib/wsl/lib"
     log_gate=LogGate(
         "the log does not show libcuda.so failing to load", signatures=("libcuda_not_found", "no_gpu_detected")
     ),
+    refutes=("driver-exposed",),
 )
 def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
     """## What it detects

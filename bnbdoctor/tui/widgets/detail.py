@@ -138,6 +138,9 @@ def detail_blocks(entry: Entry) -> list[Block]:
         blocks.extend(
             Block("confirm", Content.assemble(("$ ", "dim"), command), f"$ {command}") for command in finding.confirm
         )
+    if finding.follows:
+        blocks.append(_text("section", "Also seen, follows from this"))
+        blocks.extend(_text("body", f"• {follow.rule_id}  {follow.title}") for follow in finding.follows)
     if finding.references:
         blocks.append(_text("section", "References"))
         blocks.extend(_text("body", f"• {ref}") for ref in finding.references)
