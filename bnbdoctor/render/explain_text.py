@@ -87,7 +87,7 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
     from rich.text import Text
 
     from bnbdoctor.findings import Severity
-    from bnbdoctor.render.text import catalog_text
+    from bnbdoctor.render.text import catalog_text, finished_text
 
     style = {
         Severity.ERROR: ("✖", "bold red"),
@@ -180,10 +180,7 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         console.print(
             Text("Facts from a log are partial: run the commands under 'check on the machine' there.", style="dim")
         )
-    text = buffer.getvalue()
-    if not color:
-        text = "\n".join(line.rstrip() for line in text.split("\n"))
-    return text
+    return finished_text(buffer.getvalue(), color)
 
 
 class ExplainTextRenderer:

@@ -15,7 +15,7 @@ from rich.text import Text
 from bnbdoctor.facts import FitDevice
 from bnbdoctor.fit.snippets import device_map_lines
 from bnbdoctor.render.fit_lines import VERDICT_LINE, device_label, engine_line, request_line, size_line
-from bnbdoctor.render.text import print_finding
+from bnbdoctor.render.text import finished_text, print_finding
 from bnbdoctor.report import Report
 from bnbdoctor.units import human
 
@@ -137,10 +137,7 @@ def render_fit_text(report: Report, *, color: bool = False, width: int | None = 
     for finding in report.findings:
         print_finding(console, finding)
     console.print(Text(f"Summary: {report.summary.line()}", style="bold"))
-    text = buffer.getvalue()
-    if not color:
-        text = "\n".join(line.rstrip() for line in text.split("\n"))
-    return text
+    return finished_text(buffer.getvalue(), color)
 
 
 class FitTextRenderer:

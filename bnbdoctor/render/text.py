@@ -92,6 +92,12 @@ def print_finding(console: Console, finding: Finding) -> None:
     console.print()
 
 
+def finished_text(text: str, color: bool) -> str:
+    """What a rich console wrote, as the report: rich pads grid cells with spaces, which plain
+    text (a file, a pipe, an issue) should not carry; coloured output is left as it is."""
+    return text if color else "\n".join(line.rstrip() for line in text.split("\n"))
+
+
 def catalog_text(covers: list[str]) -> Text:
     """The catalog ids a finding diagnoses, each a terminal hyperlink to its entry (plain text without colour)."""
     text = Text(style="dim")
@@ -158,10 +164,7 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
             console.print(Text(f"  ! {run.name}: {run.error}", style="yellow"))
     console.print()
     console.print(Text(f"Summary: {report.summary.line()}", style="bold"))
-    text = buffer.getvalue()
-    if not color:  # grid cells are padded with spaces; plain text should not carry them
-        text = "\n".join(line.rstrip() for line in text.split("\n"))
-    return text
+    return finished_text(buffer.getvalue(), color)
 
 
 class TextRenderer:
