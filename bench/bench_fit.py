@@ -77,23 +77,17 @@ def write_model(root: Path, name: str) -> Path:
     return folder
 
 
+def fit_command(python: str, folder: Path, gpus: list[int], cpu: int) -> list[str]:
+    """`bnbdoctor fit --json` on this model and these GPUs, examining ``python``."""
+    gpu_list = ",".join(str(g) for g in gpus)
+    return [python, "-m", "bnbdoctor", "fit", str(folder), "--gpus", gpu_list, "--cpu-memory", str(cpu),
+            "--python", python, "--json"]  # fmt: skip
+
+
 def prediction(python: str, folder: Path, gpus: list[int], cpu: int) -> dict[str, object]:
     """bnbdoctor's verdict and the anchor's, for the record (and as a sanity check)."""
     fit = subprocess.run(
-        [
-            python,
-            "-m",
-            "bnbdoctor",
-            "fit",
-            str(folder),
-            "--gpus",
-            ",".join(str(g) for g in gpus),
-            "--cpu-memory",
-            str(cpu),
-            "--python",
-            python,
-            "--json",
-        ],
+        fit_command(python, folder, gpus, cpu),
         capture_output=True,
         check=False,
         text=True,
@@ -124,20 +118,7 @@ def main() -> int:
             cases.write_text(
                 json.dumps([{"id": name, "folder": str(folder), "device_map": "auto", "detected": detected}])
             )
-            fit_args = [
-                python,
-                "-m",
-                "bnbdoctor",
-                "fit",
-                str(folder),
-                "--gpus",
-                ",".join(str(g) for g in gpus),
-                "--cpu-memory",
-                str(cpu),
-                "--python",
-                python,
-                "--json",
-            ]
+            fit_args = fit_command(python, folder, gpus, cpu)
             anchor = bench([python, "-B", str(ORACLE), str(cases)], args.runs)
             verdict_only = bench([*fit_args, "--no-remedies"], args.runs)
             full = bench(fit_args, args.runs)

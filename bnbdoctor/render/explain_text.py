@@ -6,8 +6,6 @@ only when text is rendered.
 
 from __future__ import annotations
 
-import io
-
 from bnbdoctor.facts import Facts
 from bnbdoctor.report import Report
 
@@ -82,12 +80,11 @@ def seen_lines(facts: Facts) -> list[tuple[str, str]]:
 
 def render_explain_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
     """The explain report as text: what the log shows, then the findings, root cause first."""
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from bnbdoctor.findings import Severity
-    from bnbdoctor.render.text import catalog_text, finished_text
+    from bnbdoctor.render.text import catalog_text, finished_text, report_console
 
     style = {
         Severity.ERROR: ("✖", "bold red"),
@@ -101,15 +98,7 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         table.add_column(overflow="fold")
         return table
 
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        force_terminal=color,
-        no_color=not color,
-        width=width or (None if color else 100),
-        highlight=False,
-        emoji=False,
-    )
+    console, buffer = report_console(color, width)
     facts = report.facts
     lines = facts.log.lines if facts.log else 0
     label = report.source.get("label", "log")

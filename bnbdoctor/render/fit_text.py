@@ -6,16 +6,13 @@ the fit section before them is specific to the placement (the doctor's report ha
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from bnbdoctor.facts import FitDevice
 from bnbdoctor.fit.snippets import device_map_lines
 from bnbdoctor.render.fit_lines import VERDICT_LINE, device_label, engine_line, request_line, size_line
-from bnbdoctor.render.text import finished_text, print_finding
+from bnbdoctor.render.text import finished_text, print_finding, report_console
 from bnbdoctor.report import Report
 from bnbdoctor.units import human
 
@@ -52,15 +49,7 @@ def _grid() -> Table:
 def render_fit_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
     """The fit report as text (``width`` None: the terminal's, 100 when not a terminal)."""
     fit = report.facts.fit
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        force_terminal=color,
-        no_color=not color,
-        width=width or (None if color else 100),
-        highlight=False,
-        emoji=False,
-    )
+    console, buffer = report_console(color, width)
     console.print(Text(f"bnbdoctor fit {report.tool_version}", style="bold"))
     if fit is None:
         console.print("no fit facts in this report")

@@ -92,6 +92,21 @@ def print_finding(console: Console, finding: Finding) -> None:
     console.print()
 
 
+def report_console(color: bool, width: int | None) -> tuple[Console, io.StringIO]:
+    """The rich console every text report is printed on, and the buffer it writes to: colour only
+    when asked, ``width`` None meaning the terminal's (100 when not a terminal)."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        width=width or (None if color else 100),
+        highlight=False,
+        emoji=False,
+    )
+    return console, buffer
+
+
 def finished_text(text: str, color: bool) -> str:
     """What a rich console wrote, as the report: rich pads grid cells with spaces, which plain
     text (a file, a pipe, an issue) should not carry; coloured output is left as it is."""
@@ -125,15 +140,7 @@ def _finding(finding: Finding) -> Group:
 
 def render_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
     """The report as text; ``width`` None means the terminal's width (100 when not a terminal)."""
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        force_terminal=color,
-        no_color=not color,
-        width=width or (None if color else 100),
-        highlight=False,
-        emoji=False,
-    )
+    console, buffer = report_console(color, width)
     console.print(Text(f"bnbdoctor {report.tool_version}", style="bold"))
     header = _grid()
     for label, value in machine_lines(report):

@@ -59,6 +59,18 @@ def _library_name(native: NativeFacts) -> str:
     return native.selection.loaded_file if native.selection and native.selection.loaded_file else "the library"
 
 
+def _missing_evidence(missing: list[ResolvedDependency]) -> list[Evidence]:
+    """One row per library the loader cannot find, with where else bnbdoctor saw it."""
+    return [
+        ev(
+            d.name,
+            f"not found; elsewhere: {', '.join(d.elsewhere) or 'nowhere bnbdoctor looked'}",
+            "native.dependencies",
+        )
+        for d in missing
+    ]
+
+
 def _loader_evidence(facts: Facts) -> list[Evidence]:
     load = facts.load
     if load is not None and load.ran and load.ok is False and load.error:
@@ -621,16 +633,11 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
         explanation="The library's DT_NEEDED entries are resolved by SONAME: torch's already-loaded copies, then "
         f"{', '.join(s for s in native.search_order[1:])}. None of them has {names}, so loading fails with "
         f"'{missing[0].name}: cannot open shared object file: No such file or directory'.",
-        evidence=[ev("searched", " → ".join(native.search_order), "native.search_order")]
-        + [
-            ev(
-                d.name,
-                f"not found; elsewhere: {', '.join(d.elsewhere) or 'nowhere bnbdoctor looked'}",
-                "native.dependencies",
-            )
-            for d in missing
-        ]
-        + _loader_evidence(facts),
+        evidence=[
+            ev("searched", " → ".join(native.search_order), "native.search_order"),
+            *_missing_evidence(missing),
+            *_loader_evidence(facts),
+        ],
         remediation=Remediation(fix.strip(), commands),
         covers=_missing_library_families(facts, missing),
     )
@@ -1434,15 +1441,7 @@ def rocm_missing(facts: Facts) -> Hit | Skip | None:
         explanation="The ROCm build of bitsandbytes links hipBLAS/hipBLASLt (and hipSPARSE or rocRAND on some "
         "releases) from a ROCm install; without them loading fails with "
         f"'{missing[0].name}: cannot open shared object file'.",
-        evidence=[
-            ev(
-                d.name,
-                f"not found; elsewhere: {', '.join(d.elsewhere) or 'nowhere bnbdoctor looked'}",
-                "native.dependencies",
-            )
-            for d in missing
-        ]
-        + _loader_evidence(facts),
+        evidence=_missing_evidence(missing) + _loader_evidence(facts),
         remediation=Remediation(
             "Install the ROCm libraries of the version torch was built for (hipblas, hipblaslt), "
             "or add the ROCm lib folder to LD_LIBRARY_PATH.",
@@ -2078,15 +2077,7 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
         f"'{missing[0].name}: cannot open shared object file'. The CPU build of {CPU_LIBRARY_NEEDS_OPENMP.first_text}+ "
         "also needs OpenMP "
         "(libgomp.so.1), which slim container images often lack.",
-        evidence=[
-            ev(
-                d.name,
-                f"not found; elsewhere: {', '.join(d.elsewhere) or 'nowhere bnbdoctor looked'}",
-                "native.dependencies",
-            )
-            for d in missing
-        ]
-        + _loader_evidence(facts),
+        evidence=_missing_evidence(missing) + _loader_evidence(facts),
         remediation=Remediation(
             "Install "
             + ("; ".join(wanted) if wanted else "the missing runtime libraries")
