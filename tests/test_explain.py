@@ -38,7 +38,27 @@ REAL = sorted((DATA / "real_logs").glob("*.txt"))
 SYNTHETIC = sorted((DATA / "synthetic_logs").glob("*.txt"))
 #: Catalog entries added in the catalog's second edition (their ``added`` field) that no rule
 #: detects yet: the issue that adds their rules removes this allowance.
-PENDING = frozenset(entry["id"] for entry in catalog() if entry.get("added"))
+# Catalog entries added for issue 12, not yet covered: each is removed as a rule covers it (issue 12
+# removes the allowance). One per line, so that removals merge.
+PENDING = frozenset(
+    {
+        "rocm_version_tag_misparsed",
+        "rocm_lib_undefined_device_stub",
+        "xpu_sycl_runtime_mismatch",
+        "torch_build_lacks_gpu_arch",
+        "torch_cpu_flavor_on_gpu_host",
+        "quantizer_no_gpu_found",
+        "transformers_load_in_kbit_kwarg_unsupported",
+        "kbit_model_to_device_unsupported",
+        "accelerate_kbit_model_on_other_device",
+        "fsdp_kbit_integer_storage",
+        "mixed_bnb_distributions_stale_files",
+        "bnb_4bit_compute_dtype_fp32_slow_warning",
+        "wsl_ldconfig_libcuda_not_symlink_noise",
+        "known_bad_bnb_release",
+        "transformers_requires_newer_bnb",
+    }
+)
 SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
 
 
@@ -73,6 +93,7 @@ def test_every_catalog_id_is_covered_by_a_rule() -> None:
     missing = [entry for entry in catalog_ids() if entry not in covered and entry not in PENDING]
     assert not missing, f"catalog entries no rule covers: {missing}"
     assert not PENDING & covered, "a pending entry is covered now: drop it from PENDING"
+    assert PENDING <= {entry["id"] for entry in catalog() if entry.get("added")}, "only new entries may be pending"
 
 
 def test_every_catalog_id_has_a_test_log() -> None:
