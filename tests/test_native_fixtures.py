@@ -275,9 +275,10 @@ def test_centos7_libstdcxx_lacks_cxxabi_1_3_9() -> None:
     assert hit.title == (
         "/lib64/libstdc++.so.6 lacks CXXABI_1.3.9, GLIBCXX_3.4.21 (needed by libbitsandbytes_cuda121.so)"
     )
+    # A venv, not a conda env: the runtime comes from a conda env of its own, never $CONDA_PREFIX.
     assert hit.remediation.commands == [
-        'conda install -c conda-forge "libstdcxx-ng>=12"',
-        "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH",
+        'conda create -y -p $HOME/.local/share/bnbdoctor/cxx-runtime -c conda-forge "libstdcxx-ng>=12"',
+        "export LD_LIBRARY_PATH=$HOME/.local/share/bnbdoctor/cxx-runtime/lib:$LD_LIBRARY_PATH",
     ]
     load = facts(name).load
     assert load is not None and load.ok is False
@@ -411,7 +412,9 @@ def test_ubuntu2004_glibc_lacks_2_34_for_bnb_0455_cuda126() -> None:
     assert abi.provider_max == {"GLIBC": "GLIBC_2.31"}
     (hit,) = findings(name, "BNB307")
     assert hit.title == "glibc 2.31 lacks GLIBC_2.34 (needed by libbitsandbytes_cuda126.so)"
-    assert hit.remediation.commands == ['pip install -U "bitsandbytes>=0.46.0"']
+    python = facts(name).python
+    assert python is not None
+    assert hit.remediation.commands == [f'{python.executable} -m pip install -U "bitsandbytes>=0.46.0"']
     assert "0.46.0 fixed it" in hit.remediation.text
     load = facts(name).load
     assert load is not None and load.error == (

@@ -101,7 +101,14 @@ def test_compute_capability_thresholds() -> None:
 def test_maxwell_remedy_names_a_release_that_still_has_kernels() -> None:
     facts = make_facts(gpus=[("Tesla M40", (5, 2))], torch="2.1.2+cu118", torch_cuda="11.8")
     finding = next(f for f in run_rules(facts, all_rules()).findings if f.rule_id == "BNB103")
-    assert finding.remediation.commands == ['pip install "bitsandbytes==0.47.0"']
+    pip = f"{facts.python.executable} -m pip"  # type: ignore[union-attr]
+    # 0.47.0 is the last release with Maxwell kernels, and it requires torch>=2.2: torch 2.1.2 goes
+    # first (from the index of its own CUDA), or pip would replace it with PyPI's build.
+    assert finding.remediation.commands == [
+        f'{pip} install "torch>=2.2,<3" --index-url https://download.pytorch.org/whl/cu118',
+        f'{pip} install "bitsandbytes==0.47.0"',
+    ]
+    assert "no bitsandbytes==0.47.0 release keeps this torch 2.1.2+cu118" in finding.remediation.text.lower()
 
 
 def test_kepler_has_no_release_to_pin() -> None:

@@ -123,6 +123,18 @@ cuda "$T" libcublas.so.12 libcublas.so.12.2.5.6
 cuda "$T" libcublasLt.so.12 libcublasLt.so.12.2.5.6
 ubuntu2204 "$M"
 
+M="$FX/ngc-2401-torch-prerelease-bnb0461"
+SITE=/usr/local/lib/python3.10/dist-packages
+bnb "$M/root" "$SITE/bitsandbytes" 0.46.1 libbitsandbytes_cuda123.so
+T="$M/root/usr/local/cuda-12.3/targets/x86_64-linux/lib"
+cuda "$T" libcudart.so.12 libcudart.so.12.3.101
+link "$T" libcudart.so libcudart.so.12
+cuda "$T" libcublas.so.12 libcublas.so.12.3.4.1
+cuda "$T" libcublasLt.so.12 libcublasLt.so.12.3.4.1
+cuda "$T" libcusparse.so.12 libcusparse.so.12.2.0.103
+cuda "$T" libnvJitLink.so.12 libnvJitLink.so.12.3.101
+ubuntu2204 "$M"
+
 M="$FX/cpu-laptop"
 SITE=/home/bob/venvs/nlp/lib/python3.12/site-packages
 bnb "$M/root" "$SITE/bitsandbytes" 0.50.2 libbitsandbytes_cpu.so
@@ -230,6 +242,19 @@ ubuntu2204 "$M"
 M="$FX/centos7-cxxabi"
 SITE=/home/chen/venvs/qlora/lib/python3.8/site-packages
 bnb "$M/root" "$SITE/bitsandbytes" 0.42.0 libbitsandbytes_cuda121.so
+wheel "$M/root$SITE" cuda_runtime libcudart.so.12
+wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
+wheel "$M/root$SITE" cusparse libcusparse.so.12
+link "$M/root" lib64 usr/lib64
+glibc "$M/root/usr/lib64" 2.17 x86_64
+gcc_runtime "$M/root/usr/lib64" 4.8.5 x86_64 libgcc_s-4.8.5-20150702.so.1 "$ELF/centos7/libstdc++.so.6" libstdc++.so.6.0.19
+ldconfig_p "$M" 2.6.32 rhel
+
+# The same node after `pip install -U torch` (2.4.0+cu124): 0.42.0 selects libbitsandbytes_cuda124.so,
+# which it does not ship, so no bitsandbytes library is read (its files stay 0-byte placeholders).
+M="$FX/centos7-bnb042-torch-cu124"
+SITE=/home/chen/venvs/qlora/lib/python3.8/site-packages
+: > "$M/root$SITE/bitsandbytes/libbitsandbytes_cuda121.so"
 wheel "$M/root$SITE" cuda_runtime libcudart.so.12
 wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
 wheel "$M/root$SITE" cusparse libcusparse.so.12

@@ -30,7 +30,7 @@ from bnbdoctor.facts import Facts
 from bnbdoctor.findings import CheckResult, Evidence, Finding, Severity
 from bnbdoctor.knowledge.signatures import CONSEQUENCE, HINT, NOISE, ROOT, SIGNATURES
 from bnbdoctor.rules.base import Rule, registered
-from bnbdoctor.rules.engine import Diagnosis, apply_premises
+from bnbdoctor.rules.engine import Diagnosis, apply_premises, fit_commands
 
 _ROLE_TIER = {ROOT: 0, CONSEQUENCE: 1, HINT: 2, NOISE: 3}
 
@@ -157,7 +157,7 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
             ]
             finding.evidence.extend(extra[:3])
     diagnosis.findings = folded
-    return diagnosis
+    return fit_commands(diagnosis, facts)
 
 
 def failure_found(diagnosis: Diagnosis) -> bool:

@@ -50,20 +50,6 @@ def known_release(version: str) -> tuple[int, ...]:
     return release
 
 
-def bnb_spec_for_torch(torch_version: str | None, minimum: str | None = None) -> str:
-    """A pip specifier for the newest bitsandbytes that still accepts this torch, e.g.
-    ``>=0.43.0,<0.46`` for torch 2.0 (so pip does not replace a CUDA torch with PyPI's)."""
-    lower = f">={minimum}" if minimum else ""
-    torch = release_tuple(torch_version)
-    if torch is None:
-        return lower or ">=0"
-    for first, needs in TORCH_MINIMUM_BY_RELEASE:
-        if torch[:2] < known_release(needs)[:2]:
-            upper = f"<{first.rsplit('.', 1)[0]}"
-            return f"{lower},{upper}" if lower else upper
-    return lower or ">=0"
-
-
 @dataclass(frozen=True)
 class Requirements:
     """Requires-Python and the torch requirement from release ``first`` on."""

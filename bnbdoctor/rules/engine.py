@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import CheckResult, Finding, FollowOn, Hit, Severity, Skip
+from bnbdoctor.remedy import fit_remedies
 from bnbdoctor.rules.base import PREMISES, Rule
 
 
@@ -84,7 +85,16 @@ def run_rules(facts: Facts, rules: Iterable[Rule], *, premises: bool = True) -> 
         else:
             diagnosis.passed.append(CheckResult(rule.id, rule.name, rule.summary))
     diagnosis.findings.sort(key=lambda f: (f.severity.rank, f.rule_id))
-    return apply_premises(diagnosis, rules) if premises else diagnosis
+    if not premises:
+        return diagnosis
+    return fit_commands(apply_premises(diagnosis, rules), facts)
+
+
+def fit_commands(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:
+    """Make every printed command fit this machine (:mod:`bnbdoctor.remedy`), after muting, so that
+    only the findings a report shows take part in agreeing on one bitsandbytes specifier."""
+    fit_remedies(diagnosis.findings, facts)
+    return diagnosis
 
 
 def _premise_order(rules: list[Rule]) -> list[Rule]:

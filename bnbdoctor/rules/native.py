@@ -23,8 +23,9 @@ from bnbdoctor.knowledge.loader import (
 )
 from bnbdoctor.knowledge.platforms import LINUX_ONLY_WHEEL, PYTHON_DLL_PATH_SEARCH_DROPPED, WINDOWS_WHEELS
 from bnbdoctor.knowledge.ranges import full, minor
-from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch
+from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
+from bnbdoctor.remedy.target import target_of
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
@@ -125,6 +126,10 @@ def static_problem(facts: Facts) -> bool:
     missing_dep = any(d.resolved is None and d.kind != "system" for d in native.dependencies)
     reported = RUNTIME_NAMESPACES + GLIBC_NAMESPACES
     return missing_dep or any(m.split("_")[0] in reported for a in native.abi for m in a.missing)
+
+
+#: Where BNB306 puts a conda-forge C++ runtime for an interpreter that is not a conda env.
+RUNTIME_ENV = "$HOME/.local/share/bnbdoctor/cxx-runtime"
 
 
 @rule(
@@ -241,7 +246,7 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
         lower = [v for v in same_major if _tag_version(sel.backend, v) <= (wanted or (0, 0))]
         pick = (lower or same_major)[-1] if same_major else None
         legacy_nocublaslt = OVERRIDE_NOCUBLASLT_BUG.contains(bnb.version) and "_nocublaslt" in sel.expected_file
-        spec = bnb_spec_for_torch(torch.version if torch else None, full(NEAREST_BUILD.first_text))
+        spec = f">={full(NEAREST_BUILD.first_text)}"  # bnbdoctor.remedy narrows it to what installs here
         if sel.backend == "cuda" and major and major < OLDEST_CUDA_MAJOR:
             fix = (
                 f"CUDA {runtime} is older than any bitsandbytes build ({OLDEST_CUDA_MAJOR}.x is the oldest "
@@ -1003,15 +1008,26 @@ def libstdcxx(facts: Facts) -> list[Hit]:
             else:
                 fix += "Put its folder first on the loader path."
                 commands = [f"export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH"]
-        else:
+        elif target_of(facts).conda:
             fix = (
-                "No libstdc++ on this machine is new enough. Install a newer one in a conda env "
+                "No libstdc++ on this machine is new enough. Install a newer one in this conda env "
                 "(conda-forge libstdcxx-ng) and put $CONDA_PREFIX/lib first on LD_LIBRARY_PATH, or move to a "
                 "newer OS; building bitsandbytes from source with the local compiler also works."
             )
             commands = [
                 'conda install -c conda-forge "libstdcxx-ng>=12"',
                 "export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH",
+            ]
+        else:
+            fix = (
+                "No libstdc++ on this machine is new enough. Get a newer one from conda-forge into a folder of its "
+                "own (a conda env used only for its libraries; your Python env stays as it is) and put its lib "
+                "folder first on LD_LIBRARY_PATH, or move to a newer OS; building bitsandbytes from source with "
+                "the local compiler also works."
+            )
+            commands = [
+                f'conda create -y -p {RUNTIME_ENV} -c conda-forge "libstdcxx-ng>=12"',
+                f"export LD_LIBRARY_PATH={RUNTIME_ENV}/lib:$LD_LIBRARY_PATH",
             ]
         hits.append(
             Hit(
@@ -1111,7 +1127,6 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
         return []
     lib = _library_name(native)
     release = release_tuple(bnb.version) if bnb else None
-    torch = torch_of(facts)
     mislinked = GLIBC_234_BUILDS
     if mislinked.releases.contains(release) and mislinked.affects(lib):
         fixed_in = full(mislinked.releases.below_text)
@@ -1120,7 +1135,7 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
             f"against glibc {mislinked.glibc} by mistake; {fixed_in} fixed it. Upgrade bitsandbytes, or use a torch "
             f"build for CUDA {mislinked.older_torch_cuda} or older with this release."
         )
-        commands = [f'pip install -U "bitsandbytes{bnb_spec_for_torch(torch.version if torch else None, fixed_in)}"']
+        commands = [f'pip install -U "bitsandbytes>={fixed_in}"']
     else:
         fix = (
             f"This glibc ({platform.libc_version or unknown_version(facts)}) is older than the build needs. Use a bitsandbytes build made "
@@ -1659,7 +1674,7 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
 
     - https://huggingface.co/docs/bitsandbytes/main/en/installation
     """
-    bnb, platform, torch = bnb_of(facts), facts.platform, torch_of(facts)
+    bnb, platform = bnb_of(facts), facts.platform
     assert platform is not None
     if platform.os != "windows":
         return Skip("not Windows")
@@ -1668,7 +1683,7 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     so = [f for f in bnb.native_libraries if f.endswith(".so")]
     if not so or any(f.endswith(".dll") for f in bnb.native_libraries):
         return None
-    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, WINDOWS_WHEELS.first_text)
+    spec = f">={WINDOWS_WHEELS.first_text}"
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} on Windows holds only Linux libraries ({len(so)} .so files)",
         explanation=f"Releases up to {LINUX_ONLY_WHEEL.last_text} were a py3-none-any wheel containing Linux ELF "
@@ -1765,7 +1780,7 @@ def unreadable(facts: Facts) -> Hit | None:
     - https://man7.org/linux/man-pages/man8/ld.so.8.html
     - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1378 (no macOS release for 0.44)
     """
-    native, platform, bnb, torch = _native(facts), facts.platform, bnb_of(facts), torch_of(facts)
+    native, platform, bnb = _native(facts), facts.platform, bnb_of(facts)
     assert platform is not None
     if not native.library or not native.selection or not native.selection.exists:
         return None
@@ -1778,7 +1793,7 @@ def unreadable(facts: Facts) -> Hit | None:
     first = FIRST_RELEASE_FOR_PLATFORM.get((platform.os, platform.arch))
     wrong_platform = native.error is None
     if wrong_platform and first and not (release_tuple(version) or (0,)) >= (release_tuple(first) or (0,)):
-        spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, first)
+        spec = f">={first}"
         fix = Remediation(
             f"This release has no build for {platform.os} {platform.arch}; install {first} or newer.",
             [f'pip install -U "bitsandbytes{spec}"'],

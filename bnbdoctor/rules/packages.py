@@ -18,7 +18,6 @@ from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.knowledge.ranges import VersionRange, minor
 from bnbdoctor.knowledge.releases import (
     FIRST_RELEASE_FOR_PLATFORM,
-    bnb_spec_for_torch,
     known_requirements,
     legacy_cuda_setup,
 )
@@ -351,7 +350,7 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     On Windows you can also run the workload under WSL2. On Intel Macs there is no prebuilt package: use a CUDA machine
     or a non-bitsandbytes quantization method (MLX, llama.cpp/GGUF).
     """
-    bnb, platform, torch = bnb_of(facts), facts.platform, torch_of(facts)
+    bnb, platform = bnb_of(facts), facts.platform
     assert platform is not None
     if not (bnb and bnb.installed and bnb.version):
         return Skip("bitsandbytes version unknown")
@@ -370,13 +369,8 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
         "macos": "'not a mach-o file' from dlopen",
         "linux": "'wrong ELF class' or 'cannot open shared object file'",
     }.get(platform.os, "a failed library load")
-    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, first)
+    spec = f">={first}"  # bnbdoctor.remedy narrows it to the releases that keep this torch
     fix = f"Upgrade bitsandbytes to a release that supports {label} {platform.arch}."
-    if "<" in spec:
-        fix += (
-            f" Your torch {torch.version} limits that to bitsandbytes{spec} (newer releases need a newer "  # type: ignore[union-attr]
-            "torch, and pip would replace your torch to get one)."
-        )
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} has no {label} {platform.arch} support (first release: {first})",
         explanation=f"Releases before {first} ship no native library for {label} {platform.arch}"
@@ -513,14 +507,13 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
         return Skip("the legacy CUDA setup only matters where CUDA does")
     if torch is not None and torch.installed and torch.build != "cuda":
         return Skip("torch is not a CUDA build")
-    spec = bnb_spec_for_torch(torch.version if torch and torch.installed else None, LEGACY_CUDA_SETUP.below_text)
+    spec = f">={LEGACY_CUDA_SETUP.below_text}"
     blocked = wheel_upgrade_blocked(facts)
     if blocked:
         fix = Remediation(f"Upgrading is the fix, but {blocked}.", [])
     else:
         fix = Remediation(
-            "Upgrade bitsandbytes; the current loader follows torch and needs no LD_LIBRARY_PATH "
-            "tweaks." + (f" Your torch limits that to bitsandbytes{spec}." if "<" in spec else ""),
+            "Upgrade bitsandbytes; the current loader follows torch and needs no LD_LIBRARY_PATH tweaks.",
             [f'pip install -U "bitsandbytes{spec}"'],
         )
     return Hit(
@@ -615,20 +608,29 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
             spec = SpecifierSet(spec_text)
         except InvalidSpecifier:
             continue
-        version = parse_version(installed.split("+")[0])
+        version = parse_version(installed)
         if version is None or spec.contains(version, prereleases=True):
             continue
+        pre = version.is_prerelease or version.is_devrelease
         hits.append(
             Hit(
                 title=f"{versioned(facts, 'bitsandbytes', bnb.version)} requires {label} {spec_text}, found {installed}",
                 explanation=f"bitsandbytes' files can be installed while {label} does not meet its requirement "
                 "(pip --ignore-requires-python or --no-deps, conda, or a later downgrade of torch); the release then "
-                "fails at import or at the first operation in ways that do not name the version.",
+                "fails at import or at the first operation in ways that do not name the version."
+                + (
+                    f" {installed} is a pre-release, which pip orders before {version.base_version} (a vendor build "
+                    "such as NVIDIA's containers ship): the next `pip install` that resolves bitsandbytes' "
+                    f"requirements replaces this {label} with PyPI's."
+                    if pre
+                    else ""
+                ),
                 evidence=[ev(label, installed, fact), ev("required", spec_text, "python.bitsandbytes")],
                 remediation=Remediation(
-                    f"Install a {label} that satisfies {spec_text}, or a bitsandbytes release that supports {label} "
-                    f"{installed}.",
-                    [],
+                    f"Install a bitsandbytes release that supports {label} {installed}"
+                    + (" (keep the vendor build)" if pre else f", or a {label} that satisfies {spec_text}")
+                    + ".",
+                    ['pip install "bitsandbytes"'] if label == "torch" else [],
                 ),
             )
         )

@@ -1,0 +1,145 @@
+"""What was published: every bitsandbytes release on PyPI with its wheel tags and requirements, and
+the (torch, CUDA) pairs PyTorch's wheel indexes serve.
+
+A command bnbdoctor prints must name something that exists and installs on the machine it is
+printed for. These tables are how it knows without the network:
+
+- ``bnbdoctor/data/bnb_releases.json``: PyPI's own answer (wheel platform tags, Requires-Python),
+  written by ``tools/fetch_bnb_index.py``. The torch requirement of each release comes from
+  :data:`bnbdoctor.knowledge.releases.TORCH_MINIMUM_BY_RELEASE` (Requires-Dist, bnb_internals.md §5).
+- :data:`TORCH_CUDA_WHEELS`: the CUDA variants each torch minor release was published with on
+  download.pytorch.org (pytorch.org/get-started/previous-versions and RELEASE.md's release
+  compatibility matrix). A torch newer than the table is *unknown*, never assumed published.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from packaging.version import InvalidVersion, Version
+
+from bnbdoctor.knowledge.releases import TORCH_MINIMUM_BY_RELEASE
+
+#: The upper bound of every bitsandbytes release's torch requirement so far ("torch<3,>=2.x").
+TORCH_REQUIREMENT_BELOW = "3"
+
+
+@dataclass(frozen=True)
+class Published:
+    """One bitsandbytes release as PyPI serves it."""
+
+    version: str
+    tags: tuple[str, ...]  # wheel platform tags ("any" for py3-none-any) and "sdist"
+    requires_python: str | None
+    yanked: bool = False
+
+    @property
+    def parsed(self) -> Version:
+        return Version(self.version)
+
+    @property
+    def requires_torch(self) -> str | None:
+        """The torch specifier of its Requires-Dist (">=2.2,<3"), None where it declares none."""
+        found = None
+        for first, needs in TORCH_MINIMUM_BY_RELEASE:
+            if self.parsed >= Version(first):
+                found = needs
+        return f">={found},<{TORCH_REQUIREMENT_BELOW}" if found else None
+
+
+@lru_cache(maxsize=1)
+def published_releases() -> tuple[Published, ...]:
+    """Every release on PyPI, oldest first (package data, not the machine under diagnosis)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "bnb_releases.json")
+    with open(path, encoding="utf-8") as handle:
+        raw = json.load(handle)
+    releases = [
+        Published(r["version"], tuple(r["tags"]), r.get("requires_python"), bool(r.get("yanked")))
+        for r in raw["releases"]
+    ]
+    return tuple(sorted(releases, key=lambda r: r.parsed))
+
+
+def is_published(version: str) -> bool:
+    try:
+        wanted = Version(version)
+    except InvalidVersion:
+        return False
+    return any(r.parsed == wanted for r in published_releases())
+
+
+#: CUDA wheel variants of each torch minor release on download.pytorch.org/whl/cuXYZ.
+#: Sources: https://pytorch.org/get-started/previous-versions/ and
+#: https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix
+#: (2.10: https://dev-discuss.pytorch.org/t/wheel-variants-for-pytorch-release-2-10-published/3305).
+TORCH_CUDA_WHEELS: dict[str, tuple[str, ...]] = {
+    "1.12": ("10.2", "11.3", "11.6"),
+    "1.13": ("11.6", "11.7"),
+    "2.0": ("11.7", "11.8"),
+    "2.1": ("11.8", "12.1"),
+    "2.2": ("11.8", "12.1"),
+    "2.3": ("11.8", "12.1"),
+    "2.4": ("11.8", "12.1", "12.4"),
+    "2.5": ("11.8", "12.1", "12.4"),
+    "2.6": ("11.8", "12.4", "12.6"),
+    "2.7": ("11.8", "12.6", "12.8"),
+    "2.8": ("12.6", "12.8", "12.9"),
+    "2.9": ("12.6", "12.8", "13.0"),
+    "2.10": ("12.6", "12.8", "13.0"),
+}
+#: The last patch release of each torch minor (what an unpinned install from that index gets).
+TORCH_LAST_PATCH: dict[str, str] = {
+    "1.12": "1.12.1",
+    "1.13": "1.13.1",
+    "2.0": "2.0.1",
+    "2.1": "2.1.2",
+    "2.2": "2.2.2",
+    "2.3": "2.3.1",
+    "2.4": "2.4.1",
+    "2.5": "2.5.1",
+    "2.6": "2.6.0",
+    "2.7": "2.7.1",
+    "2.8": "2.8.0",
+    "2.9": "2.9.1",
+    "2.10": "2.10.0",
+}
+
+
+def _minor(version: str) -> str | None:
+    try:
+        release = Version(version).release
+    except InvalidVersion:
+        return None
+    return f"{release[0]}.{release[1] if len(release) > 1 else 0}"
+
+
+def torch_published_for(version: str, cuda: str) -> bool | None:
+    """Whether torch ``version`` (any patch of its minor) was published for CUDA ``cuda`` ("12.4");
+    None when the table does not know that torch (newer than the table)."""
+    minor = _minor(version)
+    if minor is None or minor not in TORCH_CUDA_WHEELS:
+        return None
+    return cuda in TORCH_CUDA_WHEELS[minor]
+
+
+def torch_for_cuda(cuda: str, at_least: str | None = None, near: str | None = None) -> str | None:
+    """A torch release published for CUDA ``cuda``: ``near`` itself (its release numbers) when its minor
+    was; else the published one closest above ``near`` (or below, when none is above); else the newest
+    (at or above ``at_least`` when given). None when there is none."""
+    candidates = [m for m, cudas in TORCH_CUDA_WHEELS.items() if cuda in cudas]
+    if at_least is not None:
+        floor = Version(at_least)
+        candidates = [m for m in candidates if Version(TORCH_LAST_PATCH[m]) >= floor]
+    if not candidates:
+        return None
+    near_minor = _minor(near) if near else None
+    if near and near_minor in candidates:
+        return ".".join(str(part) for part in Version(near).release)
+    if near_minor is not None:
+        above = [m for m in candidates if Version(m) > Version(near_minor)]
+        if above:
+            return TORCH_LAST_PATCH[min(above, key=Version)]
+    return TORCH_LAST_PATCH[max(candidates, key=Version)]

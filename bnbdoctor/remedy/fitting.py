@@ -1,0 +1,266 @@
+"""Fit every command of a diagnosis to the machine it is printed for (see the package docstring).
+
+One pass over the findings in report order (the root causes first):
+
+1. a pinned torch on a PyTorch CUDA index becomes a (torch, CUDA) pair that was published;
+2. each bitsandbytes requirement is narrowed to the releases that install here and keep the
+   installed torch (unless the same finding installs another torch); the report agrees on one
+   specifier: a finding whose releases are disjoint from an earlier finding's says so instead of
+   printing a second, conflicting install; a requirement that nothing satisfies becomes what to
+   change first (torch, Python, the OS) with the command where there is one;
+3. pip runs as the examined interpreter (``<python> -m pip``);
+4. a command for a tool the machine lacks is not offered (``nvidia-smi`` without a driver, a
+   conda command outside conda unless the finding creates the env, POSIX shell lines on Windows
+   become PowerShell or are left out).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Finding
+from bnbdoctor.knowledge.published import (
+    Published,
+    published_releases,
+    torch_for_cuda,
+    torch_published_for,
+)
+from bnbdoctor.remedy.commands import PipCall, Segment, parse, programs, render
+from bnbdoctor.remedy.installable import Blocked, blocked, describe, installable
+from bnbdoctor.remedy.target import Target, target_of
+
+BNB = "bitsandbytes"
+_INDEX = re.compile(r"download\.pytorch\.org/whl/cu(\d{2,3})\b")
+#: Programs that exist only in a POSIX shell (left out on Windows unless translated).
+POSIX_ONLY = frozenset(
+    {"ldconfig", "uname", "cat", "ls", "grep", "strings", "readelf", "ldd", "source", "nm", "objdump", "[", "which"}
+)
+
+
+@dataclass
+class _Command:
+    finding: Finding
+    text: str
+    segments: list[Segment]
+    keep: bool = True
+
+
+@dataclass
+class _Plan:
+    target: Target
+    agreed: list[Published] | None = None  # the releases every bnb install of the report allows
+    agreed_by: str | None = None  # the rule id that narrowed it first
+    bnb_calls: list[PipCall] = field(default_factory=list)
+
+
+def fit_remedies(findings: Iterable[Finding], facts: Facts) -> None:
+    """Rewrite the findings' commands in place so that each one works on this machine."""
+    findings = list(findings)
+    plan = _Plan(target_of(facts))
+    fitted: list[tuple[Finding, list[_Command]]] = []
+    for finding in findings:
+        commands = [_Command(finding, text, parse(text)) for text in finding.remediation.commands]
+        torch_pin = _fit_torch(commands, plan.target)
+        kept: list[_Command] = []
+        for command in commands:
+            before = _fit_bnb(command, plan, torch_pin)
+            kept.extend(_Command(finding, text, parse(text)) for text in before)
+            if command.keep:
+                kept.append(command)
+        fitted.append((finding, kept))
+    final = _agreed_spec(plan)
+    for call in plan.bnb_calls:
+        for index, req in call.requirements.items():
+            if _name(req) == BNB and final is not None:
+                req.specifier = SpecifierSet(final)
+                call.requirements[index] = req
+    for finding, kept in fitted:
+        finding.remediation.commands = _finish(kept, plan.target)
+
+
+def _name(req: Requirement) -> str:
+    return req.name.lower().replace("_", "-")
+
+
+def _cuda_of_index(call: PipCall) -> str | None:
+    for token in call.tokens:
+        match = _INDEX.search(token)
+        if match:
+            digits = match.group(1)
+            return f"{digits[:-1]}.{digits[-1]}"
+    return None
+
+
+def _fit_torch(commands: list[_Command], target: Target) -> str | None:
+    """Published pins on PyTorch's CUDA indexes; returns the torch this finding installs ("" unpinned)."""
+    installs: str | None = None
+    for command in commands:
+        for call in (s for s in command.segments if isinstance(s, PipCall) and s.subcommand == "install"):
+            for index, req in call.requirements.items():
+                if _name(req) != "torch":
+                    continue
+                installs = installs or ""
+                pinned = [s.version for s in req.specifier if s.operator == "=="]
+                cuda = _cuda_of_index(call)
+                if pinned and cuda and torch_published_for(pinned[0], cuda) is not True:
+                    known = torch_published_for(pinned[0], cuda) is False
+                    other = torch_for_cuda(cuda, near=pinned[0]) if known else None
+                    req.specifier = SpecifierSet(f"=={other}") if other else SpecifierSet()
+                    call.requirements[index] = req
+                    pinned = [other] if other else []
+                if pinned:
+                    installs = pinned[0]
+    return installs
+
+
+def _fit_bnb(command: _Command, plan: _Plan, torch_pin: str | None) -> list[str]:
+    """Narrow the command's bitsandbytes requirement; returns commands to run before it (a torch change)."""
+    target = plan.target
+    if torch_pin is not None:  # the finding installs a torch of its own: judge against that one
+        target = replace(target, torch=torch_pin or None)
+    before: list[str] = []
+    for call in (s for s in command.segments if isinstance(s, PipCall) and s.subcommand == "install"):
+        for req in [r for r in call.requirements.values() if _name(r) == BNB]:
+            spec = req.specifier if str(req.specifier) else None
+            ok = installable(target, spec)
+            if not ok:
+                obstacle = blocked(target, spec) or Blocked(f"no {BNB}{spec or ''} release installs here", "platform")
+                fix = _change_first(obstacle, target, spec)
+                if fix is None:
+                    command.keep = False
+                    _note(command.finding, f"{_sentence(obstacle.reason)}.")
+                    return before
+                torch_spec, torch_command = fix
+                vendor = _vendor_build(target.torch)
+                _note(
+                    command.finding,
+                    f"{_sentence(obstacle.reason)}. Upgrade torch first (torch{torch_spec}), then bitsandbytes"
+                    + (
+                        f"; this torch ({target.torch}) is a vendor build, so a newer image or vendor release "
+                        "is the better way to a newer torch."
+                        if vendor
+                        else "."
+                    ),
+                )
+                before.append(torch_command)
+                target = replace(target, torch=None)
+                ok = installable(target, spec)
+            newer = [r for r in installable(target, spec, keep_torch=False) if r.parsed > ok[-1].parsed]
+            if newer and target.torch:
+                _note(
+                    command.finding,
+                    f"The command keeps your torch {target.torch}: releases after {ok[-1].version} require a newer "
+                    "torch, and pip would replace it to install them.",
+                )
+            if plan.agreed is None:
+                plan.agreed, plan.agreed_by = ok, command.finding.rule_id
+            else:
+                both = [r for r in plan.agreed if r in ok]
+                if not both:
+                    command.keep = False
+                    _note(
+                        command.finding,
+                        f"(Its bitsandbytes install, {BNB}{req.specifier}, is left out: it conflicts with the one "
+                        f"{plan.agreed_by} gives above.)",
+                    )
+                    return before
+                plan.agreed = both
+            plan.bnb_calls.append(call)
+    return before
+
+
+def _change_first(obstacle: Blocked, target: Target, spec: SpecifierSet | None) -> tuple[str, str] | None:
+    """(torch specifier, command) when the obstacle is the installed torch and a newer one is published."""
+    if obstacle.change != "torch":
+        return None
+    needing = installable(replace(target, torch=None), spec)
+    if not needing or not needing[0].requires_torch:
+        return None
+    torch_spec = needing[0].requires_torch
+    minimum = torch_spec.split(",")[0].removeprefix(">=")
+    return torch_spec, f'pip install "torch{torch_spec}"' + _index_option(target, minimum)
+
+
+def _index_option(target: Target, minimum: str) -> str:
+    """The PyTorch index of the installed torch's CUDA when it publishes a torch that new, else none
+    (PyPI's default build)."""
+    cuda = target.torch_cuda
+    if not cuda or torch_for_cuda(cuda, at_least=minimum) is None:
+        return ""
+    digits = cuda.replace(".", "")
+    return f" --index-url https://download.pytorch.org/whl/cu{digits}"
+
+
+def _vendor_build(version: str | None) -> bool:
+    """A pre-release or locally built torch (NVIDIA's containers: ``2.2.0a0+81ea7a4``), not a PyPI release."""
+    if not version:
+        return False
+    local = version.split("+", 1)[1] if "+" in version else ""
+    return bool(re.search(r"(a|b|rc|dev)\d*", version.split("+")[0])) or (
+        bool(local) and not re.fullmatch(r"(cu\d+|cpu|rocm[\d.]+|xpu)", local)
+    )
+
+
+def _agreed_spec(plan: _Plan) -> str | None:
+    if plan.agreed is None:
+        return None
+    if not plan.agreed:
+        return None
+    newest_here = installable(plan.target) or list(published_releases())
+    upper_open = plan.agreed[-1] == newest_here[-1] and plan.agreed[-1] == published_releases()[-1]
+    return describe(plan.agreed, upper_open)
+
+
+def _sentence(text: str) -> str:
+    """Capitalised, except a name written in lower case (bitsandbytes, torch)."""
+    return text if text.startswith(("bitsandbytes", "torch")) else text[:1].upper() + text[1:]
+
+
+def _note(finding: Finding, text: str) -> None:
+    if text not in finding.remediation.text:
+        finding.remediation.text = f"{finding.remediation.text.rstrip()} {text}".strip()
+
+
+def _finish(commands: list[_Command], target: Target) -> list[str]:
+    """Render each command for this machine; leave out those for tools it lacks."""
+    kept: list[str] = []
+    creates_conda_env = any(re.match(r"conda (create|activate)\b", c.text) for c in commands)
+    for command in commands:
+        text, segments = command.text, command.segments
+        tools = programs(text)
+        if target.nvidia_driver is False and "nvidia-smi" in tools:
+            continue
+        if target.conda is False and not creates_conda_env and ("conda" in tools or "$CONDA_PREFIX" in text):
+            continue
+        line = render(segments, target.pip)
+        if target.windows:
+            translated = _powershell(line)
+            if translated is None:
+                continue
+            line = translated
+        if line not in kept:
+            kept.append(line)
+    return kept
+
+
+def _powershell(line: str) -> str | None:
+    """A POSIX shell line as PowerShell, or None when it has no PowerShell form."""
+    export = re.fullmatch(r"export ([A-Za-z_][A-Za-z0-9_]*)=(.*)", line)
+    if export:
+        name, value = export.groups()
+        value = re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", r"$env:\1", value.strip("\"'"))
+        return f'$env:{name} = "{value}"'
+    unset = re.fullmatch(r"unset ([A-Za-z_][A-Za-z0-9_]*)", line)
+    if unset:
+        return f"Remove-Item Env:{unset.group(1)}"
+    if re.fullmatch(r"echo \$[A-Za-z_][A-Za-z0-9_]*", line):
+        return line.replace("$", "$env:", 1)
+    if any(tool in POSIX_ONLY for tool in programs(line)):
+        return None
+    return line

@@ -1,0 +1,87 @@
+"""The machine a command is printed for, as the constraints an installer applies.
+
+Read from the facts of a report (or, partially, of a log): what is unknown stays None and
+constrains nothing, so a log that does not show the glibc never rules a wheel out by guesswork.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from bnbdoctor.facts import Facts
+
+
+def _version(text: str | None) -> Version | None:
+    if not text:
+        return None
+    try:
+        return Version(text.strip())
+    except InvalidVersion:
+        return None
+
+
+def _quoted(path: str, windows: bool) -> str:
+    if not any(c in path for c in " '\"&()$;"):
+        return path
+    return f'& "{path}"' if windows else "'" + path.replace("'", "'\\''") + "'"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What decides whether a command works here. None: unknown (not checked)."""
+
+    os: str | None  # "linux", "windows", "macos"
+    arch: str | None  # "x86_64", "aarch64"
+    glibc: Version | None
+    macos: Version | None
+    python: Version | None
+    torch: str | None  # the installed torch's version as pip reads it ("2.2.0a0+81ea7a4")
+    torch_installed: bool | None
+    torch_cuda: str | None  # torch.version.cuda of the installed torch ("12.1")
+    conda: bool | None  # the examined interpreter is a conda env
+    nvidia_driver: bool | None  # an NVIDIA driver answers (nvidia-smi exists)
+    python_command: str  # how to run the examined interpreter in a shell
+
+    @property
+    def windows(self) -> bool:
+        return self.os == "windows"
+
+    @property
+    def pip(self) -> str:
+        """pip as the examined interpreter runs it: never a ``pip`` that PATH may map elsewhere."""
+        return f"{self.python_command} -m pip"
+
+
+def target_of(facts: Facts) -> Target:
+    platform, python, gpu = facts.platform, facts.python, facts.gpu
+    os_name = platform.os if platform else None
+    arch = platform.arch if platform else None
+    if arch == "arm64":
+        arch = "aarch64"
+    glibc = _version(platform.libc_version) if platform and platform.libc in (None, "glibc") else None
+    macos = _version(platform.os_version) if platform and platform.os == "macos" else None
+    torch = python.torch if python else None
+    executable = python.executable if python and python.executable and python.selected_by != "log" else ""
+    conda: bool | None = None
+    if python is not None and python.selected_by != "log":
+        conda = python.selected_by == "CONDA_PREFIX" or bool(
+            python.prefix and facts.env.get("CONDA_PREFIX") == python.prefix
+        )
+    elif "CONDA_PREFIX" in facts.env:
+        conda = True
+    driver = gpu.nvml_available if gpu is not None else None
+    return Target(
+        os=os_name,
+        arch=arch,
+        glibc=glibc,
+        macos=macos,
+        python=_version(python.version) if python else None,
+        torch=torch.version if torch and torch.installed else None,
+        torch_installed=torch.installed if torch and python and python.selected_by != "log" else None,
+        torch_cuda=torch.cuda if torch and torch.installed else None,
+        conda=conda,
+        nvidia_driver=driver,
+        python_command=_quoted(executable, os_name == "windows") if executable else "python",
+    )
