@@ -228,3 +228,14 @@ def test_glibc_217_is_never_told_to_install_a_manylinux_2_24_wheel() -> None:
             assert bnb is None or not any(
                 v.parsed >= Version("0.43") for v in published_releases() if v.parsed in bnb.specifier
             )
+
+
+def test_other_packages_get_one_specifier_per_report_too() -> None:
+    facts = facts_for()
+    first = finding("BNB450", 'pip install -U "transformers>=5.18.0"')
+    second = finding("BNB521", "pip install -U transformers accelerate")
+    fit_remedies([first, second], facts)
+    assert second.remediation.commands == [
+        '/home/u/venv/bin/python -m pip install -U "transformers>=5.18.0" accelerate'
+    ]
+    assert remedy_problems([first, second], facts) == []

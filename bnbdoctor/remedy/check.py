@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+from packaging.specifiers import SpecifierSet
+
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Finding
 from bnbdoctor.knowledge.published import TORCH_CUDA_WHEELS, torch_published_for
@@ -94,12 +96,15 @@ def _pip_problems(
         for spec in torch_req.specifier:
             if spec.operator == "==" and torch_published_for(spec.version, index_cuda) is not True:
                 problems.append(f"torch {spec.version} was not published for CUDA {index_cuda} (or is not known to be)")
+    for name, req in packages.items():
+        if name == "torch":
+            continue  # its pins follow the index of each command
+        seen = bnb_specs.setdefault(name, str(req.specifier))
+        if SpecifierSet(seen) != req.specifier:
+            problems.append(f"a second {name} specifier in one report ({seen!r} and {str(req.specifier)!r})")
     bnb = packages.get("bitsandbytes")
     if bnb is not None:
         spec_text = str(bnb.specifier)
-        seen = bnb_specs.setdefault("bitsandbytes", spec_text)
-        if seen != spec_text:
-            problems.append(f"a second bitsandbytes specifier in one report ({seen!r} and {spec_text!r})")
         judged = target if installs_torch is None else replace(target, torch=installs_torch or None)
         if not installable(judged, bnb.specifier if spec_text else None):
             problems.append(f"no bitsandbytes{spec_text} release installs here (keeping torch {judged.torch})")

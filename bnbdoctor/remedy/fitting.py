@@ -80,8 +80,28 @@ def fit_remedies(findings: Iterable[Finding], facts: Facts) -> None:
             if _name(req) == BNB and final is not None:
                 req.specifier = SpecifierSet(final)
                 call.requirements[index] = req
+    _one_specifier_each([c for _, kept in fitted for c in kept])
     for finding, kept in fitted:
         finding.remediation.commands = _finish(kept, plan.target)
+
+
+def _one_specifier_each(commands: list[_Command]) -> None:
+    """One specifier per package per report (besides bitsandbytes, agreed above, and torch, whose pins
+    follow its index): a package asked for as ``transformers`` here and ``transformers>=5.18.0`` there
+    is printed with both constraints everywhere."""
+    wanted: dict[str, list[tuple[PipCall, int]]] = {}
+    for command in commands:
+        for call in (s for s in command.segments if isinstance(s, PipCall) and s.subcommand == "install"):
+            for index, req in call.requirements.items():
+                if _name(req) not in (BNB, "torch"):
+                    wanted.setdefault(_name(req), []).append((call, index))
+    for places in wanted.values():
+        specs = {str(call.requirements[i].specifier) for call, i in places}
+        if len(specs) < 2:
+            continue
+        combined = SpecifierSet(",".join(s for s in sorted(specs) if s))
+        for call, index in places:
+            call.requirements[index].specifier = combined
 
 
 def _name(req: Requirement) -> str:
