@@ -12,6 +12,7 @@ install anywhere but hold only Linux x86-64 libraries, so they count for Linux x
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -56,17 +57,25 @@ def _tag_fits(tag: str, target: Target) -> bool | None:
     return None
 
 
+@lru_cache(maxsize=256)
+def _specifier(text: str) -> SpecifierSet:
+    return SpecifierSet(text)
+
+
+@lru_cache(maxsize=4096)
 def why_not(release: Published, target: Target, *, keep_torch: bool = True) -> str | None:
-    """Why pip would not install ``release`` here (or would replace torch for it); None if it would."""
+    """Why pip would not install ``release`` here (or would replace torch for it); None if it would.
+
+    Cached: a report asks about the same few targets for every release, once per command."""
     if release.yanked:
         return "it was yanked"
     fits = [_tag_fits(tag, target) for tag in release.tags]
     if not any(f is not False for f in fits):
         return _platform_reason(release, target)
     python_spec, torch_spec = release.requires_python, release.requires_torch
-    if target.python is not None and python_spec and not SpecifierSet(python_spec).contains(target.python, True):
+    if target.python is not None and python_spec and not _specifier(python_spec).contains(target.python, True):
         return f"it requires Python {python_spec}"
-    if keep_torch and target.torch and torch_spec and not SpecifierSet(torch_spec).contains(target.torch, True):
+    if keep_torch and target.torch and torch_spec and not _specifier(torch_spec).contains(target.torch, True):
         return f"it requires torch{torch_spec}"
     return None
 
