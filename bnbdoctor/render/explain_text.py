@@ -113,8 +113,11 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
     console.print(header)
     console.print()
     failures = [f for f in report.findings if f.severity is not Severity.INFO]
-    if not failures:
-        console.print(Text("✔ No known bitsandbytes failure found in this log.", style="bold green"))
+    if report.source.get("empty") == "true":  # nothing but whitespace
+        console.print(Text("Nothing to explain: the log is empty.", style="bold"))
+        console.print()
+    elif not failures:  # an error no family names is a warning finding (BNB549), so this log shows no error
+        console.print(Text("✔ No error in this log: no known bitsandbytes failure found.", style="bold green"))
         console.print()
     for finding in report.findings:
         icon, tone = style[finding.severity]
