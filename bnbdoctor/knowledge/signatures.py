@@ -452,7 +452,7 @@ _ALL = (
     # --- k-bit models in transformers, accelerate and FSDP (issue 12) ---------------------------
     Signature(
         "quantizer_no_gpu",
-        CONSEQUENCE,
+        ROOT,
         "driver",
         ("quantizer_no_gpu_found",),
         "transformers' bitsandbytes quantizer found no accelerator it can quantize on",

@@ -38,12 +38,13 @@ def _torch_version(facts: Facts) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------ BNB534
-def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, list[str]] | None:
-    """(cause, fix, commands) for what the rest of the log shows about the missing accelerator."""
+def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, list[str]] | None:
+    """(cause in a few words, why, fix, commands) for what the rest of the log shows about the missing accelerator."""
     torch_version = _torch_version(facts) or ""
     if log.seen(facts, "torch_cuda_none") or torch_version.endswith("+cpu"):
         shown = f"torch {torch_version}" if torch_version else "torch.version.cuda = None"
         return (
+            f"torch is a CPU-only build ({shown})",
             f"The log shows a CPU-only build of torch ({shown}): it cannot see any GPU.",
             "Install a CUDA build of torch from the PyTorch index for your driver (pip install torch --index-url "
             "https://download.pytorch.org/whl/cuXXX), then load the model again.",
@@ -51,6 +52,7 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, list[str
         )
     if log.seen(facts, "no_nvidia_driver", "libcuda_not_found") or (facts.gpu is not None and not facts.gpu.nvml_available):
         return (
+            "no NVIDIA driver is visible to torch",
             "The log shows that torch finds no NVIDIA driver (libcuda): the GPU is not visible to this process. In "
             "a container that means it was started without GPU access; on a host, the driver is missing.",
             "Start the container with the GPU (docker run --gpus all, or the NVIDIA container runtime), or install the "
@@ -59,6 +61,7 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, list[str
         )
     if log.seen(facts, "driver_too_old", "cuda_driver_insufficient", "cuda_error_803"):
         return (
+            "CUDA failed to initialise (driver)",
             "The log shows that CUDA failed to initialise (the driver is too old for this torch, or does not match "
             "its kernel module): torch.cuda.is_available() is False although a GPU may be present.",
             "Update the NVIDIA driver, or install a torch built for an older CUDA that this driver supports.",
@@ -66,6 +69,7 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, list[str
         )
     if (facts.platform is not None and facts.platform.os == "macos") or (devices and "mps" in devices):
         return (
+            "Apple Silicon (MPS) is not accepted by this bitsandbytes/transformers",
             "The log points to Apple Silicon (MPS): older bitsandbytes and transformers releases accept only CUDA "
             "(and a few other backends) for quantization.",
             "Use a bitsandbytes release with MPS support and a transformers that accepts it, or another "
@@ -74,6 +78,7 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, list[str
         )
     if log.seen(facts, "compiled_without_gpu_support", "cpu_library_selected"):
         return (
+            "bitsandbytes saw no usable CUDA either",
             "The log also shows bitsandbytes loading its CPU library: bitsandbytes saw no usable CUDA either, so torch "
             "or the driver is the problem rather than the quantizer.",
             "Make torch.cuda.is_available() return True (a CUDA build of torch, a visible driver), then reinstall "
@@ -159,9 +164,9 @@ def quantizer_no_gpu(facts: Facts) -> Hit | None:
                 [TORCH_CHECK, "nvidia-smi"],
             ),
         )
-    why, fix, commands = cause
+    short, why, fix, commands = cause
     return Hit(
-        title="transformers found no GPU to quantize on: " + why.split(":")[0].removeprefix("The log ").rstrip("."),
+        title=f"transformers found no GPU to quantize on: {short}",
         explanation=what + why,
         evidence=log.line_evidence(facts, "quantizer_no_gpu", limit=2),
         remediation=Remediation(fix, commands),
