@@ -158,7 +158,8 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         docs.add_row("  docs", Text(finding.doc, style="dim"))
         console.print(docs)
         console.print()
-    matched = len(facts.log.matches) if facts.log else 0
+    # An exception line no family names is listed in the matches (signature "unrecognised_error"), not recognised.
+    matched = len([m for m in facts.log.matches if m.signature != "unrecognised_error"]) if facts.log else 0
     errors, warnings, info = report.summary.errors, report.summary.warnings, report.summary.info
     console.print(
         Text(

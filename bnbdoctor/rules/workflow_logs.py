@@ -336,7 +336,7 @@ def kbit_model_moved(facts: Facts) -> Hit | None:
         bits = "8" if upgrade is BNB_8BIT_MOVE else "4"
         installed = f" (the log shows {bnb_version})" if bnb_version else ""
         return Hit(
-            title=f"Moving a {bits}-bit model needs bitsandbytes {first} or newer{installed}",
+            title=f"Moving {'an 8' if bits == '8' else 'a 4'}-bit model needs bitsandbytes {first} or newer{installed}",
             explanation=f"The script calls .to()/.cuda() on a {bits}-bit model. transformers allows that only with "
             f"bitsandbytes {first} or newer; with the installed release it refuses the move.",
             evidence=log.line_evidence(facts, "kbit_model_moved", limit=2),
