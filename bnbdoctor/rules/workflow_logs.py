@@ -50,12 +50,14 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, lis
             "https://download.pytorch.org/whl/cuXXX), then load the model again."),
             [TORCH_CHECK, "nvidia-smi"],
         )
-    if log.seen(facts, "no_nvidia_driver", "libcuda_not_found") or (facts.gpu is not None and not facts.gpu.nvml_available):
+    no_driver = facts.gpu is not None and not facts.gpu.nvml_available
+    if log.seen(facts, "no_nvidia_driver", "libcuda_not_found") or no_driver:
         return (
             "no NVIDIA driver is visible to torch",
             ("The log shows that torch finds no NVIDIA driver (libcuda): the GPU is not visible to this process. In "
             "a container that means it was started without GPU access; on a host, the driver is missing."),
-            ("Start the container with the GPU (docker run --gpus all, or the NVIDIA container runtime), or install the "
+            ("Start the container with the GPU (docker run --gpus all, or the NVIDIA container runtime), or install "
+             "the "
             "NVIDIA driver on the host; nvidia-smi must list the GPU inside the environment that runs the script."),
             ["nvidia-smi", TORCH_CHECK],
         )
@@ -74,12 +76,13 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, lis
             "(and a few other backends) for quantization."),
             ("Use a bitsandbytes release with MPS support and a transformers that accepts it, or another "
             "quantization method on macOS."),
-            ['python -c "import bitsandbytes, transformers; print(bitsandbytes.__version__, transformers.__version__)"'],
+            [VERSIONS_CHECK],
         )
     if log.seen(facts, "compiled_without_gpu_support", "cpu_library_selected"):
         return (
             "bitsandbytes saw no usable CUDA either",
-            ("The log also shows bitsandbytes loading its CPU library: bitsandbytes saw no usable CUDA either, so torch "
+            ("The log also shows bitsandbytes loading its CPU library: bitsandbytes saw no usable CUDA either, so "
+             "torch "
             "or the driver is the problem rather than the quantizer."),
             ("Make torch.cuda.is_available() return True (a CUDA build of torch, a visible driver), then reinstall "
             "bitsandbytes if it still loads its CPU library."),
@@ -199,8 +202,8 @@ def load_in_kbit_kwarg(facts: Facts) -> Hit | None:
 
     | transformers | verdict |
     |---|---|
-    | before {{ kbit.LOAD_IN_4BIT_KWARG.first_text }} | the 4-bit keyword did not exist yet: from_pretrained passed it on to the model |
-    | {{ kbit.KBIT_KWARGS_REMOVED.first_text }} and newer | both keywords were removed (PR #41287) in favour of `quantization_config` |
+    | before {{ kbit.LOAD_IN_4BIT_KWARG.first_text }} | the 4-bit keyword did not exist yet: passed on to the model |
+    | {{ kbit.KBIT_KWARGS_REMOVED.first_text }} and newer | both keywords removed (PR #41287): `quantization_config` |
     | in between | the keyword exists: something else (a custom model class, another library's loader) received it |
     | not in the log | either of the first two |
 
@@ -252,7 +255,10 @@ def load_in_kbit_kwarg(facts: Facts) -> Hit | None:
             "where that code expects it, or use quantization_config."
         )
     else:
-        title = f"from_pretrained does not take load_in_{bits}bit= here: transformers {removed}+ removed it, or it predates it"
+        title = (
+            f"from_pretrained does not take load_in_{bits}bit= here: transformers {removed}+ removed it, "
+            "or it predates it"
+        )
         why = (
             f"transformers {removed} removed the bare load_in_4bit/load_in_8bit keywords (PR #41287), and releases "
             f"before {first_4bit} did not know load_in_4bit; either way the keyword reached the model's __init__. The "
@@ -290,7 +296,8 @@ def kbit_model_moved(facts: Facts) -> Hit | None:
     - ``ValueError: `.to` is not supported for `4-bit` or `8-bit` bitsandbytes models`` and the `.cuda` variant
       (older releases refuse every move);
     - ``Calling `to()` is not supported for `4-bit` quantized models with the installed version of bitsandbytes``
-      (needs bitsandbytes {{ kbit.BNB_4BIT_MOVE.first_text }}) and the `8-bit` one (needs {{ kbit.BNB_8BIT_MOVE.first_text }});
+      (needs bitsandbytes {{ kbit.BNB_4BIT_MOVE.first_text }}) and the `8-bit` one (needs
+      {{ kbit.BNB_8BIT_MOVE.first_text }});
     - ``You cannot cast a bitsandbytes model in a new `dtype` `` and ``.half()``/``.float()`` refused for a quantized
       model (always refused).
 
@@ -418,7 +425,8 @@ def kbit_model_other_device(facts: Facts) -> Hit | None:
     elif _distributed(facts):
         context = " The log shows several ranks: each process needs its own copy on its own GPU."
     return Hit(
-        title="A quantized model is on another GPU than the process that trains it: load it with device_map={'': local_rank}",
+        title="A quantized model is on another GPU than the process that trains it: "
+        "load it with device_map={'': local_rank}",
         explanation="accelerate trains a k-bit model only on the device of the current process. Under DDP each "
         "process must load its own full copy on its own GPU; device_map='auto' (or a map naming another GPU) put it "
         "elsewhere, and a quantized model cannot be moved after loading." + context,
@@ -500,7 +508,8 @@ def fsdp_integer_storage(facts: Facts) -> Hit | None:
             ),
         )
     return Hit(
-        title="FSDP cannot flatten the uint8 storage of 4-bit weights: set bnb_4bit_quant_storage to the training dtype",
+        title="FSDP cannot flatten the uint8 storage of 4-bit weights: "
+        "set bnb_4bit_quant_storage to the training dtype",
         explanation=what + "For 4-bit, bnb_4bit_quant_storage chooses the storage dtype.",
         evidence=log.line_evidence(facts, "fsdp_integer_flatten", "quantization_config", limit=2),
         remediation=Remediation(fix_4bit),
