@@ -19,12 +19,15 @@ The rule engine is the doctor's; the facts are partial. :func:`judge` adapts its
    warnings, then by rule id (lower ids are deeper layers: hardware, then packages, then the native
    chain). A consequence that nothing in the log explains ("compiled without GPU support" with no
    reason shown) counts as a root: it is the failure as far as the log goes.
+   An error no family names (BNB549) stands only when no other error finding does.
 4. **Confidence and confirmation.** ``high`` when the log shows the very message the finding
    diagnoses, ``medium`` when it rests on facts read from the log or on a generic message, ``low``
    for noise; ``confirm`` says what to run on the machine (``bnbdoctor --rule ID``, ...).
 """
 
 from __future__ import annotations
+
+import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import CheckResult, Evidence, Finding, Severity
@@ -133,12 +136,13 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
             finding.rule_id,
         )
 
+    folded = _unnamed_error_only_alone(folded)
     folded.sort(key=key)
     for rank, finding in enumerate(folded, start=1):
         tied = ties[id(finding)]
         finding.rank = rank
         finding.confidence = _confidence(finding, tied)
-        finding.log_lines = sorted({n for s in tied for n in matched[s]})[:12]
+        finding.log_lines = sorted({n for s in tied for n in matched[s]})[:12] or _quoted_lines(finding)
         commands = []
         rule = _rule_of(finding)
         if rule is not None and rule.machine_checkable:
@@ -158,6 +162,24 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
             finding.evidence.extend(extra[:3])
     diagnosis.findings = folded
     return fit_commands(diagnosis, facts)
+
+
+def _unnamed_error_only_alone(findings: list[Finding]) -> list[Finding]:
+    """The "error bnbdoctor cannot name" finding (BNB549) stands only when no other error finding does:
+    an error that a rule names is the log's failure, and the unnamed lines most likely follow from it."""
+    from bnbdoctor.rules.workflow_logs import UNRECOGNISED_ERROR_RULE
+
+    if any(f.severity is Severity.ERROR and f.rule_id != UNRECOGNISED_ERROR_RULE for f in findings):
+        return [f for f in findings if f.rule_id != UNRECOGNISED_ERROR_RULE]
+    return findings
+
+
+def _quoted_lines(finding: Finding) -> list[int]:
+    """For a log rule's finding tied to no catalog family: the log lines its evidence quotes."""
+    rule = _rule_of(finding)
+    if rule is None or not rule.reads_log or rule.covers:
+        return []
+    return sorted({int(e.label.split()[-1]) for e in finding.evidence if re.fullmatch(r"log line \d+", e.label)})[:12]
 
 
 def failure_found(diagnosis: Diagnosis) -> bool:

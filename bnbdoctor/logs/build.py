@@ -6,7 +6,8 @@
 - ``python`` (torch, bitsandbytes, other packages) when it shows any of them;
 - ``native`` and ``load`` when it shows which library bitsandbytes chose and what the loader said;
 - ``env`` for ``BNB_CUDA_VERSION`` / ``BNB_ROCM_VERSION`` when bitsandbytes reports them;
-- ``log``: every recognised line with its number, the versions seen and the last exception.
+- ``log``: every recognised line with its number, the versions seen and the last exception; when
+  nothing names a failure, the exception lines no family names (``unrecognised_error``).
 
 A fact the log does not show stays unknown: a section is left out (``probes`` says "not shown in
 the log"), a version is None, and ``TorchFacts``/``BnbFacts`` say ``installed=False`` with
@@ -34,6 +35,7 @@ from bnbdoctor.facts import (
     SelectedLibrary,
     TorchFacts,
 )
+from bnbdoctor.knowledge.signatures import CONSEQUENCE, FACT, NOISE, ROOT, SIGNATURES
 from bnbdoctor.logs.clean import ReadStats
 from bnbdoctor.logs.state import MAX_MATCHES_PER_SIGNATURE, LogState
 from bnbdoctor.logs.tokens import BNB_LIB, basename, dirname
@@ -307,6 +309,33 @@ def _whole_log_signatures(state: LogState, gpu: GpuFacts | None) -> None:
         )
 
 
+#: Lines after an exception line that may carry its message (``RuntimeError:`` and the text below).
+_MESSAGE_LINES = 3
+
+
+def _unrecognised_errors(state: LogState) -> None:
+    """``unrecognised_error`` for each exception line no message family names, when nothing in the log
+    names a failure: no specific root cause or consequence (a CUDA out-of-memory error or "tensors on
+    two devices" alone names none). A line counts as named when a specific failure, hint or
+    consequence family matched it or one of the few lines below it (where a wrapped message continues);
+    whether a generic error is bitsandbytes' is left to the rules (``explain.ranking`` keeps the
+    unnamed-error finding only when no error finding stands)."""
+    if not state.errors:
+        return
+    for sig_id in state.counts:
+        sig = SIGNATURES[sig_id]
+        if sig.role in (ROOT, CONSEQUENCE) and sig.specific:
+            return
+    named = {
+        m.line
+        for m in state.matches
+        if SIGNATURES[m.signature].role not in (FACT, NOISE) and SIGNATURES[m.signature].specific
+    }
+    for number, text in state.errors:
+        if not any(n in named for n in range(number, number + _MESSAGE_LINES + 1)):
+            state.match("unrecognised_error", number, text)
+
+
 def build_facts(state: LogState, stats: ReadStats | None = None) -> Facts:
     """The Facts of a whole log (records the whole-log signatures in ``state`` first)."""
     platform = platform_facts(state)
@@ -314,7 +343,10 @@ def build_facts(state: LogState, stats: ReadStats | None = None) -> Facts:
     python = python_facts(state)
     native, load = native_facts(state, python, platform)
     _whole_log_signatures(state, gpu)
+    _unrecognised_errors(state)
     source: dict[str, Any] = {"kind": "log", "label": state.label, "lines": state.lines}
+    if not state.content:
+        source["empty"] = "true"  # nothing but whitespace: nothing to explain
     if stats is not None:
         source.update(bytes=stats.bytes, encoding=stats.encoding)
         if stats.truncated_lines:

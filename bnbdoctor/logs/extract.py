@@ -57,6 +57,8 @@ class LogExtractor:
         Each anchor is searched with ``bytes.find`` over the whole block; only the lines it occurs in
         are decoded and matched, so a long log costs a few C-level scans per block."""
         self._blocks += 1
+        if not self.state.content and block and not block.isspace():
+            self.state.content = True
         if self._blocks > EVIDENCE_BLOCKS:
             self._retired.update(_EVIDENCE)  # the machine's facts are known by now
         candidates: dict[int, set[int]] = {}

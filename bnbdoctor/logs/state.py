@@ -25,6 +25,8 @@ MAX_TEXT = 300
 ERAS = ("legacy", "fallback", "exact", "nearest")
 #: A line number before any line: "not seen yet" for :class:`Recent`.
 NEVER = -100
+#: Exception lines kept per log (the first ones, and always the last one).
+MAX_ERROR_LINES = 20
 
 
 @dataclass
@@ -145,6 +147,8 @@ class LogState:
         self.load = LoadEvidence()
         self.env: dict[str, str] = {}
         self.recent = Recent()
+        self.errors: list[tuple[int, str]] = []  # (line, text) of exception lines, named or not
+        self.content = False  # the log holds something besides whitespace
 
     # ------------------------------------------------------------------ recognised lines
     def match(self, signature: str, number: int, line: str) -> None:
@@ -156,6 +160,14 @@ class LogState:
         if count < MAX_MATCHES_PER_SIGNATURE:
             text = line.strip()
             self.matches.append(LogMatch(signature, number, text[:MAX_TEXT] + ("…" if len(text) > MAX_TEXT else "")))
+
+    def error_line(self, number: int, text: str) -> None:
+        """An exception line (``KeyError: 'lm_head'``): the first ones are kept, and the last one."""
+        entry = (number, text[:MAX_TEXT])
+        if len(self.errors) < MAX_ERROR_LINES:
+            self.errors.append(entry)
+        else:
+            self.errors[-1] = entry
 
     def seen(self, *signatures: str) -> bool:
         return any(s in self.counts for s in signatures)

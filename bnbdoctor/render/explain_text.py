@@ -113,8 +113,11 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
     console.print(header)
     console.print()
     failures = [f for f in report.findings if f.severity is not Severity.INFO]
-    if not failures:
-        console.print(Text("✔ No known bitsandbytes failure found in this log.", style="bold green"))
+    if report.source.get("empty") == "true":  # nothing but whitespace
+        console.print(Text("Nothing to explain: the log is empty.", style="bold"))
+        console.print()
+    elif not failures:  # an error no family names is a warning finding (BNB549), so this log shows no error
+        console.print(Text("✔ No error in this log: no known bitsandbytes failure found.", style="bold green"))
         console.print()
     for finding in report.findings:
         icon, tone = style[finding.severity]
@@ -155,7 +158,8 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         docs.add_row("  docs", Text(finding.doc, style="dim"))
         console.print(docs)
         console.print()
-    matched = len(facts.log.matches) if facts.log else 0
+    # An exception line no family names is listed in the matches (signature "unrecognised_error"), not recognised.
+    matched = len([m for m in facts.log.matches if m.signature != "unrecognised_error"]) if facts.log else 0
     errors, warnings, info = report.summary.errors, report.summary.warnings, report.summary.info
     console.print(
         Text(

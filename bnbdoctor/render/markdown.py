@@ -49,6 +49,12 @@ def verdict(report: Report) -> str:
         more = f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
         return f"**bitsandbytes will not work here:** {plain(top.title)} ({top.rule_id}){more}"
     warnings = [f for f in report.findings if f.severity is Severity.WARNING]
+    if report.facts.log is not None:  # explain: what the log shows, not how the machine is
+        if report.source.get("empty") == "true":
+            return "**Nothing to explain:** the log is empty."
+        if warnings:
+            return f"**The log shows a warning:** {plain(warnings[0].title)} ({warnings[0].rule_id})"
+        return "**No error in this log:** no known bitsandbytes failure found."
     if warnings:
         return (
             f"**bitsandbytes should work, with {len(warnings)} warning{'s' if len(warnings) > 1 else ''}:** "

@@ -23,6 +23,7 @@ RULE_MODULES = (
     "bnbdoctor.rules.placement",
     "bnbdoctor.rules.workflow",
     "bnbdoctor.rules.placement_logs",
+    "bnbdoctor.rules.workflow_logs",
 )
 
 __all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "run_rules"]

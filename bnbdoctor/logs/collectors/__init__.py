@@ -10,7 +10,7 @@ lists one line's signatures in the order they were recorded) and a few handlers 
 - ``python_version`` (packages) before the path hints (paths): a ``\\Python3NN\\`` folder only
   gives the Python version when no version line did;
 - ``gpu`` and ``paths`` last: GPU names are recorded after the failures of their line, and path
-  hints record nothing.
+  hints record nothing; ``errors`` after them records no match (only the exception lines).
 
 :data:`PATTERNS` and :data:`HANDLERS` are indexed like :data:`FAMILIES`; :data:`ANCHORS` maps
 each prefilter anchor to the indices of the patterns that need it.
@@ -22,8 +22,10 @@ from bnbdoctor.logs.collectors import (
     bnb_loader,
     context,
     driver,
+    errors,
     gpu,
     imports,
+    kbit,
     loader,
     packages,
     paths,
@@ -41,11 +43,13 @@ COLLECTORS: tuple[Collector, ...] = (
     imports.COLLECTOR,
     placement.COLLECTOR,
     workflow.COLLECTOR,
+    kbit.COLLECTOR,  # k-bit models in transformers, accelerate, FSDP; two harmless messages
     packages.COLLECTOR,  # versions
     platform.COLLECTOR,  # the OS as stated
     context.COLLECTOR,  # device_map, quantization, model id, notebook
     gpu.COLLECTOR,  # GPU names
     paths.COLLECTOR,  # the OS from paths, install locations
+    errors.COLLECTOR,  # every exception line, for the errors no family names
 )
 
 FAMILIES: tuple[Family, ...] = tuple(family for collector in COLLECTORS for family in collector.families)

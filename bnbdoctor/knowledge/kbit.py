@@ -1,0 +1,25 @@
+"""What transformers allows with a 4-bit/8-bit bitsandbytes model, release by release.
+
+The boundaries the k-bit log rules (``rules/workflow_logs.py``) read, each with its source:
+
+- the bare ``load_in_4bit=`` / ``load_in_8bit=`` keywords of ``from_pretrained``: ``load_in_4bit``
+  arrived in transformers 4.30 (with ``BitsAndBytesConfig``'s 4-bit fields); transformers 5.0
+  removed both keywords in favour of ``quantization_config`` (transformers PR #41287, trl PR #4262);
+- moving a quantized model with ``.to()``/``.cuda()``: transformers refuses it for 4-bit models
+  with bitsandbytes before 0.43.2 and for 8-bit models with bitsandbytes before 0.48 (the checks in
+  ``PreTrainedModel.to``/``cuda``, transformers issue #38717); casting to another dtype is refused
+  with every release.
+"""
+
+from __future__ import annotations
+
+from bnbdoctor.knowledge.ranges import VersionRange
+
+#: transformers releases whose from_pretrained knows ``load_in_4bit=``.
+LOAD_IN_4BIT_KWARG = VersionRange("4.30", None, "failure catalog: the 4-bit keyword first in transformers 4.30")
+#: transformers releases whose from_pretrained no longer takes ``load_in_4bit=``/``load_in_8bit=``.
+KBIT_KWARGS_REMOVED = VersionRange("5.0", None, "transformers PR #41287 (first in 5.0)")
+#: bitsandbytes releases with which transformers lets a 4-bit model move (``.to(device)``).
+BNB_4BIT_MOVE = VersionRange("0.43.2", None, "transformers PreTrainedModel.to: 4-bit moves need bitsandbytes 0.43.2")
+#: bitsandbytes releases with which transformers lets an 8-bit model move.
+BNB_8BIT_MOVE = VersionRange("0.48", None, "transformers PreTrainedModel.to: 8-bit moves need bitsandbytes 0.48.0")

@@ -1,0 +1,122 @@
+"""What transformers, accelerate and FSDP refuse to do with a 4-bit/8-bit model, and two known
+harmless messages (issue 12).
+
+- transformers' bitsandbytes quantizer finding no accelerator: ``No GPU found. A GPU is needed for
+  quantization.`` (4.3x-4.4x), ``None of the available devices `available_devices = ...` are
+  supported by the bitsandbytes version you have installed`` (the multi-backend check),
+  ``CUDA is required but not available for bitsandbytes`` and ``The installed version of
+  bitsandbytes (<0.43.1) requires CUDA, but CUDA is not available``;
+- ``got an unexpected keyword argument 'load_in_4bit'`` (or ``'load_in_8bit'``), also with the
+  name wrapped onto the next line;
+- ``.to``/``.cuda`` refused for a ``4-bit``/``8-bit`` model, ``You cannot cast a bitsandbytes
+  model in a new `dtype` ``, ``.half()``/``.float()`` refused for a quantized model;
+- accelerate's ``You can't train a model that has been loaded in 8-bit [or 4-bit] precision on a
+  different device than the one you're training on``;
+- FSDP's ``Cannot flatten integer dtype tensors`` and ``Must flatten tensors with uniform dtype
+  but got X and Y`` where X or Y is an integer dtype (mixing two float dtypes is another problem);
+- noise: bitsandbytes' ``Input type into Linear4bit is torch.float16, but
+  bnb_4bit_compute_dtype=torch.float32`` performance warning, and WSL2's ``ldconfig:
+  /usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link``.
+
+The variable parts (classes, dtypes, devices, paths) are groups; the handlers record the lines and
+the few facts a line carries (WSL2 from the ldconfig path).
+"""
+
+from __future__ import annotations
+
+import re
+
+from bnbdoctor.logs.collectors.base import Collector
+from bnbdoctor.logs.patterns import Q
+from bnbdoctor.logs.state import LogState
+
+COLLECTOR = Collector("kbit")
+collects = COLLECTOR.collects
+
+#: The dtypes bitsandbytes stores quantized weights in (int8 for 8-bit, uint8 by default for 4-bit).
+_INTEGER_DTYPE = re.compile(r"^(?:torch\.)?u?int\d{1,2}$")
+
+
+@collects(
+    "quantizer_no_gpu",
+    ("No GPU found", "available devices", "required but not available for bitsandbytes", "requires CUDA, but CUDA"),
+    r"No GPU found\. A GPU is needed for quantization",
+    r"None of the available devices `?available_devices = (?P<devices>None|set\(\)|\{[^}]{0,200}\})`? are supported"
+    r" by the bitsandbytes",
+    r"CUDA is required but not available for bitsandbytes",
+    r"bitsandbytes \(<\s?\d+\.\d+(?:\.\d+)?\) requires CUDA, but CUDA is not available",
+)
+def quantizer_no_gpu(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.bnb.seen = True
+    state.match("quantizer_no_gpu", number, line)
+
+
+@collects(
+    "load_in_kbit_kwarg",
+    "unexpected keyword",
+    rf"unexpected keyword argument\s*{Q}load_in_(?P<bits>4|8)bit{Q}",
+)
+def load_in_kbit_kwarg(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.match("load_in_kbit_kwarg_unsupported", number, line)
+
+
+@collects("load_in_kbit_wrapped", ("load_in_4bit", "load_in_8bit"), rf"^\s*{Q}?load_in_(?P<bits>4|8)bit{Q}?\s*$")
+def load_in_kbit_wrapped(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """The argument's name alone on a line, right after "unexpected keyword argument" (a wrapped message)."""
+    if number - state.recent.unexpected_kwarg <= 1:
+        state.match("load_in_kbit_kwarg_unsupported", number, line)
+
+
+@collects(
+    "kbit_model_moved",
+    ("-bit`", "cast a bitsandbytes model", "supported for quantized model"),
+    r"(?:`\.?(?P<call>to|cuda)(?:\(\))?`|Calling `(?P<called>to|cuda)\(\)`) is not supported for `(?P<bits>4|8)-bit`",
+    r"You cannot cast a bitsandbytes model in a new `?dtype",
+    r"`\.?(?P<cast>half|float)\(\)` is not supported for quantized model",
+)
+def kbit_model_moved(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.match("kbit_model_moved", number, line)
+
+
+@collects(
+    "kbit_model_other_device",
+    "different device than the one you",
+    r"You can.t train a model that has been loaded in (?P<bits>[48]-bit(?: or [48]-bit)?) precision on a different"
+    r" device than the one you.re training on",
+)
+def kbit_model_other_device(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.match("kbit_model_other_device", number, line)
+
+
+@collects(
+    "fsdp_flatten",
+    ("Cannot flatten integer dtype", "Must flatten tensors with uniform dtype"),
+    r"Cannot flatten integer dtype tensors",
+    r"Must flatten tensors with uniform dtype but got (?P<a>(?:torch\.)?\w{1,20}) and (?P<b>(?:torch\.)?\w{1,20})",
+)
+def fsdp_flatten(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    pair = [m.groupdict().get("a"), m.groupdict().get("b")]
+    if pair == [None, None] or any(d and _INTEGER_DTYPE.match(d) for d in pair):
+        state.match("fsdp_integer_flatten", number, line)
+
+
+@collects(
+    "compute_dtype_fp32",
+    "bnb_4bit_compute_dtype",
+    r"Input type into Linear4bit is (?:torch\.)?(?P<input>b?float16|half)[,.]? (?:but|and) "
+    r"bnb_4bit_compute_dtype\s?=\s?(?:torch\.)?float32",
+)
+def compute_dtype_fp32(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.bnb.seen = True
+    state.match("compute_dtype_fp32_slow", number, line)
+
+
+@collects(
+    "wsl_ldconfig",
+    "is not a symbolic link",
+    r"ldconfig(?:\.real)?: (?P<path>\S{0,200}/wsl/lib/(?P<lib>lib[\w.+-]{1,60}\.so[\d.]{0,12})) is not a symbolic link",
+)
+def wsl_ldconfig(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.platform.wsl = True
+    state.platform.os_votes["linux"] += 1
+    state.match("wsl_ldconfig_not_symlink", number, line)
