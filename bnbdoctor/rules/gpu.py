@@ -617,10 +617,11 @@ def _torch_arch_text(sass: list[int] | tuple[int, ...], ptx: list[int] | tuple[i
 
 
 def _torch_fix(candidates: list[TorchBuild], installed: tuple[int, ...] | None, facts: Facts) -> TorchBuild | None:
-    """The build to suggest: one the driver can run, the installed release line if it has one, else the
-    newest release; within a release the newest CUDA the driver supports (the oldest when it is unknown)."""
+    """The build to suggest: one the driver can run (the same CUDA major: CUDA's minor-version compatibility), the
+    installed release line if it has one, else the newest release; within a release the newest CUDA the driver's
+    major allows (the oldest when the driver is unknown)."""
     driver = major_minor(facts.gpu.driver_cuda_version) if facts.gpu else None
-    pool = [b for b in candidates if driver is None or (major_minor(b.cuda) or (0, 0)) <= driver] or candidates
+    pool = [b for b in candidates if driver is None or (major_minor(b.cuda) or (0, 0))[0] <= driver[0]] or candidates
     pool = [b for b in pool if installed and b.minor == installed[:2]] or pool
     if not pool:
         return None
@@ -710,6 +711,7 @@ def torch_lacks_arch(facts: Facts) -> list[Hit] | Skip:
         return Skip("torch is not a CUDA build")
     arch = facts.torch_arch
     exact = True
+    table_source: str | None = None
     if arch is not None and (arch.sass or arch.ptx):
         sass, ptx = tuple(arch.sass), tuple(arch.ptx)
         if arch.source == "log":
@@ -717,7 +719,7 @@ def torch_lacks_arch(facts: Facts) -> list[Hit] | Skip:
             origin_fact = "torch_arch.sass"
         else:
             shared = f"{arch.sharing} of {arch.containers}" if arch.sharing != arch.containers else str(arch.containers)
-            origin = f"read from the fatbin headers of {arch.library} ({shared} fatbin containers)"
+            origin = f"read from the fatbin headers of {arch.library}: {shared} fatbin containers"
             origin_fact = "torch_arch.sass"
     else:
         windows = facts.platform is not None and facts.platform.os == "windows"
@@ -731,11 +733,12 @@ def torch_lacks_arch(facts: Facts) -> list[Hit] | Skip:
         build, exact = recorded.build, recorded.exact
         sass, ptx = build.sass, build.ptx
         origin = (
-            f"from bnbdoctor's table of PyTorch's wheels (torch {build.release} {build.flavor}: {build.source}; {why})"
+            f"bnbdoctor's table of PyTorch's Linux wheels, torch {build.release} {build.flavor}"
             if exact
-            else f"assumed from the newest recorded {build.flavor} build, torch {build.release} ({why})"
-        )
+            else f"assumed from the newest earlier recorded {build.flavor} build, torch {build.release}"
+        ) + f"; the library itself was not read: {why}"
         origin_fact = None
+        table_source = build.source
     installed = release_tuple(torch.version)
     hits = []
     for group in _group(gpus):
@@ -770,6 +773,7 @@ def torch_lacks_arch(facts: Facts) -> list[Hit] | Skip:
                     ev("GPU", _group_label(group), f"gpu.devices[{device.index}]"),
                     ev("torch", f"{torch.version} (CUDA {torch.cuda})", "python.torch.version"),
                     ev("torch kernels", listed, origin_fact),
+                    *([ev("recorded from", table_source)] if table_source else []),
                 ],
                 remediation=remediation,
                 severity=None if exact else Severity.WARNING,
