@@ -9,8 +9,8 @@ has exactly those. Each payload is a few placeholder bytes (``stub sm_61``), not
 
 The containers imitate a real build: ``--containers`` of them carry the full arch list (one entry
 per SASS target, plus PTX for the ``+PTX`` targets), then one container is built for sm_80+ only
-(as torch's flash-attention kernels are) and one adds an ``sm_90a``-style extra entry, so a reader
-that took the first container's list, or the union, would get it wrong.
+(as torch's flash-attention kernels are), which a reader taking the intersection would get wrong,
+and one holds a second entry for the newest target.
 
 Usage: ``make_torch_stub.py --arch-list "7.0;7.5;8.0;8.6;9.0;10.0;12.0" -o .../torch/lib/libtorch_cuda.so``
 (the ``TORCH_CUDA_ARCH_LIST`` spelling of ``.ci/manywheel/build_cuda.sh``). Needs GNU binutils
@@ -65,7 +65,7 @@ def container(sass: list[int], ptx: list[int]) -> bytes:
 def fatbin(sass: list[int], ptx: list[int], count: int) -> bytes:
     blobs = [container(sass, ptx) for _ in range(count)]
     blobs.append(container([a for a in sass if a >= 80] or sass[-1:], []))  # sm_80+ only kernels
-    blobs.append(container(sass + [sass[-1]], ptx))  # an extra arch-specific ("a") entry
+    blobs.append(container([*sass, sass[-1]], ptx))  # a second entry for the newest target
     out = b""
     for blob in blobs:
         out += blob + b"\0" * (-len(blob) % 16)  # the linker aligns each input section

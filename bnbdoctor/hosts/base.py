@@ -210,7 +210,7 @@ def open_file_reader(path: str) -> FileReader | None:
     except OSError:
         handle.close()
         return None
-    return FileReader(handle, size)  # type: ignore[arg-type]
+    return FileReader(handle, size)
 
 
 class PathModule(Protocol):

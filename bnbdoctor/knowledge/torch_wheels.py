@@ -63,7 +63,7 @@ class TorchBuild:
 
     @property
     def minor(self) -> tuple[int, ...]:
-        return release_tuple(self.release)[:2]
+        return (release_tuple(self.release) or (0, 0))[:2]
 
     def install_command(self) -> str:
         return f'pip install --force-reinstall "torch=={self.release}" --index-url {self.index_url}'

@@ -156,7 +156,7 @@ def _next_container(reader: Reader, at: int, end: int) -> int:
             return at + skip
         if any(pad[skip : skip + _ALIGN]):
             raise _Corrupt(f"no fatbin container at offset {at + skip}")
-    return end if at + len(pad) >= end else at + len(pad)
+    return min(end, at + len(pad))
 
 
 def read_fatbin_archs(reader: Reader, max_containers: int = MAX_CONTAINERS) -> FatbinArchs:

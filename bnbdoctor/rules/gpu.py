@@ -17,7 +17,6 @@ from bnbdoctor.knowledge.gpus import (
     pre_pascal_family,
 )
 from bnbdoctor.knowledge.ranges import minor
-from bnbdoctor.knowledge.torch_wheels import TorchBuild, arch_runs_on, builds_for, recorded_list
 from bnbdoctor.knowledge.releases import (
     NO_TENSOR_CORE_NAMES,
     WheelLibrary,
@@ -25,6 +24,7 @@ from bnbdoctor.knowledge.releases import (
     nearest_recorded_wheel,
     recorded_wheels,
 )
+from bnbdoctor.knowledge.torch_wheels import TorchBuild, arch_runs_on, builds_for, recorded_list
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import (
@@ -662,8 +662,8 @@ def torch_lacks_arch(facts: Facts) -> list[Hit] | Skip:
        the ELF section headers and the 64-byte header of each fatbin entry, never the ~1 GB of device code); from a log,
        the list torch prints in its own warning;
     2. bnbdoctor's table of PyTorch's Linux x86-64 wheels (`bnbdoctor/knowledge/torch_wheels.py`), when the library
-       cannot be read (Windows, a file that is not there). A torch newer than the newest recorded release is judged by
-       the newest earlier recorded row of its CUDA flavor, and that finding is a warning.
+       cannot be read (Windows, a file that is not there). A torch release the table does not record is judged by the
+       newest earlier recorded row of its CUDA flavor, and that finding is a warning.
 
     It reports one error for each visible GPU (identical GPUs together) that no entry of the list can run: SASS for the
     same major architecture with a minor version not above the GPU's, or PTX for an architecture at or below it.

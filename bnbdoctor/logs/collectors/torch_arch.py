@@ -38,7 +38,8 @@ def torch_gpu_incompatible(state: LogState, m: re.Match[str], number: int, line:
     r"The current PyTorch install supports CUDA capabilities (?P<list>(?:(?:sm|compute)_\d{2,3}[af]?[ .]{0,2}){1,40})",
 )
 def torch_arch_list(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    sass, ptx = [], []
+    sass: list[int] = []
+    ptx: list[int] = []
     for kind, arch in re.findall(r"(sm|compute)_(\d{2,3})", m.group("list")):
         (sass if kind == "sm" else ptx).append(int(arch))
     state.torch.arch_list = (sorted(set(sass)), sorted(set(ptx)))
