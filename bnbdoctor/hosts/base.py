@@ -175,6 +175,9 @@ class Host(ABC):
         return {"kind": self.kind, "label": self.label}
 
 
+_PREAD = getattr(os, "pread", None)  # POSIX only
+
+
 class FileReader:
     """An open binary file read only in bounded pieces at given offsets; close it (or use ``with``)."""
 
@@ -186,8 +189,12 @@ class FileReader:
         """Up to ``count`` bytes from ``offset`` (fewer at the end of the file, none past it)."""
         if offset < 0 or count <= 0 or offset >= self.size:
             return b""
+        count = min(count, self.size - offset)
+        if _PREAD is not None:  # one system call instead of seek + read
+            data: bytes = _PREAD(self._handle.fileno(), count, offset)
+            return data
         self._handle.seek(offset)
-        return self._handle.read(min(count, self.size - offset))
+        return self._handle.read(count)
 
     def close(self) -> None:
         self._handle.close()
