@@ -724,10 +724,11 @@ def torch_lacks_arch(facts: Facts) -> list[Hit] | Skip:
     else:
         windows = facts.platform is not None and facts.platform.os == "windows"
         recorded = None if windows else recorded_list(torch.version, torch.cuda)
-        why = arch.error if arch is not None and arch.error else "torch's library was not read"
+        why = arch.error if arch is not None and arch.error else None
         if recorded is None:
+            unread = why or "torch's library was not read"
             return Skip(
-                f"{why}, and {versioned(facts, 'torch', torch.version)} (CUDA {torch.cuda}) is not in bnbdoctor's "
+                f"{unread}, and {versioned(facts, 'torch', torch.version)} (CUDA {torch.cuda}) is not in bnbdoctor's "
                 "table of PyTorch's Linux wheels"
             )
         build, exact = recorded.build, recorded.exact
@@ -736,7 +737,7 @@ def torch_lacks_arch(facts: Facts) -> list[Hit] | Skip:
             f"bnbdoctor's table of PyTorch's Linux wheels, torch {build.release} {build.flavor}"
             if exact
             else f"assumed from the newest earlier recorded {build.flavor} build, torch {build.release}"
-        ) + f"; the library itself was not read: {why}"
+        ) + (f"; the library itself was not read: {why}" if why else "")
         origin_fact = None
         table_source = build.source
     installed = release_tuple(torch.version)
@@ -765,10 +766,10 @@ def torch_lacks_arch(facts: Facts) -> list[Hit] | Skip:
             Hit(
                 title=f"{versioned(facts, 'torch', torch.version)} has no kernels for {_group_label(group)}",
                 explanation=f"This torch was compiled for {listed} ({origin}). None of these runs on "
-                f"sm_{cc[0]}{cc[1]}: SASS runs only on the same major architecture with an equal or higher minor, PTX "
-                "only on GPUs at or above its architecture. Every CUDA op of torch fails with 'no kernel image is "
+                f"sm_{cc[0]}{cc[1]}: SASS runs only on the same major architecture with an equal or higher minor (on a "
+                "Jetson only its own), PTX only on GPUs at or above its architecture. Every CUDA op of torch fails with 'no kernel image is "
                 "available for execution on the device', before bitsandbytes' own kernels matter."
-                + ("" if exact else " The list is assumed: this torch release is newer than bnbdoctor's table."),
+                + ("" if exact else " The list is assumed: bnbdoctor's table does not record this torch release."),
                 evidence=[
                     ev("GPU", _group_label(group), f"gpu.devices[{device.index}]"),
                     ev("torch", f"{torch.version} (CUDA {torch.cuda})", "python.torch.version"),
