@@ -93,7 +93,8 @@ def test_no_gpu_is_info_on_cpu_torch_and_error_on_cuda_torch() -> None:
 
 def test_compute_capability_thresholds() -> None:
     # torch cu118 still builds sm_37; torch cu121 has no Kepler kernels, so BNB120 is the root cause there
-    assert ids(make_facts(gpus=[("Tesla K80", (3, 7))], torch="2.5.1+cu118", torch_cuda="11.8"))["BNB103"] is Severity.ERROR
+    kepler_cu118 = ids(make_facts(gpus=[("Tesla K80", (3, 7))], torch="2.5.1+cu118", torch_cuda="11.8"))
+    assert kepler_cu118["BNB103"] is Severity.ERROR
     kepler_cu121 = ids(make_facts(gpus=[("Tesla K80", (3, 7))]))
     assert kepler_cu121["BNB120"] is Severity.ERROR and "BNB103" not in kepler_cu121
     found = ids(make_facts(gpus=[("Tesla P100-PCIE-16GB", (6, 0))]))
