@@ -264,6 +264,21 @@ class NativeFacts:
 
 
 @dataclass
+class TorchArchFacts:
+    """The GPU architectures the installed torch's CUDA kernels were built for, from the fatbin
+    headers of its CUDA library (``bnbdoctor/native/fatbin.py``), never by importing torch."""
+
+    source: str = "none"  # "fatbin": read from the library | "log": torch's own warning | "none": see error
+    library: str | None = None  # the file read: .../torch/lib/libtorch_cuda.so
+    sass: list[int] = field(default_factory=list)  # SASS targets, 61 for sm_61
+    ptx: list[int] = field(default_factory=list)  # PTX targets the driver can compile for newer GPUs
+    containers: int = 0  # fatbin containers read
+    sharing: int = 0  # of those, how many have exactly these targets
+    complete: bool = False  # every container of the library was read
+    error: str | None = None  # why the list could not be read (the rules then use a recorded table)
+
+
+@dataclass
 class LoadCheck:
     """The real dynamic loader's verdict, from an isolated, time-limited subprocess."""
 
@@ -427,6 +442,7 @@ class Facts:
     python: PythonFacts | None = None
     cuda_toolkit: CudaToolkitFacts | None = None
     native: NativeFacts | None = None
+    torch_arch: TorchArchFacts | None = None
     load: LoadCheck | None = None
     log: LogFacts | None = None
     fit: FitFacts | None = None

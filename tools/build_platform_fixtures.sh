@@ -218,6 +218,22 @@ wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
 wheel "$M/root$SITE" cusparse libcusparse.so.12
 ubuntu2204 "$M"
 
+# torch's own CUDA library: a stub whose .nv_fatbin headers carry the build's TORCH_CUDA_ARCH_LIST
+M="$FX/pascal-gtx1080-torch-cu128"
+SITE=/home/carol/venvs/qlora/lib/python3.10/site-packages
+bnb "$M/root" "$SITE/bitsandbytes" 0.50.2 libbitsandbytes_cuda128.so
+python3 "$ROOT/tools/make_torch_stub.py" --arch-list "7.5;8.0;8.6;9.0;10.0;12.0+PTX" -o "$M/root$SITE/torch/lib/libtorch_cuda.so"
+wheel "$M/root$SITE" cuda_runtime libcudart.so.12
+wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
+ubuntu2204 "$M"
+
+M="$FX/rtx5090-torch-cu124"
+SITE=/home/frank/venvs/ft/lib/python3.10/site-packages
+bnb "$M/root" "$SITE/bitsandbytes" 0.50.2 libbitsandbytes_cuda124.so
+wheel "$M/root$SITE" cuda_runtime libcudart.so.12
+wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
+ubuntu2204 "$M"
+
 M="$FX/v100-bnb0461-cu128"
 SITE=/home/ubuntu/venvs/llm/lib/python3.11/site-packages
 bnb "$M/root" "$SITE/bitsandbytes" 0.46.1 libbitsandbytes_cuda128.so

@@ -9,10 +9,11 @@ same probe runs against this machine (:class:`~bnbdoctor.hosts.live.LiveHost`) o
 from __future__ import annotations
 
 import ntpath
+import os
 import posixpath
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 #: How long a command may run before it is killed, unless a probe asks for less.
 DEFAULT_TIMEOUT_S = 10.0
@@ -155,6 +156,12 @@ class Host(ABC):
         """``ntpath`` on Windows, ``posixpath`` elsewhere: pure string path functions."""
         return ntpath if self.os_info().system == "Windows" else posixpath
 
+    def open_reader(self, path: str) -> FileReader | None:
+        """A file for bounded reads at offsets (a ~1 GB library is never read whole), or None.
+
+        Hosts that can map ``path`` to a real file override this; the default reads nothing."""
+        return None
+
     def read_text(self, path: str, limit: int = 4 * 1024 * 1024) -> str | None:
         """A text file decoded leniently (undecodable bytes never raise)."""
         data = self.read_bytes(path, limit)
@@ -166,6 +173,51 @@ class Host(ABC):
     def describe(self) -> dict[str, Any]:
         """Where facts came from, for the report header."""
         return {"kind": self.kind, "label": self.label}
+
+
+_PREAD = getattr(os, "pread", None)  # POSIX only
+
+
+class FileReader:
+    """An open binary file read only in bounded pieces at given offsets; close it (or use ``with``)."""
+
+    def __init__(self, handle: BinaryIO, size: int) -> None:
+        self._handle = handle
+        self.size = size  # bytes in the file
+
+    def read_at(self, offset: int, count: int) -> bytes:
+        """Up to ``count`` bytes from ``offset`` (fewer at the end of the file, none past it)."""
+        if offset < 0 or count <= 0 or offset >= self.size:
+            return b""
+        count = min(count, self.size - offset)
+        if _PREAD is not None:  # one system call instead of seek + read
+            data: bytes = _PREAD(self._handle.fileno(), count, offset)
+            return data
+        self._handle.seek(offset)
+        return self._handle.read(count)
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> FileReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_file_reader(path: str) -> FileReader | None:
+    """A :class:`FileReader` on a local file, or None when it is missing or unreadable."""
+    try:
+        handle = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by FileReader.close
+    except (OSError, ValueError):
+        return None
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except OSError:
+        handle.close()
+        return None
+    return FileReader(handle, size)
 
 
 class PathModule(Protocol):

@@ -24,10 +24,12 @@ from bnbdoctor.hosts.base import (
     DEFAULT_TIMEOUT_S,
     CommandResult,
     CurrentPython,
+    FileReader,
     Host,
     NvmlAnswer,
     NvmlDevice,
     OsInfo,
+    open_file_reader,
 )
 
 MANIFEST = "machine.json"
@@ -134,6 +136,10 @@ class FixtureHost(Host):
                 return handle.read(limit)
         except OSError:
             return None
+
+    def open_reader(self, path: str) -> FileReader | None:
+        local = self._local(path)
+        return open_file_reader(str(local)) if local is not None and local.is_file() else None
 
     def is_file(self, path: str) -> bool:
         local = self._local(path)

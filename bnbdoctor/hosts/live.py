@@ -25,10 +25,12 @@ from bnbdoctor.hosts.base import (
     DEFAULT_TIMEOUT_S,
     CommandResult,
     CurrentPython,
+    FileReader,
     Host,
     NvmlAnswer,
     NvmlDevice,
     OsInfo,
+    open_file_reader,
 )
 
 
@@ -55,6 +57,9 @@ class LiveHost(Host):
                 return handle.read(limit)
         except (OSError, ValueError):
             return None
+
+    def open_reader(self, path: str) -> FileReader | None:
+        return open_file_reader(path)
 
     def is_file(self, path: str) -> bool:
         try:

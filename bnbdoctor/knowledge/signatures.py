@@ -294,6 +294,13 @@ _ALL = (
         "CUDA error 803: the driver's user-space library does not match the kernel module",
     ),
     Signature(
+        "torch_gpu_incompatible",
+        ROOT,
+        "gpu",
+        ("torch_build_lacks_gpu_arch",),
+        "torch warns that it has no kernels for this GPU's architecture",
+    ),
+    Signature(
         "no_kernel_image",
         ROOT,
         "gpu",

@@ -33,6 +33,7 @@ from bnbdoctor.facts import (
     PythonFacts,
     ResolvedDependency,
     SelectedLibrary,
+    TorchArchFacts,
     TorchFacts,
 )
 from bnbdoctor.knowledge.signatures import CONSEQUENCE, FACT, NOISE, ROOT, SIGNATURES
@@ -366,6 +367,9 @@ def build_facts(state: LogState, stats: ReadStats | None = None) -> Facts:
     facts = Facts(
         source=source, env=dict(state.env), platform=platform, gpu=gpu, python=python, native=native, load=load, log=log
     )
+    if state.torch.arch_list is not None:
+        sass, ptx = state.torch.arch_list
+        facts.torch_arch = TorchArchFacts(source="log", sass=list(sass), ptx=list(ptx))
     for section in ("platform", "gpu", "python", "cuda_toolkit", "native", "load"):
         if getattr(facts, section) is None:
             facts.probes.append(ProbeRun(section, ok=False, duration_s=0.0, error="not shown in the log", skipped=True))

@@ -32,6 +32,14 @@ _PRINTED_CC = (
         r"\bFound GPU\d{1,2} (?P<name>[^\n]{2,80}?) which is of cuda capability "
         r"(?P<major>\d{1,2})\.(?P<minor>\d{1,2})"
     ),
+    re.compile(  # torch 2.13+
+        r"\bFound GPU\d{1,2} (?P<name>[^\n]{2,80}?) which is of compute capability \(CC\) "
+        r"(?P<major>\d{1,2})\.(?P<minor>\d{1,2})"
+    ),
+    re.compile(  # torch up to 2.12: "... with CUDA capability sm_61 is not compatible ..."
+        r"^\s{0,8}(?:\S*Warning:\s{0,4})?(?P<name>[^\n]{2,80}?) with CUDA capability "
+        r"sm_(?P<major>\d{1,2}?)(?P<minor>\d) is not compatible"
+    ),
     re.compile(
         r"^\s{0,8}(?:\d{1,2},\s{0,4})?(?P<name>(?:NVIDIA|Tesla|GeForce|Quadro|TITAN)[^,]{1,80}),"
         r"\s{0,4}(?P<major>\d{1,2})\.(?P<minor>\d{1,2})\s*$"

@@ -79,6 +79,8 @@ class TorchEvidence:
     cpu: bool = False
     location: str | None = None
     missing: bool = False  # "No module named 'torch'"
+    arch_list: tuple[list[int], list[int]] | None = None  # (SASS, PTX) torch's incompatible-GPU warning lists
+    arch_block: int = -(10**9)  # the line of that warning's first line
 
 
 @dataclass

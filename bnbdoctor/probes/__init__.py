@@ -11,6 +11,7 @@ from bnbdoctor.probes.native import gather_native
 from bnbdoctor.probes.platform import gather_platform
 from bnbdoctor.probes.python_env import gather_python
 from bnbdoctor.probes.runner import run_probes
+from bnbdoctor.probes.torch_arch import gather_torch_arch
 
 #: Every probe, in report order. ``requires`` decides what runs side by side.
 PROBES: tuple[Probe, ...] = (
@@ -20,6 +21,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("python", "python", gather_python, timeout_s=30),
     Probe("cuda_toolkit", "cuda_toolkit", gather_cuda_toolkit, timeout_s=15),
     Probe("native", "native", gather_native, requires=("env", "platform", "gpu", "python"), timeout_s=20),
+    Probe("torch_arch", "torch_arch", gather_torch_arch, requires=("platform", "python"), timeout_s=10),
     Probe("load", "load", gather_load, requires=("env", "platform", "gpu", "python"), timeout_s=25),
 )
 

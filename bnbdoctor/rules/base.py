@@ -35,6 +35,7 @@ from bnbdoctor.findings import Check, Severity
 #: declared here once, so that a rule's ``requires``/``refutes`` cannot name one that does not exist.
 PREMISES: dict[str, str] = {
     "gpus-have-kernels": "bitsandbytes builds kernels for every visible GPU",
+    "torch-runs-on-gpus": "the installed torch has kernels for every visible GPU",
     "library-readable": "the selected bitsandbytes library is a readable binary for this machine's platform",
     "release-supports-platform": "the installed bitsandbytes release supports this OS and architecture",
     "driver-exposed": "the NVIDIA driver's libraries are where the loader looks for them",

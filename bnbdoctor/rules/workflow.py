@@ -356,6 +356,7 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
     references=(BNB_ERRORS, "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1755"),
     stands_in_for=("BNB103", "BNB105"),
     confirm=("nvidia-smi --query-gpu=name,compute_cap --format=csv", PYTHON_M_BNB),
+    requires=("torch-runs-on-gpus",),
 )
 def no_kernel_image(facts: Facts) -> Hit | None:
     """## What it detects

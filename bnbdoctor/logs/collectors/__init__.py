@@ -31,6 +31,7 @@ from bnbdoctor.logs.collectors import (
     paths,
     placement,
     platform,
+    torch_arch,
     workflow,
 )
 from bnbdoctor.logs.collectors.base import Collector, Family, Handler
@@ -40,6 +41,7 @@ COLLECTORS: tuple[Collector, ...] = (
     loader.COLLECTOR,  # the dynamic loader: missing libraries, symbol versions
     bnb_loader.COLLECTOR,  # bitsandbytes' own library selection and CUDA setup
     driver.COLLECTOR,  # the driver, CUDA errors, kernels
+    torch_arch.COLLECTOR,  # torch's own incompatible-GPU warning and its arch list
     imports.COLLECTOR,
     placement.COLLECTOR,
     workflow.COLLECTOR,
