@@ -46,7 +46,6 @@ PENDING = frozenset(
         "rocm_lib_undefined_device_stub",
         "xpu_sycl_runtime_mismatch",
         "torch_build_lacks_gpu_arch",
-        "torch_cpu_flavor_on_gpu_host",
         "quantizer_no_gpu_found",
         "transformers_load_in_kbit_kwarg_unsupported",
         "kbit_model_to_device_unsupported",

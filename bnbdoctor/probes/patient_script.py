@@ -252,7 +252,16 @@ def bnb_install_origin(location):
     eggs = [i for i, part in enumerate(parts[:-1]) if part.endswith(".egg")]
     if eggs:
         egg_info = os.path.join(os.sep.join(parts[: eggs[-1] + 1]) or os.sep, "EGG-INFO", "PKG-INFO")
-        return {"dist_format": "egg", "direct_url": None, "has_metadata": os.path.isfile(egg_info)}
+        found = {"dist_format": "egg", "direct_url": None, "has_metadata": os.path.isfile(egg_info)}
+        try:  # the egg's own version: a dist-info elsewhere on sys.path belongs to another install
+            with open(egg_info, "r", encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    if line.startswith("Version:"):
+                        found["version"] = line.split(":", 1)[1].strip()
+                        break
+        except OSError:
+            pass
+        return found
     if not dist:
         return {"dist_format": None, "direct_url": None}
     folder = os.path.dirname(dist[1])
