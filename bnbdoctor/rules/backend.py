@@ -10,11 +10,11 @@ from __future__ import annotations
 from bnbdoctor.derive import built_locally, cuda_expected, gpu_sightings
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
-from bnbdoctor.knowledge.loader import CPU_FALLBACK_ERA, LEGACY_CUDA_SETUP
+from bnbdoctor.knowledge.loader import CPU_FALLBACK_ERA, LEGACY_CUDA_SETUP, NONE_LIBRARY_ATTRIBUTE_ERRORS
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM
 from bnbdoctor.knowledge.transformers import BNB_CHECK_WITHOUT_CUDA, misleading_importerror
 from bnbdoctor.knowledge.versions import at_least
-from bnbdoctor.rules.base import rule
+from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, TORCH_BUILD_CHECK, bnb_of, ev, predicted_selection, torch_of
 
 TRANSFORMERS_BNB_DOCS = "https://huggingface.co/docs/transformers/main/en/quantization/bitsandbytes"
@@ -26,8 +26,15 @@ TRANSFORMERS_BNB_DOCS = "https://huggingface.co/docs/transformers/main/en/quanti
     Severity.ERROR,
     "The CPU library is there when bitsandbytes selects its CPU backend",
     needs=("python", "platform"),
-    covers=("native_lib_none_attribute_errors",),
-    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1941"),
+    covers=("source_build_native_lib_missing", "native_lib_none_attribute_errors"),
+    references=(
+        BNB_DOCS_INSTALL,
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1941",
+    ),
+    log_gate=LogGate(
+        "the log does not show bitsandbytes' CPU library missing", signatures=("bnb_cpu_library_not_found",)
+    ),
     requires=("torch-matches-gpu",),
 )
 def cpu_library_missing(facts: Facts) -> Hit | Skip | None:
@@ -102,7 +109,8 @@ def cpu_library_missing(facts: Facts) -> Hit | Skip | None:
             "install a released wheel, which ships the CPU library.",
             [] if local else ["pip install --force-reinstall bitsandbytes"],
         ),
-        covers=["native_lib_none_attribute_errors"] if CPU_FALLBACK_ERA.contains(bnb.version) else [],
+        covers=["source_build_native_lib_missing"]
+        + (["native_lib_none_attribute_errors"] if NONE_LIBRARY_ATTRIBUTE_ERRORS.contains(bnb.version) else []),
     )
 
 
@@ -118,6 +126,10 @@ def cpu_library_missing(facts: Facts) -> Hit | Skip | None:
         "https://github.com/huggingface/transformers/pull/30533",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1306",
         TRANSFORMERS_BNB_DOCS,
+    ),
+    log_gate=LogGate(
+        "a log shows what torch.cuda.is_available() returned only with transformers' ImportError",
+        signatures=("transformers_bnb_importerror",),
     ),
     requires=("torch-matches-gpu",),
 )
