@@ -85,8 +85,9 @@ MISLEADING_BNB_IMPORTERRORS = (
         bnb_below="0.43.1",
     ),
 )
-#: From 4.53 the check says what it means (bitsandbytes < 0.43.1 without CUDA).
-EXPLICIT_CUDA_MESSAGE_SINCE = "4.53"
+#: From 4.45 is_bitsandbytes_available() needs CUDA only for a bitsandbytes older than 0.43.1 (which required
+#: it at import): the transformers to upgrade to for bitsandbytes without CUDA (import_utils.py, 4.45.0).
+BNB_CHECK_WITHOUT_CUDA = VersionRange("4.45", None, "transformers 4.45.0 import_utils.py is_bitsandbytes_available")
 
 
 def misleading_importerror(transformers: str | None, bitsandbytes: str | None) -> MisleadingImportError | None:
@@ -100,6 +101,3 @@ def misleading_importerror(transformers: str | None, bitsandbytes: str | None) -
         if VersionRange(None, entry.bnb_below, entry.releases.source).contains(bitsandbytes):
             return entry
     return None
-#: From 4.45 is_bitsandbytes_available() needs CUDA only for a bitsandbytes older than 0.43.1 (which required
-#: it at import): the transformers to upgrade to for bitsandbytes without CUDA (import_utils.py, 4.45.0).
-BNB_CHECK_WITHOUT_CUDA = VersionRange("4.45", None, "transformers 4.45.0 import_utils.py is_bitsandbytes_available")

@@ -203,6 +203,7 @@ def _keep_torch(base: str, local: str | None) -> tuple[str, list[str]]:
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1202",
         "https://github.com/unslothai/unsloth/issues/4848",
         "https://github.com/hiyouga/LlamaFactory/pull/10622",
+        "https://docs.astral.sh/uv/pip/compatibility/#local-version-identifiers",
     ),
     log_gate=LogGate(
         "the log does not show that torch is a CPU-only build",
@@ -221,7 +222,8 @@ def torch_cpu_build(facts: Facts) -> Hit | None:
       wheel, PyPI's aarch64 wheel, or a CPU build from conda);
     - the machine has a GPU such a build could have used. bnbdoctor looks at every trace the facts have, not NVML
       alone: a GPU NVML reports, a Jetson's `/etc/nv_tegra_release` (its integrated GPU is invisible to NVML),
-      `/dev/nvidiactl` (NVIDIA's kernel driver), `/dev/kfd` (AMD's ROCm driver) and, under WSL2, `/dev/dxg`.
+      `/dev/nvidiactl` (NVIDIA's kernel driver), `/dev/kfd` (AMD's ROCm driver) and, under WSL2, `/dev/dxg`
+      (a GPU of any vendor that Windows shares: without NVML the finding is a warning, since it may not be NVIDIA's).
       A Mac does not count: macOS torch wheels have no CUDA build, and they do use the Apple GPU (MPS).
 
     The suggested command reinstalls the same torch version from the newest PyTorch CUDA index that the driver supports
@@ -289,6 +291,21 @@ def torch_cpu_build(facts: Facts) -> Hit | None:
         "torch.version.cuda is None, so torch.cuda.is_available() is False and bitsandbytes loads its CPU library: "
         "8-bit/4-bit GPU operations are unavailable"
     )
+    if gpu.vendor == "unknown":  # WSL2's /dev/dxg: a GPU Windows shares, of any vendor
+        return Hit(
+            title=f"torch {torch.version} is a CPU-only build, and WSL2 shares a GPU with this Linux",
+            explanation="/dev/dxg shows that Windows shares a GPU with WSL2, but NVML does not answer, so bnbdoctor "
+            "cannot tell whether it is an NVIDIA GPU. If it is, torch's CPU build cannot use it: "
+            "torch.cuda.is_available() is False and bitsandbytes loads its CPU library" + _symptoms(covers),
+            evidence=evidence,
+            remediation=Remediation(
+                "If the GPU is an NVIDIA one, make its driver visible (see BNB107) and install a CUDA build of torch."
+                + _keep_torch(base, None)[0],
+                [TORCH_BUILD_CHECK],
+            ),
+            severity=Severity.WARNING,
+            covers=covers,
+        )
     if gpu.vendor == "amd":
         return Hit(
             title=title,
