@@ -32,6 +32,9 @@ class PlatformFacts:
     wsl_lib_on_loader_path: bool | None = None  # in LD_LIBRARY_PATH or /etc/ld.so.conf*
     jetson_release: str | None = None  # first line of /etc/nv_tegra_release
     container: str | None = None  # "docker", "podman", ... when detected
+    # GPU device nodes in /dev, a GPU's trace that needs no NVML: "dxg" (WSL2's GPU paravirtualization),
+    # "kfd" (AMD's ROCm kernel driver), "nvidiactl" (NVIDIA's kernel driver is loaded)
+    gpu_device_nodes: list[str] = field(default_factory=list)
 
     @property
     def is_linux(self) -> bool:
@@ -146,6 +149,10 @@ class BnbFacts:
     native_libraries: list[str] = field(default_factory=list)  # file names only
     legacy_cuda_setup: bool = False  # ships bitsandbytes/cuda_setup/ (<= 0.43.0)
     wheel_tag: str | None = None  # "py3-none-manylinux_2_24_x86_64" from the dist-info's WHEEL file
+    # How it was installed: "wheel" (a dist-info with a WHEEL file), "dist-info" (no WHEEL file), "egg" (the
+    # package sits in a .egg on sys.path: setup.py install), "egg-info" (setup.py develop / a legacy install)
+    dist_format: str | None = None
+    direct_url: str | None = None  # PEP 610 direct_url.json "url": set only for a pip install from a path or URL
     error: str | None = None
 
 

@@ -164,6 +164,23 @@ cuda "$T" libnvJitLink.so.12 libnvJitLink.so.12.6.77 aarch64
 debian "$M/root" aarch64 2.35 12 gen:30:13 libstdc++.so.6.0.30
 cache "$M" "ldconfig (Ubuntu GLIBC 2.35-0ubuntu3.6) stable release version 2.35" aarch64
 
+# The same board with a CPU-only torch and bitsandbytes 0.45.5 built on it (an egg holding only
+# libbitsandbytes_cuda126.so, a 0-byte placeholder: the CPU library is selected, and absent).
+M="$FX/jetson-cpu-torch-egg"
+T="$M/root/usr/local/cuda-12.6/targets/aarch64-linux/lib"
+cuda "$T" libcudart.so.12 libcudart.so.12.6.77 aarch64
+cuda "$T" libcublas.so.12 libcublas.so.12.6.3.3 aarch64
+cuda "$T" libcublasLt.so.12 libcublasLt.so.12.6.3.3 aarch64
+cuda "$T" libcusparse.so.12 libcusparse.so.12.5.4.2 aarch64
+cuda "$T" libnvJitLink.so.12 libnvJitLink.so.12.6.77 aarch64
+debian "$M/root" aarch64 2.35 12 gen:30:13 libstdc++.so.6.0.30
+cache "$M" "ldconfig (Ubuntu GLIBC 2.35-0ubuntu3.6) stable release version 2.35" aarch64
+
+# An Apple-silicon Mac with bitsandbytes 0.49.2: macOS wheels are not recorded, so the selected
+# libbitsandbytes_cpu.dylib is a bare Mach-O header (64-bit arm64 MH_DYLIB, no load commands).
+python3 -c 'import struct, sys; open(sys.argv[1], "wb").write(struct.pack("<IiiIIIII", 0xFEEDFACF, 0x0100000C, 0, 6, 0, 0, 0, 0))' \
+  "$FX/macos-bnb049-transformers440/root/Users/judy/venvs/llm/lib/python3.11/site-packages/bitsandbytes/libbitsandbytes_cpu.dylib"
+
 # An aarch64 server whose venv holds the x86-64 bitsandbytes wheel (copied from an x86-64 machine):
 # the bnb library is x86-64, everything else is the aarch64 system's (the same files as the Jetson's
 # Ubuntu 22.04 above). One root cause (BNB313); the glibc/loader checks follow from it.

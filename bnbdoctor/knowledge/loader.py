@@ -66,3 +66,10 @@ GLIBC_234_BUILDS = MislinkedBuilds(
     "12.4",
     "bnb_internals.md §6: wheel 0.45.5; issue #1610 and lora-scripts #694",
 )
+
+#: What a CPU-only torch makes each release print (bnb_internals.md §2). "compiled without GPU support" up to
+#: 0.46.x (0.47 says "The 8-bit optimizer is not available on your device", 0.48+ nothing):
+COMPILED_WITHOUT_GPU_WARNING = VersionRange(None, "0.47", "bnb_internals.md §2: 0.37-0.42, 0.43.1-0.45.x, 0.46.x")
+#: 'NoneType' object has no attribute 'split' / 'c…' (lib is None after a failed load) until the 0.46 rework
+#: made a failed load an ErrorHandlerMockBNBNativeLibrary:
+NONE_LIBRARY_ATTRIBUTE_ERRORS = VersionRange(None, "0.46", "bnb_internals.md §1.3, §2: 0.41-0.45.x")

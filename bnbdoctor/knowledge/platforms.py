@@ -55,3 +55,19 @@ CURRENT_MANYLINUX = MANYLINUX_TAGS[-1]
 
 #: Python 3.8+ no longer searches PATH for the DLLs an extension loads (os.add_dll_directory).
 PYTHON_DLL_PATH_SEARCH_DROPPED = "3.8"  # docs.python.org/3/whatsnew/3.8.html (ctypes, Windows)
+
+#: The JetPack major each L4T major ships with (NVIDIA's JetPack archive: L4T R32 is JetPack 4, R35 JetPack 5,
+#: R36 JetPack 6); the Jetson AI Lab index names its channels after it.
+JETPACK_FOR_L4T = {32: 4, 35: 5, 36: 6}
+#: Third-party (NVIDIA Jetson AI Lab) wheels of torch and bitsandbytes built for JetPack, one index per
+#: JetPack major and CUDA version: https://pypi.jetson-ai-lab.io/jp6/cu126. PyPI's aarch64 torch wheels are
+#: CPU-only or built for server ARM (sbsa), neither sees a Jetson's GPU (bnb_internals.md §5, PR #1941).
+JETSON_AI_LAB_INDEX = "https://pypi.jetson-ai-lab.io/jp{jetpack}/cu{major}{minor}"
+
+
+def jetson_index(l4t_major: int | None, cuda: tuple[int, int] | None) -> str | None:
+    """The Jetson AI Lab index for this board's JetPack and CUDA, when both are known."""
+    jetpack = JETPACK_FOR_L4T.get(l4t_major) if l4t_major is not None else None
+    if jetpack is None or cuda is None:
+        return None
+    return JETSON_AI_LAB_INDEX.format(jetpack=jetpack, major=cuda[0], minor=cuda[1])

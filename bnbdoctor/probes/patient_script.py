@@ -229,7 +229,7 @@ def bnb_facts():
             wheel_tag = ".".join(tags) or None
         except OSError:
             pass
-    return {
+    facts = {
         "wheel_tag": wheel_tag,
         "installed": True,
         "version": version,
@@ -240,6 +240,42 @@ def bnb_facts():
         "native_libraries": [e for e in entries if e.startswith("libbitsandbytes")],
         "legacy_cuda_setup": os.path.isdir(os.path.join(location, "cuda_setup")),
     }
+    facts.update(bnb_install_origin(location))
+    return facts
+
+
+def bnb_install_origin(location):
+    """How bitsandbytes was installed: {"dist_format": wheel | dist-info | egg | egg-info | None,
+    "direct_url": the PEP 610 url (written only for an install from a path or URL, never from an index)}."""
+    dist = distributions().get("bitsandbytes")
+    parts = os.path.normpath(location).split(os.sep)
+    eggs = [i for i, part in enumerate(parts[:-1]) if part.endswith(".egg")]
+    if eggs:
+        egg_info = os.path.join(os.sep.join(parts[: eggs[-1] + 1]) or os.sep, "EGG-INFO", "PKG-INFO")
+        found = {"dist_format": "egg", "direct_url": None, "has_metadata": os.path.isfile(egg_info)}
+        try:  # the egg's own version: a dist-info elsewhere on sys.path belongs to another install
+            with open(egg_info, "r", encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    if line.startswith("Version:"):
+                        found["version"] = line.split(":", 1)[1].strip()
+                        break
+        except OSError:
+            pass
+        return found
+    if not dist:
+        return {"dist_format": None, "direct_url": None}
+    folder = os.path.dirname(dist[1])
+    if not dist[1].endswith("METADATA"):
+        return {"dist_format": "egg-info", "direct_url": None}
+    url = None
+    try:
+        with open(os.path.join(folder, "direct_url.json"), "r", encoding="utf-8", errors="replace") as handle:
+            data = json.load(handle)
+        url = data.get("url") if isinstance(data, dict) and isinstance(data.get("url"), str) else None
+    except (OSError, ValueError):
+        pass
+    kind = "wheel" if os.path.isfile(os.path.join(folder, "WHEEL")) else "dist-info"
+    return {"dist_format": kind, "direct_url": url}
 
 
 def main():

@@ -9,6 +9,9 @@ from bnbdoctor.hosts.base import Host
 from bnbdoctor.probes.base import ProbeContext
 
 WSL_LIB_DIR = "/usr/lib/wsl/lib"
+#: Device nodes that show a GPU without NVML: WSL2's paravirtualized GPU, AMD's ROCm kernel driver, NVIDIA's
+#: kernel driver (present even where libnvidia-ml is not, e.g. a container started without the NVIDIA runtime).
+GPU_DEVICE_NODES = ("dxg", "kfd", "nvidiactl")
 _OS_NAMES = {"linux": "linux", "windows": "windows", "darwin": "macos"}
 _ARCH_NAMES = {
     "amd64": "x86_64",
@@ -75,6 +78,12 @@ def loader_config_dirs(host: Host, path: str = "/etc/ld.so.conf", depth: int = 0
     return dirs
 
 
+def gpu_device_nodes(host: Host) -> list[str]:
+    """Which of :data:`GPU_DEVICE_NODES` exist in /dev (listed, not opened: a device node is no file)."""
+    present = set(host.list_dir("/dev") or [])
+    return [name for name in GPU_DEVICE_NODES if name in present]
+
+
 def gather_platform(ctx: ProbeContext) -> PlatformFacts:
     host = ctx.host
     info = host.os_info()
@@ -96,6 +105,7 @@ def gather_platform(ctx: ProbeContext) -> PlatformFacts:
         facts.wsl_lib_dir = WSL_LIB_DIR if host.is_dir(WSL_LIB_DIR) else None
         ld_path = [p.rstrip("/") for p in (host.getenv("LD_LIBRARY_PATH") or "").split(":") if p]
         facts.wsl_lib_on_loader_path = WSL_LIB_DIR in ld_path or WSL_LIB_DIR in loader_config_dirs(host)
+    facts.gpu_device_nodes = gpu_device_nodes(host)
     tegra = host.read_text("/etc/nv_tegra_release")
     if tegra:
         facts.jetson_release = tegra.strip().splitlines()[0][:200]

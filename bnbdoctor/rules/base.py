@@ -39,6 +39,7 @@ PREMISES: dict[str, str] = {
     "library-readable": "the selected bitsandbytes library is a readable binary for this machine's platform",
     "release-supports-platform": "the installed bitsandbytes release supports this OS and architecture",
     "driver-exposed": "the NVIDIA driver's libraries are where the loader looks for them",
+    "torch-matches-gpu": "torch is a build for the GPU this machine has, not a CPU-only build beside it",
 }
 
 

@@ -12,6 +12,8 @@ from bnbdoctor.knowledge.selection import LibrarySelection
 BNB_DOCS_INSTALL = "https://huggingface.co/docs/bitsandbytes/main/en/installation"
 BNB_ISSUES = "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/"
 TORCH_GET_STARTED = "https://pytorch.org/get-started/locally/"
+#: What torch is and whether it sees a CUDA device, the first thing to confirm before any GPU advice.
+TORCH_BUILD_CHECK = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
 
 
 def unknown_version(facts: Facts) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bnbdoctor.derive import built_locally
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.rules.base import LogGate, rule
@@ -129,9 +130,11 @@ def jetson_wheel(facts: Facts) -> Hit | Skip | None:
     `/etc/nv_tegra_release` is absent. On a Jetson it passes if bitsandbytes is not installed, or if the installed
     package ships no `libbitsandbytes_*` native library. Otherwise it reports an error.
 
-    The facts do not show where the native library came from. A build made on the device, or a wheel from the Jetson AI
-    Lab index, therefore triggers the same finding as the PyPI wheel. If you built bitsandbytes on the board yourself,
-    the finding does not apply to you.
+    It also passes when the install shows that it was not PyPI's wheel: an egg or egg-info (`python setup.py install` /
+    `develop` on the board), a wheel whose tag is `linux_aarch64` (built on the device, or from the Jetson AI Lab
+    index; PyPI only carries `manylinux` wheels), an install from a path or URL (pip's `direct_url.json`), or a package
+    folder without metadata (a source checkout). A PyPI wheel copied in by hand leaves none of these traces, so a
+    dist-info without a `WHEEL` file is still taken for PyPI's.
 
     ## Why it matters
 
@@ -173,8 +176,8 @@ def jetson_wheel(facts: Facts) -> Hit | Skip | None:
         return Skip("not a Jetson (no /etc/nv_tegra_release)")
     if not (bnb and bnb.installed and bnb.native_libraries):
         return None
-    if bnb.wheel_tag and "manylinux" not in bnb.wheel_tag:
-        return None  # built on the device or a Jetson wheel (linux_aarch64), not PyPI's sbsa build
+    if built_locally(bnb):
+        return None  # built on the device or a Jetson wheel, not PyPI's sbsa build
     return Hit(
         title="Jetson (L4T) with bitsandbytes' PyPI aarch64 binaries",
         explanation="The aarch64 wheels on PyPI are built for server ARM (sbsa) with the standard CUDA toolkit, "
