@@ -19,6 +19,7 @@ RULE_MODULES = (
     "bnbdoctor.rules.gpu",
     "bnbdoctor.rules.platform",
     "bnbdoctor.rules.packages",
+    "bnbdoctor.rules.releases",
     "bnbdoctor.rules.native",
     "bnbdoctor.rules.placement",
     "bnbdoctor.rules.workflow",
