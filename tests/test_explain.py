@@ -52,11 +52,8 @@ PENDING = frozenset(
         "kbit_model_to_device_unsupported",
         "accelerate_kbit_model_on_other_device",
         "fsdp_kbit_integer_storage",
-        "mixed_bnb_distributions_stale_files",
         "bnb_4bit_compute_dtype_fp32_slow_warning",
         "wsl_ldconfig_libcuda_not_symlink_noise",
-        "known_bad_bnb_release",
-        "transformers_requires_newer_bnb",
     }
 )
 SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())

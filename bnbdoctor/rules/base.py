@@ -38,6 +38,7 @@ PREMISES: dict[str, str] = {
     "library-readable": "the selected bitsandbytes library is a readable binary for this machine's platform",
     "release-supports-platform": "the installed bitsandbytes release supports this OS and architecture",
     "driver-exposed": "the NVIDIA driver's libraries are where the loader looks for them",
+    "one-install": "the bitsandbytes package folder holds the files of one installed release",
 }
 
 

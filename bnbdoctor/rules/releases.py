@@ -249,6 +249,7 @@ def _claimants(record: PackageRecord) -> str:
     covers=("mixed_bnb_distributions_stale_files",),
     references=(OVERLAY_REPORT, OVERLAY_TRACEBACK, RECORD_SPEC),
     confirm=(PIP_SHOW_FILES,),
+    refutes=("one-install",),
 )
 def mixed_installs(facts: Facts) -> Hit | Skip | None:
     """## What it detects
