@@ -303,7 +303,8 @@ def mixed_installs(facts: Facts) -> Hit | Skip | None:
         parts.append(f"{len(record.claims)} distributions claim the folder ({_claimants(record)})")
     if record.unlisted_count:
         parts.append(
-            f"{record.unlisted_count} of its {record.files} files are listed by no claimant's RECORD"
+            f"{record.unlisted_count} of its {record.files} files {'is' if record.unlisted_count == 1 else 'are'} "
+            "listed by no claimant's RECORD"
             + (f" ({len(modules)} of them modules or libraries)" if modules else "")
         )
     if record.truncated:
