@@ -184,7 +184,7 @@ def test_an_unreadable_file_is_an_honest_unknown(on_path: Path) -> None:
 
 def test_knowledge_names_the_constant_the_probe_reads() -> None:
     assert dependents.TRANSFORMERS_BNB_CONSTANT == PATIENT.TRANSFORMERS_BNB_CONSTANT
-    assert dependents.TRANSFORMERS_BNB_FILE == "/".join(("transformers",) + PATIENT.TRANSFORMERS_BNB_FILE)
+    assert "/".join(("transformers", *PATIENT.TRANSFORMERS_BNB_FILE)) == dependents.TRANSFORMERS_BNB_FILE
 
 
 # ------------------------------------------------------------------------------ the known-bad table

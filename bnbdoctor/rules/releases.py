@@ -60,7 +60,7 @@ def _ceiling_below(facts: Facts, minimum: str) -> str | None:
     "The installed bitsandbytes release has no known shipped regression",
     needs=("python",),
     covers=("known_bad_bnb_release",),
-    references=tuple(dict.fromkeys(ref for row in REGRESSIONS for ref in row.references)) + (DOWNSTREAM_PINS,),
+    references=(*dict.fromkeys(ref for row in REGRESSIONS for ref in row.references), DOWNSTREAM_PINS),
 )
 def known_bad_release(facts: Facts) -> Hit | None:
     """## What it detects
