@@ -183,7 +183,7 @@ def transformers_requires_newer_bnb(facts: Facts) -> Hit | Skip | None:
     minimum = python.transformers_bnb_minimum
     transformers = python.packages.get("transformers")
     if minimum is None:
-        return None
+        return Skip("transformers' own minimum bitsandbytes was not read (an older recording)") if transformers else None
     if minimum.minimum is None:
         if TRANSFORMERS_WITH_BNB_MINIMUM.contains(transformers):
             why = minimum.error or f"{minimum.file or TRANSFORMERS_BNB_FILE} holds no {TRANSFORMERS_BNB_CONSTANT}"
@@ -286,9 +286,11 @@ def mixed_installs(facts: Facts) -> Hit | Skip | None:
     ```
     """
     bnb = bnb_of(facts)
-    record = bnb.record if bnb and bnb.installed else None
-    if bnb is None or record is None:
+    if not (bnb and bnb.installed):
         return None
+    record = bnb.record
+    if record is None:
+        return Skip("the package folder was not compared with its RECORD (a log, or an older recording)")
     if record.skipped:
         return Skip(record.skipped)
     several = len(record.claims) > 1
