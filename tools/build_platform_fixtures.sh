@@ -127,8 +127,13 @@ ubuntu2204 "$M"
 # in, same CUDA matrix), 0.45.5 under transformers 5, and 0.50.2 over a 0.41-era folder.
 for M in "$FX/bnb0480-a100-known-bad" "$FX/transformers5-bnb0455" "$FX/bnb-overlaid-stale-files"; do
   case $M in
-    *known-bad) bnb "$M/root" "$SITE/bitsandbytes" 0.48.2 libbitsandbytes_cuda121.so ;;
-    *bnb0455) bnb "$M/root" "$SITE/bitsandbytes" 0.45.5 libbitsandbytes_cuda121.so ;;
+    *known-bad)
+      bnb "$M/root" "$SITE/bitsandbytes" 0.48.2 libbitsandbytes_cuda121.so
+      wheel "$M/root$SITE" cusparse libcusparse.so.12
+      wheel "$M/root$SITE" nvjitlink libnvJitLink.so.12 ;;
+    *bnb0455)
+      bnb "$M/root" "$SITE/bitsandbytes" 0.45.5 libbitsandbytes_cuda121.so
+      wheel "$M/root$SITE" cusparse libcusparse.so.12 ;;
     *) bnb "$M/root" "$SITE/bitsandbytes" 0.50.2 libbitsandbytes_cuda121.so ;;
   esac
   wheel "$M/root$SITE" cuda_runtime libcudart.so.12
