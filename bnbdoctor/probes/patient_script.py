@@ -27,7 +27,7 @@ TRANSFORMERS_BNB_FILE = ("utils", "import_utils.py")
 #: Bounds: bytes of a source file read for one constant, files of the package folder compared with
 #: RECORD (a wheel ships ~100; a folder far beyond that is reported as truncated), lines of one RECORD.
 SOURCE_LIMIT = 2 * 1024 * 1024
-RECORD_FILE_LIMIT = 5000
+RECORD_FILE_LIMIT = 2000
 RECORD_LINE_LIMIT = 50000
 UNLISTED_SHOWN = 40
 _MODULE_SUFFIXES = (".py", ".so", ".dll", ".dylib", ".pyd")
@@ -309,18 +309,31 @@ def _claims_package(dist_name, dist_dir, package):
 
 
 def package_files(location):
-    """(relative paths with "/", truncated) of the package folder's files, __pycache__ left out."""
-    files, truncated = [], False
-    for folder, dirs, names in os.walk(location):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        relative = os.path.relpath(folder, location)
-        for name in sorted(names):
-            if name.endswith((".pyc", ".pyo")):
-                continue
-            if len(files) >= RECORD_FILE_LIMIT:
-                return files, True
-            files.append(name if relative == "." else relative.replace(os.sep, "/") + "/" + name)
-    return files, truncated
+    """(relative paths with "/", truncated) of the package folder's files, __pycache__ left out. The
+    folders are read lazily (scandir) and the walk stops at RECORD_FILE_LIMIT files, so a huge
+    folder costs no more than the limit."""
+    files, pending = [], [""]
+    while pending:
+        relative = pending.pop()
+        try:
+            entries = os.scandir(os.path.join(location, relative) if relative else location)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                name = relative + "/" + entry.name if relative else entry.name
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_dir:
+                    if entry.name != "__pycache__":
+                        pending.append(name)
+                elif not entry.name.endswith((".pyc", ".pyo")):
+                    if len(files) >= RECORD_FILE_LIMIT:
+                        return files, True
+                    files.append(name)
+    return files, False
 
 
 def package_record(location, package="bitsandbytes"):
@@ -355,8 +368,10 @@ def package_record(location, package="bitsandbytes"):
         record["skipped"] = "no distribution's RECORD lists files in this folder (an editable or source install)"
         return record
     files, truncated = package_files(location)
-    unlisted = [f for f in files
-                if os.path.normcase(os.path.normpath(os.path.join(location, f))) not in listed]
+    # Compared as relative "/" paths: normalising every file of a large folder would cost more than the walk.
+    relative = set(p[len(prefix):].replace(os.sep, "/") for p in listed)
+    fold = os.path.normcase("A") == "a"  # Windows compares names case-insensitively
+    unlisted = [f for f in files if (f.lower() if fold else f) not in relative]
     unlisted.sort(key=lambda f: (not f.endswith(_MODULE_SUFFIXES), f))
     record.update(files=len(files), unlisted=unlisted[:UNLISTED_SHOWN], unlisted_count=len(unlisted),
                   truncated=truncated)

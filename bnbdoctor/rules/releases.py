@@ -264,7 +264,7 @@ def mixed_installs(facts: Facts) -> Hit | Skip | None:
     - the folder holds files that no claimant's `RECORD` lists: leftovers of another install. Modules (`.py`) and
       native libraries make it an error, other files a warning.
 
-    The comparison is bounded: the probe reads at most 5000 files of the folder (a wheel ships about a hundred) and
+    The comparison is bounded: the probe reads at most 2000 files of the folder (a wheel ships about a hundred) and
     says when it stopped. A folder no `RECORD` describes (an editable or source install) is not compared.
 
     ## Why it matters
