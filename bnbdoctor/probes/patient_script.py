@@ -250,8 +250,16 @@ def bnb_facts():
         "requires_torch": torch_spec,
         "native_libraries": [e for e in entries if e.startswith("libbitsandbytes")],
         "legacy_cuda_setup": os.path.isdir(os.path.join(location, "cuda_setup")),
-        "record": package_record(location),
+        "record": guarded(package_record, location),
     }
+
+
+def guarded(function, *args):
+    """An optional fact: what ``function`` returns, or None when it fails (the rest of the answer stands)."""
+    try:
+        return function(*args)
+    except Exception:
+        return None
 
 
 def transformers_bnb_minimum():
@@ -392,7 +400,7 @@ def main():
         "torch": torch_facts(sites),
         "bitsandbytes": bnb_facts(),
         "packages": {name: dist_version(name) for name in OTHER_PACKAGES},
-        "transformers_bnb_minimum": transformers_bnb_minimum(),
+        "transformers_bnb_minimum": guarded(transformers_bnb_minimum),
     }
     sys.stdout.write(json.dumps(facts))
 
