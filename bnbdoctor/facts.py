@@ -137,6 +137,43 @@ class TorchFacts:
 
 
 @dataclass
+class DistributionClaim:
+    """A distribution whose RECORD lists files in the bitsandbytes package folder (a fork's or PyPI's)."""
+
+    name: str  # as its dist-info folder spells it: "bitsandbytes", "bitsandbytes_windows"
+    version: str | None = None
+    metadata_dir: str | None = None  # the *.dist-info folder
+    files: int = 0  # files of the package folder its RECORD lists
+
+
+@dataclass
+class PackageRecord:
+    """The bitsandbytes package folder against the RECORD files of the distributions that claim it.
+
+    A file no claimant lists came from another install: an older release left behind, a fork's copy.
+    """
+
+    claims: list[DistributionClaim] = field(default_factory=list)
+    compared_with: str | None = None  # the dist-info whose RECORD was compared: the one written last
+    files: int = 0  # files seen in the folder (__pycache__ is not read)
+    unlisted: list[str] = field(default_factory=list)  # the first unlisted files (relative, "/"), modules first
+    unlisted_count: int = 0
+    truncated: bool = False  # the folder has more files than the probe reads
+    skipped: str | None = None  # why the folder was not compared (no RECORD, an editable install, ...)
+
+
+@dataclass
+class BnbMinimum:
+    """The oldest bitsandbytes another package accepts, read from that package's own source or message."""
+
+    package: str  # "transformers"
+    minimum: str | None = None  # "0.46.1"; None when the source names none or could not be read
+    constant: str | None = None  # "BITSANDBYTES_MIN_VERSION"
+    file: str | None = None  # where it was read ("utils/import_utils.py" path), or None from a log
+    error: str | None = None  # why it could not be read
+
+
+@dataclass
 class BnbFacts:
     """bitsandbytes as installed: version, package folder and the native files it ships."""
 
@@ -154,6 +191,7 @@ class BnbFacts:
     dist_format: str | None = None
     direct_url: str | None = None  # PEP 610 direct_url.json "url": set only for a pip install from a path or URL
     error: str | None = None
+    record: PackageRecord | None = None  # the package folder against its RECORD (None: not examined)
 
 
 @dataclass
@@ -171,6 +209,7 @@ class PythonFacts:
     torch: TorchFacts = field(default_factory=lambda: TorchFacts(installed=False))
     bitsandbytes: BnbFacts = field(default_factory=lambda: BnbFacts(installed=False))
     packages: dict[str, str | None] = field(default_factory=dict)  # other patients' versions
+    transformers_bnb_minimum: BnbMinimum | None = None  # None: transformers missing or not examined
 
 
 @dataclass

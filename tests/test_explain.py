@@ -45,9 +45,6 @@ PENDING = frozenset(
         "rocm_version_tag_misparsed",
         "rocm_lib_undefined_device_stub",
         "xpu_sycl_runtime_mismatch",
-        "mixed_bnb_distributions_stale_files",
-        "known_bad_bnb_release",
-        "transformers_requires_newer_bnb",
     }
 )
 SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())

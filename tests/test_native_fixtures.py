@@ -109,6 +109,10 @@ def selected(name: str) -> bool:
     return native is not None and native.library is not None
 
 
+#: Machines whose release is not recorded in bnb_wheels.json: their library is a stub of this recorded one.
+STAND_IN_RELEASE = {"bnb0480-a100-known-bad": "0.48.2"}
+
+
 def wheel_library(version: str, file: str) -> dict[str, Any]:
     for wheel in WHEELS:
         if wheel["version"] == version and (wheel["platform_tag"] == "win_amd64") == file.endswith(".dll"):
@@ -137,7 +141,7 @@ def test_selected_library_is_a_real_stub_of_the_wheel_file(name: str) -> None:
     assert python is not None and native.selection is not None and native.selection.loaded_file is not None
     bnb = python.bitsandbytes
     assert bnb.version is not None
-    lib = wheel_library(bnb.version, native.selection.loaded_file)
+    lib = wheel_library(STAND_IN_RELEASE.get(name, bnb.version), native.selection.loaded_file)
     assert native.needed == lib["needed"]
     if native.format == "PE":
         return

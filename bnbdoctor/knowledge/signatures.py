@@ -383,6 +383,27 @@ _ALL = (
         "a bitsandbytes module imports a name its sibling does not have: old and new files mixed",
     ),
     Signature(
+        "quantize_packed_weights",
+        CONSEQUENCE,
+        "workflow",
+        ("known_bad_bnb_release",),
+        "bitsandbytes was asked to quantize integer storage: already quantized weights quantized again",
+    ),
+    Signature(
+        "transformers_bnb_minimum",
+        ROOT,
+        "import",
+        ("transformers_requires_newer_bnb",),
+        "transformers 5 refuses a bitsandbytes older than the minimum its message names",
+    ),
+    Signature(
+        "bnb_submodule_missing",
+        ROOT,
+        "import",
+        ("mixed_bnb_distributions_stale_files",),
+        "a bitsandbytes module imports a sibling module that is not installed: files of two releases",
+    ),
+    Signature(
         "transformers_bnb_importerror",
         CONSEQUENCE,
         "import",

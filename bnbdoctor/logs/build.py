@@ -22,6 +22,7 @@ from typing import Any
 
 from bnbdoctor.facts import (
     BnbFacts,
+    BnbMinimum,
     Facts,
     GpuDevice,
     GpuFacts,
@@ -158,7 +159,7 @@ def python_facts(state: LogState) -> PythonFacts | None:
     seen, bnb_seen, torch_seen = state.python, state.bnb, state.torch
     versions = seen.versions
     torch_known = bool(torch_seen.cuda or torch_seen.hip or torch_seen.cpu or "torch" in versions)
-    if not (torch_known or bnb_seen.seen or bnb_seen.missing or torch_seen.missing or seen.version):
+    if not (torch_known or bnb_seen.seen or bnb_seen.missing or torch_seen.missing or seen.version or seen.bnb_minimum):
         return None
     torch = TorchFacts(installed=torch_known and not torch_seen.missing)
     if torch.installed:
@@ -192,6 +193,7 @@ def python_facts(state: LogState) -> PythonFacts | None:
         torch=torch,
         bitsandbytes=bnb,
         packages=packages,
+        transformers_bnb_minimum=BnbMinimum("transformers", seen.bnb_minimum) if seen.bnb_minimum else None,
     )
 
 

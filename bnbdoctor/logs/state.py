@@ -64,6 +64,7 @@ class PythonEvidence:
     version_strong: bool = False  # a full x.y.z version (not one read from a folder name)
     site_packages: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
+    bnb_minimum: str | None = None  # the minimum bitsandbytes transformers' ImportError names
 
     def add_site_packages(self, path: str) -> None:
         """The site-packages folder a path lies in, if any (at most five are kept)."""

@@ -7,6 +7,7 @@ prints one JSON object on stdout and exits. Keep it compatible with Python 3.6
 """
 
 import ast
+import csv
 import importlib.util
 import json
 import os
@@ -20,6 +21,16 @@ OTHER_PACKAGES = (
     "transformers", "accelerate", "peft", "triton", "scipy", "numpy", "safetensors",
     "trl", "diffusers", "intel_extension_for_pytorch", "pytorch-triton-rocm",
 )
+#: transformers' own minimum bitsandbytes: the constant and the file it is read from (5.x, PR #41283).
+TRANSFORMERS_BNB_CONSTANT = "BITSANDBYTES_MIN_VERSION"
+TRANSFORMERS_BNB_FILE = ("utils", "import_utils.py")
+#: Bounds: bytes of a source file read for one constant, files of the package folder compared with
+#: RECORD (a wheel ships ~100; a folder far beyond that is reported as truncated), lines of one RECORD.
+SOURCE_LIMIT = 2 * 1024 * 1024
+RECORD_FILE_LIMIT = 2000
+RECORD_LINE_LIMIT = 50000
+UNLISTED_SHOWN = 40
+_MODULE_SUFFIXES = (".py", ".so", ".dll", ".dylib", ".pyd")
 _TORCH_LIB_HINTS = ("cud", "cublas", "cusparse", "nvrtc", "nvjitlink", "nccl", "hip", "roc",
                     "amdhip", "c10", "torch_cuda", "gomp", "stdc++", "sycl")
 
@@ -239,6 +250,7 @@ def bnb_facts():
         "requires_torch": torch_spec,
         "native_libraries": [e for e in entries if e.startswith("libbitsandbytes")],
         "legacy_cuda_setup": os.path.isdir(os.path.join(location, "cuda_setup")),
+        "record": guarded(package_record, location),
     }
     facts.update(bnb_install_origin(location))
     return facts
@@ -278,6 +290,138 @@ def bnb_install_origin(location):
     return {"dist_format": kind, "direct_url": url}
 
 
+def guarded(function, *args):
+    """An optional fact: what ``function`` returns, or None when it fails (the rest of the answer stands)."""
+    try:
+        return function(*args)
+    except Exception:
+        return None
+
+
+def transformers_bnb_minimum():
+    """The minimum bitsandbytes the installed transformers accepts, read from its own source: the
+    module-level constant in utils/import_utils.py, parsed with ast line by line (the file is large,
+    so it is scanned as text, bounded, and never imported). None when transformers is missing."""
+    location = package_dir("transformers")
+    if location is None:
+        return None
+    path = os.path.join(location, *TRANSFORMERS_BNB_FILE)
+    found = {"package": "transformers", "minimum": None, "constant": None, "file": path, "error": None}
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as handle:
+            text = handle.read(SOURCE_LIMIT)
+    except OSError as exc:
+        found["error"] = "%s: %s" % (type(exc).__name__, exc)
+        return found
+    pattern = r"^%s\s*(?::[^=\n]*)?=[^\n]*$" % TRANSFORMERS_BNB_CONSTANT
+    for match in re.finditer(pattern, text, re.M):
+        try:
+            node = ast.parse(match.group(0)).body[0]
+            value = ast.literal_eval(node.value)
+        except (SyntaxError, ValueError, AttributeError, IndexError):
+            continue
+        if isinstance(value, str) and re.match(r"^\d+(\.\d+)*", value):
+            found["minimum"], found["constant"] = value, TRANSFORMERS_BNB_CONSTANT
+            return found
+    return found
+
+
+def record_paths(dist_dir, base):
+    """The absolute, normalised paths a dist-info's RECORD lists (bounded), or None without a RECORD."""
+    paths = set()
+    try:
+        with open(os.path.join(dist_dir, "RECORD"), "r", encoding="utf-8", errors="replace", newline="") as handle:
+            for number, row in enumerate(csv.reader(handle)):
+                if number >= RECORD_LINE_LIMIT:
+                    break
+                if row:
+                    paths.add(os.path.normcase(os.path.normpath(os.path.join(base, row[0]))))
+    except (OSError, csv.Error):
+        return None
+    return paths
+
+
+def _claims_package(dist_name, dist_dir, package):
+    """A dist-info that may own the package folder: bitsandbytes in its name, or in top_level.txt."""
+    if package in normalise(dist_name):
+        return True
+    try:
+        with open(os.path.join(dist_dir, "top_level.txt"), "r", encoding="utf-8", errors="replace") as handle:
+            return package in [line.strip() for line in handle.read(65536).splitlines()]
+    except OSError:
+        return False
+
+
+def package_files(location):
+    """(relative paths with "/", truncated) of the package folder's files, __pycache__ left out. The
+    folders are read lazily (scandir) and the walk stops at RECORD_FILE_LIMIT files, so a huge
+    folder costs no more than the limit."""
+    files, pending = [], [""]
+    while pending:
+        relative = pending.pop()
+        try:
+            entries = os.scandir(os.path.join(location, relative) if relative else location)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                name = relative + "/" + entry.name if relative else entry.name
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_dir:
+                    if entry.name != "__pycache__":
+                        pending.append(name)
+                elif not entry.name.endswith((".pyc", ".pyo")):
+                    if len(files) >= RECORD_FILE_LIMIT:
+                        return files, True
+                    files.append(name)
+    return files, False
+
+
+def package_record(location, package="bitsandbytes"):
+    """The package folder against the RECORD of every distribution in its site folder that claims it."""
+    base = os.path.dirname(location)
+    claims, listed, newest = [], set(), None
+    prefix = os.path.normcase(os.path.normpath(location)) + os.sep
+    for entry in list_dir(base):
+        if not entry.endswith(".dist-info"):
+            continue
+        dist_dir = os.path.join(base, entry)
+        stem = entry[: -len(".dist-info")]
+        name, _, rest = stem.partition("-")
+        if not _claims_package(name, dist_dir, package):
+            continue
+        paths = record_paths(dist_dir, base)
+        inside = [p for p in paths or () if p.startswith(prefix) and "__pycache__" not in p]
+        if not inside:
+            continue
+        listed.update(inside)
+        try:
+            written = os.path.getmtime(os.path.join(dist_dir, "RECORD"))
+        except OSError:
+            written = 0.0
+        claims.append({"name": name, "version": rest.split("-")[0] or None, "metadata_dir": dist_dir,
+                       "files": len(inside)})
+        if newest is None or written > newest[0]:
+            newest = (written, dist_dir)
+    record = {"claims": claims, "compared_with": newest[1] if newest else None, "files": 0, "unlisted": [],
+              "unlisted_count": 0, "truncated": False, "skipped": None}
+    if not claims:
+        record["skipped"] = "no distribution's RECORD lists files in this folder (an editable or source install)"
+        return record
+    files, truncated = package_files(location)
+    # Compared as relative "/" paths: normalising every file of a large folder would cost more than the walk.
+    relative = set(p[len(prefix):].replace(os.sep, "/") for p in listed)
+    fold = os.path.normcase("A") == "a"  # Windows compares names case-insensitively
+    unlisted = [f for f in files if (f.lower() if fold else f) not in relative]
+    unlisted.sort(key=lambda f: (not f.endswith(_MODULE_SUFFIXES), f))
+    record.update(files=len(files), unlisted=unlisted[:UNLISTED_SHOWN], unlisted_count=len(unlisted),
+                  truncated=truncated)
+    return record
+
+
 def main():
     sites = site_dirs()
     facts = {
@@ -292,6 +436,7 @@ def main():
         "torch": torch_facts(sites),
         "bitsandbytes": bnb_facts(),
         "packages": {name: dist_version(name) for name in OTHER_PACKAGES},
+        "transformers_bnb_minimum": guarded(transformers_bnb_minimum),
     }
     sys.stdout.write(json.dumps(facts))
 

@@ -20,6 +20,7 @@ RULE_MODULES = (
     "bnbdoctor.rules.platform",
     "bnbdoctor.rules.packages",
     "bnbdoctor.rules.backend",
+    "bnbdoctor.rules.releases",
     "bnbdoctor.rules.native",
     "bnbdoctor.rules.placement",
     "bnbdoctor.rules.workflow",

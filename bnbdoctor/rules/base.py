@@ -40,6 +40,7 @@ PREMISES: dict[str, str] = {
     "release-supports-platform": "the installed bitsandbytes release supports this OS and architecture",
     "driver-exposed": "the NVIDIA driver's libraries are where the loader looks for them",
     "torch-matches-gpu": "torch is a build for the GPU this machine has, not a CPU-only build beside it",
+    "one-install": "the bitsandbytes package folder holds the files of one installed release",
 }
 
 

@@ -600,6 +600,7 @@ def _legacy_families(facts: Facts) -> list[str]:
         "cuda_lt_11_unsupported",
     ),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1041", BNB_DOCS_INSTALL),
+    requires=("one-install",),  # a stale cuda_setup/ left by an older install is BNB215's
 )
 def legacy_setup(facts: Facts) -> Hit | Skip | None:
     """## What it detects

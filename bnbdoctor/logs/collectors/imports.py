@@ -31,9 +31,12 @@ def no_module(state: LogState, m: re.Match[str], number: int, line: str) -> None
     elif module == "torch":
         state.torch.missing = True
         state.match("torch_not_installed", number, line)
-    elif module == "bitsandbytes":
+    elif m.group("module") == "bitsandbytes":
         state.bnb.missing = True
         state.match("bnb_not_installed", number, line)
+    elif module == "bitsandbytes":  # the package imports, one of its modules does not: two releases' files
+        state.bnb.seen = True
+        state.match("bnb_submodule_missing", number, line)
 
 
 @collects(
@@ -50,7 +53,20 @@ def cannot_import_name(state: LogState, m: re.Match[str], number: int, line: str
 @collects(
     "transformers_importerror",
     ("bitsandbytes",),
-    r"Using `?bitsandbytes`? (?:\d-bit )?quantization requires|requires the latest version of bitsandbytes",
+    r"Using `?bitsandbytes`? (?:\d-bit )?quantization requires(?! bitsandbytes\b)"
+    r"|requires the latest version of bitsandbytes",
 )
 def transformers_importerror(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.match("transformers_bnb_importerror", number, line)
+
+
+@collects(
+    "transformers_bnb_minimum",
+    ("requires bitsandbytes",),
+    r"quantization requires bitsandbytes\W{1,8}pip install[^`]{0,40}?"
+    r"bitsandbytes\s*>=\s*(?P<minimum>\d+(?:\.\d+){1,3})",
+)
+def transformers_bnb_minimum(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """transformers 5's quantizers name their minimum bitsandbytes in the ImportError they raise."""
+    state.python.bnb_minimum = m.group("minimum")
+    state.match("transformers_bnb_minimum", number, line)

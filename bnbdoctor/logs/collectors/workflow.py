@@ -53,3 +53,14 @@ def replica_error(state: LogState, m: re.Match[str], number: int, line: str) -> 
 def device_guard(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("bnb_device_guard", number, line)
+
+
+@collects(
+    "quantize_packed_weights",
+    "Blockwise quantization",
+    r"Blockwise quantization only supports 16/32-bit floats, but got torch\.u?int8",
+)
+def quantize_packed_weights(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """The quantizer was handed integer storage: weights that are already quantized, quantized again."""
+    state.bnb.seen = True
+    state.match("quantize_packed_weights", number, line)
