@@ -328,8 +328,9 @@ class SelectionInput:
         return replace(self, bnb_cuda_version=None, bnb_rocm_version=None)
 
     def with_override(self, variable: str, value: str) -> SelectionInput:
-        field = "bnb_rocm_version" if variable == "BNB_ROCM_VERSION" else "bnb_cuda_version"
-        return replace(self.without_override(), **{field: value})
+        if variable == "BNB_ROCM_VERSION":
+            return replace(self.without_override(), bnb_rocm_version=value)
+        return replace(self.without_override(), bnb_cuda_version=value)
 
 
 def override_variable(bnb_version: str | None, backend: str) -> str | None:
@@ -371,3 +372,10 @@ def override_reaching(inputs: SelectionInput, target_file: str) -> tuple[str, st
     if reached is not None and reached.loaded_file == target_file and reached.outcome == "loads":
         return variable, value
     return None
+
+
+def torch_cuda_reaching(inputs: SelectionInput, target_file: str, cuda: str) -> bool:
+    """Whether a torch build for CUDA ``cuda`` would make this release, with no override, load ``target_file``
+    (the ``_nocublaslt`` builds of <= 0.44 are chosen by the highest GPU, not by torch)."""
+    reached = replace(inputs.without_override(), torch_cuda=cuda, torch_hip=None, torch_xpu=None).select()
+    return reached is not None and reached.loaded_file == target_file

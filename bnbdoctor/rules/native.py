@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency
+from bnbdoctor.derive import predict_without_override, selection_input
+from bnbdoctor.facts import AbiNeed, BnbFacts, Facts, NativeFacts, ResolvedDependency, SelectedLibrary
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUFFIXED_WHEEL_MAJORS, SUGGESTED_TORCH_CUDA
 from bnbdoctor.knowledge.gpus import INT8_MATMUL_MIN
@@ -18,12 +19,14 @@ from bnbdoctor.knowledge.loader import (
     NEAREST_BUILD,
     OVERRIDE_NOCUBLASLT_BUG,
     ROCM_REJECTS_CUDA_OVERRIDE,
+    ROCM_TAG_MISBUILT,
     XPU_LIBRARY,
     XPU_PER_ONEAPI_YEAR,
 )
 from bnbdoctor.knowledge.platforms import LINUX_ONLY_WHEEL, PYTHON_DLL_PATH_SEARCH_DROPPED, WINDOWS_WHEELS
 from bnbdoctor.knowledge.ranges import full, minor
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM, bnb_spec_for_torch
+from bnbdoctor.knowledge.selection import LibrarySelection, override_reaching, override_variable, tag_misbuilt
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import (
@@ -206,14 +209,17 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
       0.44.0)
     """
     native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
-    sel = native.selection
-    if sel is None:
+    in_force = native.selection
+    if in_force is None:
         return Skip("bitsandbytes is not installed or its version is unknown")
-    if sel.override is not None or sel.backend == "cpu" or sel.outcome in ("loads", "cpu_library", "override_error"):
+    # With an override in force, judge what the release would pick without it: the override must not
+    # hide that the release ships nothing for torch's version (BNB302 judges the override itself).
+    sel = underlying_gap(facts) if in_force.override is not None else in_force
+    if sel is None or sel.backend == "cpu" or sel.outcome in ("loads", "cpu_library", "override_error"):
         return None
     if not bnb or not any(re.match(r"libbitsandbytes_(cuda|rocm|xpu)", f) for f in bnb.native_libraries):
         return None  # nothing GPU-capable is shipped at all: BNB308/BNB309 name that root cause
-    backend = sel.backend.upper()
+    backend = _BACKEND_NAMES.get(sel.backend, sel.backend.upper())
     runtime = {"rocm": torch.hip, "xpu": torch.xpu}.get(sel.backend, torch.cuda) if torch else None
     shipped = _shipped_versions(facts, sel.backend)
     effect = {
@@ -225,66 +231,159 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
         "error_on_first_call": "`import bitsandbytes` works, then the first quantized operation raises an error "
         f"about the missing binary ({sel.message}).",
     }.get(sel.outcome, sel.message or "")
+    spec = bnb_spec_for_torch(torch.version if torch else None, full(NEAREST_BUILD.first_text))
+    upgrade = [] if wheel_upgrade_blocked(facts) else [f'pip install -U "bitsandbytes{spec}"']
     commands: list[str] = []
+    covers = _missing_binary_families(sel.backend, sel.outcome, runtime)
+    wanted = major_minor(runtime)
     if sel.backend == "xpu":
         fix = (
             "This bitsandbytes ships no XPU library for torch's oneAPI version; install a release with XPU "
             f"builds ({XPU_LIBRARY.first_text}+, versioned per oneAPI year from {XPU_PER_ONEAPI_YEAR.first_text})."
         )
         commands = [f'pip install -U "bitsandbytes{XPU_LIBRARY.pip_spec()}"']
-        runtime_text = torch.xpu if torch else None
+    elif sel.backend == "rocm" and wanted and ROCM_TAG_MISBUILT.contains(bnb.version) and _misbuilt(bnb, wanted):
+        right = f"libbitsandbytes_rocm{wanted[0]}{wanted[1]}"
+        effect = (
+            f"This release builds the ROCm tag as major*10+minor, so ROCm {wanted[0]}.{wanted[1]} becomes "
+            f"'{sel.expected_file.split('rocm')[1].split('.')[0]}' instead of '{wanted[0]}{wanted[1]}': it looks for "
+            f"{sel.expected_file}, which no release ships, and reports 'Configured ROCm binary not found' at the first "
+            f"native call. {right} is the name {ROCM_TAG_MISBUILT.below_text}+ asks for."
+        )
+        fix = (
+            f"Upgrade bitsandbytes to {ROCM_TAG_MISBUILT.below_text} or newer, which spells the ROCm tag correctly "
+            f"(ROCm {wanted[0]}.{wanted[1]} → rocm{wanted[0]}{wanted[1]}) and picks the nearest ROCm {wanted[0]}.x "
+            f"build; {bnb.version} reads no override for ROCm, so only a source build for the installed ROCm helps "
+            "without upgrading."
+        )
+        commands = upgrade
+        covers = ["rocm_version_tag_misparsed"]
     else:
-        runtime_text = runtime
-        wanted = major_minor(runtime)
         major = wanted[0] if wanted else 0
-        same_major = [v for v in shipped if _tag_major(sel.backend, v) == major]
-        lower = [v for v in same_major if _tag_version(sel.backend, v) <= (wanted or (0, 0))]
-        pick = (lower or same_major)[-1] if same_major else None
-        legacy_nocublaslt = OVERRIDE_NOCUBLASLT_BUG.contains(bnb.version) and "_nocublaslt" in sel.expected_file
-        spec = bnb_spec_for_torch(torch.version if torch else None, full(NEAREST_BUILD.first_text))
+        reachable = _reachable_same_major(facts, sel.backend, major, wanted)
         if sel.backend == "cuda" and major and major < OLDEST_CUDA_MAJOR:
             fix = (
                 f"CUDA {runtime} is older than any bitsandbytes build ({OLDEST_CUDA_MAJOR}.x is the oldest "
                 f"shipped). Install a torch build for CUDA {' or '.join(SUGGESTED_TORCH_CUDA)}, then bitsandbytes."
             )
-        elif pick and not legacy_nocublaslt:
+        elif reachable:
+            variable, value = reachable
             fix = (
-                f"Point bitsandbytes at a shipped build of the same {backend} major, BNB_{'ROCM' if sel.backend == 'rocm' else 'CUDA'}"
-                f"_VERSION={pick}, whose runtime torch already loads; or upgrade bitsandbytes "
-                f"({NEAREST_BUILD.first_text}+ picks the nearest build of the same major by itself)."
+                f"Point bitsandbytes at a shipped build of the same {backend} major, {variable}={value}, whose "
+                f"runtime torch already loads; or upgrade bitsandbytes ({NEAREST_BUILD.first_text}+ picks the nearest "
+                "build of the same major by itself)."
             )
-            variable = (
-                "BNB_ROCM_VERSION"
-                if sel.backend == "rocm" and NEAREST_BUILD.contains(bnb.version)
-                else "BNB_CUDA_VERSION"
-            )
-            commands = [] if sel.backend == "rocm" and variable == "BNB_CUDA_VERSION" else [f"export {variable}={pick}"]
-            if not wheel_upgrade_blocked(facts):
-                commands.append(f'pip install -U "bitsandbytes{spec}"')
-        elif pick:
+            commands = [f"export {variable}={value}", *upgrade]
+        elif any(_tag_major(sel.backend, v) == major for v in shipped):
             fix = (
-                f"This release builds the override file name wrongly for GPUs below compute capability "
-                f"{INT8_MATMUL_MIN.text} (_nocublaslt builds), so an override cannot help: upgrade bitsandbytes."
+                f"This release ships other {backend} {major}.x builds, but no {_override_name(facts, sel.backend)} "
+                f"value makes it load one here ({_why_no_override(facts, sel)}): upgrade bitsandbytes."
             )
-            commands = [f'pip install -U "bitsandbytes{spec}"']
+            commands = upgrade
         else:
             fix = (
                 f"This bitsandbytes has no {backend} {major}.x build at all (shipped: {', '.join(shipped) or 'none'}). "
                 f"Install a torch build for a {backend} version it ships, or a bitsandbytes release built for yours."
             )
+    evidence = [
+        ev("torch", f"{torch.version if torch else '?'} ({backend} {runtime})", "python.torch"),
+        ev("expected", sel.expected_file, "native.selection.expected_file"),
+        ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries"),
+    ]
+    title = (
+        f"{versioned(facts, 'bitsandbytes', bnb.version)} has no library for torch's {backend} {runtime}: "
+        f"{sel.expected_file} is missing"
+    )
+    severity = None
+    if in_force.override is not None:
+        variable = _override_name(facts, sel.backend)
+        works = _override_works(facts)
+        title += f" (hidden by {variable}={in_force.override})"
+        effect = (
+            f"{variable}={in_force.override} replaces that choice today ({'it loads' if works else 'it asks for'} "
+            f"{in_force.expected_file}; BNB302 judges it). Without it: {effect} Unsetting the override alone "
+            "therefore does not fix this machine."
+        )
+        evidence.insert(0, ev(variable, repr(in_force.override), f"env.{variable}"))
+        severity = Severity.WARNING if works else None
     return Hit(
-        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} has no library for torch's {backend} {runtime_text}: "
-        f"{sel.expected_file} is missing",
+        title=title,
         explanation=f"bitsandbytes chooses its native library from torch's {backend} version, not from the driver "
         f"or a local toolkit. {effect}",
-        evidence=[
-            ev("torch", f"{torch.version if torch else '?'} ({backend} {runtime_text})", "python.torch"),
-            ev("expected", sel.expected_file, "native.selection.expected_file"),
-            ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries"),
-        ],
+        evidence=evidence,
         remediation=Remediation(fix, commands),
-        covers=_missing_binary_families(sel.backend, sel.outcome, runtime),
+        severity=severity,
+        covers=covers,
     )
+
+
+_BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}  # bitsandbytes' own spelling
+
+
+def underlying_gap(facts: Facts) -> LibrarySelection | None:
+    """With an override in force: what the release would pick without it, when that fails too."""
+    under = predict_without_override(facts)
+    if under is None or under.backend == "cpu" or under.outcome in ("loads", "cpu_library", "override_error"):
+        return None
+    return under
+
+
+def _misbuilt(bnb: BnbFacts, runtime: tuple[int, int]) -> bool:
+    release = release_tuple(bnb.version)
+    return release is not None and tag_misbuilt(release, runtime)
+
+
+def _override_name(facts: Facts, backend: str) -> str:
+    """The override variable the installed release reads for this backend (BNB_CUDA_VERSION if none)."""
+    bnb = bnb_of(facts)
+    return override_variable(bnb.version if bnb else None, backend) or "BNB_CUDA_VERSION"
+
+
+def _why_no_override(facts: Facts, sel: SelectedLibrary | LibrarySelection) -> str:
+    bnb = bnb_of(facts)
+    if override_variable(bnb.version if bnb else None, sel.backend) is None:
+        return f"{bnb.version if bnb else 'this release'} reads no override for {_BACKEND_NAMES.get(sel.backend)}"
+    if "_nocublaslt" in sel.expected_file or OVERRIDE_NOCUBLASLT_BUG.contains(bnb.version if bnb else None):
+        return (
+            "it builds the override's file name wrongly for the _nocublaslt builds of GPUs below compute "
+            f"capability {INT8_MATMUL_MIN.text}"
+        )
+    return "the file the override names is not the one it would load"
+
+
+def _reachable_same_major(
+    facts: Facts, backend: str, major: int, wanted: tuple[int, int] | None
+) -> tuple[str, str] | None:
+    """The override (variable, value) that makes this release load a shipped build of torch's major,
+    preferring the newest one not above torch's version; None when no value reaches one."""
+    inputs, bnb = selection_input(facts), bnb_of(facts)
+    if inputs is None or bnb is None:
+        return None
+    found: list[tuple[tuple[int, int], tuple[str, str]]] = []
+    for name in bnb.native_libraries:
+        match = re.match(rf"libbitsandbytes_{backend}(\d+)(?:_nocublaslt)?\.(so|dll|dylib)$", name)
+        if not match or _tag_major(backend, match.group(1)) != major:
+            continue
+        reached = override_reaching(inputs, name)
+        if reached is not None:
+            found.append((_tag_version(backend, match.group(1)), reached))
+    found.sort()
+    lower = [f for f in found if f[0] <= (wanted or (0, 0))]
+    pick = (lower or found)[-1] if found else None
+    return pick[1] if pick else None
+
+
+def _override_works(facts: Facts) -> bool:
+    """Whether the override in force loads a file of torch's major and the real loader (when it ran) agreed."""
+    native, torch, load = _native(facts), torch_of(facts), facts.load
+    sel = native.selection
+    if sel is None or not sel.exists or torch is None:
+        return False
+    if load is not None and load.ran and load.ok is False:
+        return False
+    runtime = major_minor(torch.hip if sel.backend == "rocm" else torch.cuda)
+    match = re.match(rf"libbitsandbytes_{sel.backend}(\d+)", sel.loaded_file or "")
+    return bool(runtime and match and _tag_major(sel.backend, match.group(1)) == runtime[0])
 
 
 #: What each release era does when the library for torch's version is missing (knowledge/selection.py):
@@ -402,9 +501,12 @@ def override(facts: Facts) -> Hit | Skip | None:
                 f"BNB_CUDA_VERSION is ignored on ROCm from {NEAREST_BUILD.first_text} (BNB_ROCM_VERSION is not set)"
             )
         return Skip(f"{variable} is not set")
+    if rocm and not strict and not ROCM_REJECTS_CUDA_OVERRIDE.contains(release):
+        return Skip(f"bitsandbytes {bnb.version if bnb else '?'} ROCm builds ignore BNB_CUDA_VERSION")
     sel = native.selection
     evidence = [ev(variable, repr(value), f"env.{variable}")]
-    unset = Remediation(f"Unset {variable}.", [f"unset {variable}"])
+    gap = underlying_gap(facts)
+    unset = _unset_remediation(facts, variable, gap, "")
     if sel is None or sel.backend == "cpu":
         return Hit(
             title=f"{variable}={value!r} is set but has no effect here",
@@ -448,12 +550,9 @@ def override(facts: Facts) -> Hit | Skip | None:
         )
     torch_major = (major_minor(torch.hip if rocm else torch.cuda) or (0, 0))[0] if torch else 0
     shipped = _shipped_versions(facts, sel.backend)
-    valid = [v for v in shipped if _tag_major(sel.backend, v) == torch_major]
-    alternative = (
-        f", or set it to a shipped build of torch's major version ({', '.join(valid)})"
-        if valid and not (rocm and not strict)
-        else ""
-    )
+    wanted = major_minor(torch.hip if rocm else torch.cuda) if torch else None
+    reachable = _reachable_same_major(facts, sel.backend, torch_major, wanted)
+    alternative = f", or set it to a shipped build of torch's major version ({reachable[1]})" if reachable else ""
     if not sel.exists:
         bug = (
             " — built by this release's name-building bug for _nocublaslt builds"
@@ -471,7 +570,7 @@ def override(facts: Facts) -> Hit | Skip | None:
                 *evidence,
                 ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries"),
             ],
-            remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]),
+            remediation=_unset_remediation(facts, variable, gap, alternative),
         )
     wanted_major = _tag_major(sel.backend, value) if value.isdigit() and len(value) >= 2 else None
     if wanted_major is not None and torch_major and wanted_major != torch_major:
@@ -496,18 +595,45 @@ def override(facts: Facts) -> Hit | Skip | None:
                 else ""
             ),
             evidence=evidence + _loader_evidence(facts),
-            remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]),
+            remediation=_unset_remediation(facts, variable, gap, alternative),
             severity=Severity.WARNING if found else Severity.ERROR,
         )
     return Hit(
         title=f"{variable}={value} is in force: bitsandbytes loads {sel.loaded_file}",
         explanation="The override replaces bitsandbytes' own choice. It fits torch's major version, so it can work; "
-        "remember it is set when you upgrade torch or bitsandbytes.",
+        "remember it is set when you upgrade torch or bitsandbytes."
+        + (
+            f" Without it, bitsandbytes would ask for {gap.expected_file}, which it does not ship (BNB301): do not "
+            "just unset it, upgrade bitsandbytes first."
+            if gap is not None
+            else ""
+        ),
         evidence=evidence,
         remediation=Remediation("Nothing to do if this is intended.", []),
         severity=Severity.INFO,
         covers=[],  # a fitting override diagnoses no failure
     )
+
+
+def _unset_remediation(facts: Facts, variable: str, gap: LibrarySelection | None, alternative: str) -> Remediation:
+    """Unset the override, unless the release ships nothing for torch's version without it: then say
+    both, and give the upgrade (or the override value that does reach a shipped build)."""
+    if gap is None:
+        return Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"])
+    torch = torch_of(facts)
+    spec = bnb_spec_for_torch(torch.version if torch else None, full(NEAREST_BUILD.first_text))
+    upgrade = [] if wheel_upgrade_blocked(facts) else [f'pip install -U "bitsandbytes{spec}"']
+    wanted = major_minor(torch.hip if gap.backend == "rocm" else torch.cuda) if torch else None
+    reachable = _reachable_same_major(facts, gap.backend, wanted[0], wanted) if wanted else None
+    text = (
+        f"Unsetting {variable} alone does not help: without it bitsandbytes asks for {gap.expected_file}, which "
+        f"it does not ship either. Upgrade bitsandbytes ({NEAREST_BUILD.first_text}+ picks the nearest build of the "
+        f"same major) and unset {variable}"
+    )
+    if reachable:
+        text += f"; or set {reachable[0]}={reachable[1]}, a shipped build of torch's major version"
+        return Remediation(text + ".", [f"export {reachable[0]}={reachable[1]}", *upgrade])
+    return Remediation(text + ".", [*upgrade, f"unset {variable}"])
 
 
 def _wheel_for(name: str) -> str | None:
