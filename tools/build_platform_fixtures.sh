@@ -206,6 +206,16 @@ wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
 wheel "$M/root$SITE" cusparse libcusparse.so.12
 ubuntu2204 "$M"
 
+# A stale BNB_CUDA_VERSION=117 on 0.45.5 with torch cu129: the override's cuda117 library needs CUDA 11
+# libraries that are nowhere; without it 0.45.5 has no cuda129 build (issue 11 item 4).
+M="$FX/bnb0455-override-117-torch-cu129"
+SITE=/home/dave/venvs/llm/lib/python3.10/site-packages
+bnb "$M/root" "$SITE/bitsandbytes" 0.45.5 libbitsandbytes_cuda117.so
+wheel "$M/root$SITE" cuda_runtime libcudart.so.12
+wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
+wheel "$M/root$SITE" cusparse libcusparse.so.12
+ubuntu2204 "$M"
+
 M="$FX/v100-bnb0461-cu128"
 SITE=/home/ubuntu/venvs/llm/lib/python3.11/site-packages
 bnb "$M/root" "$SITE/bitsandbytes" 0.46.1 libbitsandbytes_cuda128.so

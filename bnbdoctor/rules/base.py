@@ -38,6 +38,8 @@ PREMISES: dict[str, str] = {
     "library-readable": "the selected bitsandbytes library is a readable binary for this machine's platform",
     "release-supports-platform": "the installed bitsandbytes release supports this OS and architecture",
     "driver-exposed": "the NVIDIA driver's libraries are where the loader looks for them",
+    "override-fits-torch": "no BNB_CUDA_VERSION / BNB_ROCM_VERSION override makes bitsandbytes load a file other than "
+    "one for torch's runtime",
 }
 
 

@@ -420,6 +420,7 @@ def _tag_major(backend: str, tag: str) -> int:
     needs=("native", "python"),
     covers=("bnb_cuda_version_override_mismatch",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1559", BNB_DOCS_INSTALL),
+    refutes=("override-fits-torch",),
 )
 def override(facts: Facts) -> Hit | Skip | None:
     """## What it detects
@@ -653,7 +654,7 @@ def _wheel_for(name: str) -> str | None:
     needs=("native", "platform"),
     covers=("libcudart_not_found_legacy_cuda_setup", "cuda_shared_lib_missing_libcusparse"),
     references=("https://man7.org/linux/man-pages/man8/ld.so.8.html", BNB_DOCS_INSTALL),
-    requires=("library-readable",),
+    requires=("library-readable", "override-fits-torch"),
 )
 def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
     """## What it detects
