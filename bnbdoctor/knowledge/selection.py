@@ -63,6 +63,18 @@ def version_tag(bnb_version: tuple[int, ...], runtime: tuple[int, int]) -> str:
     return f"{runtime[0]}{runtime[1]}"
 
 
+#: The newest ROCm major there is (builds rocm62 ... rocm715 in the 0.49/0.50 wheels, bnb_internals.md §4): a
+#: 0.46-0.49 tag that reads as a newer major is ROCm 7.10+ spelled major*10+minor (ROCm 7.14 -> "84").
+NEWEST_ROCM_MAJOR = 7
+
+
+def rocm_from_misbuilt_tag(digits: str) -> tuple[int, int] | None:
+    """The ROCm version behind a 0.46-0.49 ROCm tag that no real ROCm has ("84" -> (7, 14)), else None."""
+    if not digits.isdigit() or int(digits) // 10 <= NEWEST_ROCM_MAJOR:
+        return None
+    return NEWEST_ROCM_MAJOR, int(digits) - NEWEST_ROCM_MAJOR * 10
+
+
 def tag_misbuilt(bnb_version: tuple[int, ...], runtime: tuple[int, int]) -> bool:
     """Whether this release spells the runtime's tag wrongly (0.46-0.49 with a minor of 10 or more)."""
     return version_tag(bnb_version, runtime) != f"{runtime[0]}{runtime[1]}"

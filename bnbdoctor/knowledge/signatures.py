@@ -93,7 +93,8 @@ _ALL = (
         "bnb_library_not_found",
         ROOT,
         "loader",
-        ("cuda_binary_missing_for_torch_cuda_version",),
+        # rocm_version_tag_misparsed: the missing file is a 0.46-0.49 ROCm tag no ROCm has (rocm84 for 7.14)
+        ("cuda_binary_missing_for_torch_cuda_version", "rocm_version_tag_misparsed"),
         "the bitsandbytes library for this CUDA/ROCm version is not in the package",
     ),
     Signature(

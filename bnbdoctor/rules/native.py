@@ -142,8 +142,13 @@ def static_problem(facts: Facts) -> bool:
         "cuda_setup_failed_despite_gpu_available",
         "compiled_without_gpu_support",
         "native_lib_none_attribute_errors",
+        "rocm_version_tag_misparsed",
     ),
-    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180"),
+    references=(
+        BNB_DOCS_INSTALL,
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1889",
+    ),
 )
 def binary_missing(facts: Facts) -> Hit | Skip | None:
     """## What it detects
@@ -275,10 +280,7 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
             )
             commands = [f"export {variable}={value}", *upgrade]
         elif any(_tag_major(sel.backend, v) == major for v in shipped):
-            fix = (
-                f"This release ships other {backend} {major}.x builds, but no {_override_name(facts, sel.backend)} "
-                f"value makes it load one here ({_why_no_override(facts, sel)}): upgrade bitsandbytes."
-            )
+            fix = f"This release ships other {backend} {major}.x builds, but {_why_no_override(facts, sel)}: upgrade bitsandbytes."
             commands = upgrade
         else:
             fix = (
@@ -341,14 +343,15 @@ def _override_name(facts: Facts, backend: str) -> str:
 
 def _why_no_override(facts: Facts, sel: SelectedLibrary | LibrarySelection) -> str:
     bnb = bnb_of(facts)
-    if override_variable(bnb.version if bnb else None, sel.backend) is None:
+    variable = override_variable(bnb.version if bnb else None, sel.backend)
+    if variable is None:
         return f"{bnb.version if bnb else 'this release'} reads no override for {_BACKEND_NAMES.get(sel.backend)}"
     if "_nocublaslt" in sel.expected_file or OVERRIDE_NOCUBLASLT_BUG.contains(bnb.version if bnb else None):
         return (
-            "it builds the override's file name wrongly for the _nocublaslt builds of GPUs below compute "
-            f"capability {INT8_MATMUL_MIN.text}"
+            f"no {variable} value makes it load one here: it builds the override's file name wrongly for the "
+            f"_nocublaslt builds of GPUs below compute capability {INT8_MATMUL_MIN.text}"
         )
-    return "the file the override names is not the one it would load"
+    return f"no {variable} value makes it load one here"
 
 
 def _reachable_same_major(
