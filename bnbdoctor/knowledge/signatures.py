@@ -98,6 +98,13 @@ _ALL = (
         "the bitsandbytes library for this CUDA/ROCm version is not in the package",
     ),
     Signature(
+        "rocm_device_stub_undefined",
+        ROOT,
+        "loader",
+        ("rocm_lib_undefined_device_stub",),
+        "the bitsandbytes ROCm library lacks a kernel's device stub: a preview build without that kernel",
+    ),
+    Signature(
         "bnb_cpu_library_not_found",
         ROOT,
         "loader",

@@ -264,7 +264,7 @@ def native_facts(
 ) -> tuple[NativeFacts | None, LoadCheck | None]:
     selection, path = _selection(state)
     load_seen = state.load
-    if selection is None and not load_seen.missing_deps and not load_seen.abi:
+    if selection is None and not load_seen.missing_deps and not load_seen.abi and not load_seen.undefined_symbol:
         return None, None
     native = NativeFacts(selection=selection)
     if path and re.search(r"[\\/]", path):
@@ -287,7 +287,7 @@ def native_facts(
         native.abi.append(need)
         native.version_needs[need.library] = list(need.required)
     load = None
-    if load_seen.missing_deps or load_seen.abi:
+    if load_seen.missing_deps or load_seen.abi or load_seen.undefined_symbol:
         load = LoadCheck(
             ran=True, ok=False, library=native.library, error=load_seen.errors[0] if load_seen.errors else None
         )

@@ -17,6 +17,10 @@ from bnbdoctor.logs.patterns import Q
 from bnbdoctor.logs.state import MAX_TEXT, LogState
 from bnbdoctor.logs.tokens import basename, token_before
 
+#: A HIP/CUDA kernel launcher stub (``_Z36__device_stub__kOptimizer32bit1State...``): defined by the kernel's
+#: translation unit, so undefined only when the library was built without that kernel (issue #1550).
+DEVICE_STUB = re.compile(r"_Z\d+__device_stub__")
+
 COLLECTOR = Collector("loader")
 collects = COLLECTOR.collects
 
@@ -155,6 +159,15 @@ def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) 
     elif "libbitsandbytes_cpu" in line:
         state.match("cpu_library_missing_symbol", number, line)
         state.bnb.library_exists(library or "libbitsandbytes_cpu.so")
+    elif DEVICE_STUB.match(symbol) and library.startswith("libbitsandbytes_"):
+        # a HIP library built without some kernel instantiations: the file exists and its needs resolved
+        state.match("rocm_device_stub_undefined", number, line)
+        state.bnb.library_exists(library)
+        path = token_before(line, m.start())
+        if "/" in path:
+            state.bnb_path(path)
+        state.load.errors.append(line[max(line.find(path), 0) :].strip())
+        state.load.undefined_symbol = symbol
     state.platform.os_votes["linux"] += 1
 
 
