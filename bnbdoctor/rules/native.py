@@ -19,6 +19,7 @@ from bnbdoctor.knowledge.loader import (
     NEAREST_BUILD,
     OVERRIDE_NOCUBLASLT_BUG,
     ROCM_IN_PYPI_WHEEL,
+    ROCM_PREVIEW_WHEELS,
     ROCM_REJECTS_CUDA_OVERRIDE,
     ROCM_TAG_MISBUILT,
     XPU_LIBRARY,
@@ -2298,7 +2299,8 @@ def device_stub_missing(facts: Facts) -> Hit | Skip | None:
         title=f"{library} lacks the {kernel} kernel: a {backend} build without that kernel",
         explanation=f"The loader refused {library}: it references {symbol}, the launch stub of one of its own "
         f"kernels ({kernel}), which only the library itself can define. It was built without that kernel "
-        "instantiation, a defect of the build (seen in the 0.45.x multi-backend preview wheels), not of this "
+        f"instantiation, a defect of the build (seen in the {ROCM_PREVIEW_WHEELS.last_text} multi-backend preview wheels), "
+        "not of this "
         "machine: every dependency resolved. bitsandbytes then has no native library and fails at the first "
         "quantized call.",
         evidence=[ev("the real loader said", load.error, "load.error")]
