@@ -42,7 +42,6 @@ SYNTHETIC = sorted((DATA / "synthetic_logs").glob("*.txt"))
 # removes the allowance). One per line, so that removals merge.
 PENDING = frozenset(
     {
-        "xpu_sycl_runtime_mismatch",
         "torch_build_lacks_gpu_arch",
         "torch_cpu_flavor_on_gpu_host",
         "quantizer_no_gpu_found",

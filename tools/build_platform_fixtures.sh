@@ -198,6 +198,15 @@ bnb "$M/root" /home/leo/venvs/serve/lib/python3.11/site-packages/bitsandbytes 0.
 debian "$M/root" x86_64 2.36 12 "$STDCXX_GCC12" libstdc++.so.6.0.30
 cache "$M" "ldconfig (Debian GLIBC 2.36-9+deb12u8) stable release version 2.36"
 
+# bitsandbytes 0.49.2's XPU library (libsycl.so.8) under a sourced oneAPI 2026.0 runtime (libsycl.so.9).
+M="$FX/xpu-bnb0492-oneapi2026-sycl9"
+bnb "$M/root" /home/ines/venvs/xpu/lib/python3.12/site-packages/bitsandbytes 0.49.2 libbitsandbytes_xpu.so
+ONEAPI_LIB="$M/root/opt/intel/oneapi/compiler/2026.0/lib"
+for soname in libsvml.so libirng.so libimf.so libintlc.so.5; do cuda "$ONEAPI_LIB" "$soname"; done
+cuda "$ONEAPI_LIB" libsycl.so.9 libsycl.so.9.0.0
+debian "$M/root" x86_64 2.39 14 gen:33:15 libstdc++.so.6.0.33
+cache "$M" "ldconfig (Ubuntu GLIBC 2.39-0ubuntu8.3) stable release version 2.39"
+
 M="$FX/turing-gtx1650"
 SITE=/home/dave/venvs/llm/lib/python3.10/site-packages
 bnb "$M/root" "$SITE/bitsandbytes" 0.44.1 libbitsandbytes_cuda121.so

@@ -98,6 +98,20 @@ _ALL = (
         "the bitsandbytes library for this CUDA/ROCm version is not in the package",
     ),
     Signature(
+        "oneapi_library_not_found",
+        ROOT,
+        "loader",
+        (),
+        "an Intel oneAPI runtime library the XPU library needs cannot be opened",
+    ),
+    Signature(
+        "sycl_runtime_other_major",
+        ROOT,
+        "loader",
+        ("xpu_sycl_runtime_mismatch",),
+        "the XPU library needs one SYCL runtime SONAME and the log shows another one present",
+    ),
+    Signature(
         "rocm_device_stub_undefined",
         ROOT,
         "loader",

@@ -275,7 +275,9 @@ def native_facts(
         native.library = python.bitsandbytes.location + sep + selection.loaded_file
     native.search_order = list(_WINDOWS_SEARCH if platform and platform.os == "windows" else _LINUX_SEARCH)
     for name, (kind, _message) in load_seen.missing_deps.items():
-        native.dependencies.append(ResolvedDependency(name=name, kind=kind))
+        stem = name.rsplit(".so.", 1)[0] + ".so."
+        others = [p for soname, p in load_seen.present.items() if soname != name and soname.startswith(stem)]
+        native.dependencies.append(ResolvedDependency(name=name, kind=kind, other_sonames=others))
         native.needed.append(name)
     for need in load_seen.abi.values():
         kind = "libc" if need.library.startswith("libc.so") else "cxx_runtime"

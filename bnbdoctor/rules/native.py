@@ -642,6 +642,44 @@ def _unset_remediation(facts: Facts, variable: str, gap: LibrarySelection | None
     return Remediation(text + ".", [*upgrade, f"unset {variable}"])
 
 
+def _sycl_mismatch(facts: Facts, deps: list[ResolvedDependency]) -> Hit:
+    """BNB316's branch for an XPU library linked against another SYCL/oneAPI runtime major than the installed one."""
+    native, bnb = _native(facts), bnb_of(facts)
+    needed = ", ".join(d.name for d in deps)
+    present = sorted({p.rsplit("/", 1)[-1] for d in deps for p in d.other_sonames})
+    versioned_xpu = XPU_PER_ONEAPI_YEAR.contains(bnb.version if bnb else None)
+    return Hit(
+        title=f"{_library_name(native)} needs {needed}, but this oneAPI runtime provides {', '.join(present)}",
+        explanation=f"The XPU library is linked against one SYCL/oneAPI runtime major ({needed}); the runtime "
+        f"installed here (torch's XPU wheels or the oneAPI toolkit) is another one ({', '.join(present)}). The "
+        "loader matches the SONAME exactly, so loading fails; bitsandbytes then falls back to a mock library and "
+        "the error appears later, as a RuntimeError at the first native call.",
+        evidence=[
+            ev(d.name, f"not found; present instead: {', '.join(d.other_sonames)}", "native.dependencies") for d in deps
+        ]
+        + _loader_evidence(facts),
+        remediation=Remediation(
+            (
+                "Install the oneAPI runtime this XPU library was built for, or a torch XPU build that brings it."
+                if versioned_xpu
+                else f"Upgrade bitsandbytes: {XPU_PER_ONEAPI_YEAR.first_text}+ ships one XPU library per oneAPI year "
+                "and loads the one for the runtime torch uses; or install the oneAPI runtime this library was built "
+                "for."
+            ),
+            [
+                f"ldd {native.library or _xpu_library_glob(facts)} | grep -i sycl",
+                *([] if versioned_xpu else [f'pip install -U "bitsandbytes{XPU_PER_ONEAPI_YEAR.pip_spec()}"']),
+            ],
+        ),
+        covers=["xpu_sycl_runtime_mismatch"],
+    )
+
+
+def _xpu_library_glob(facts: Facts) -> str:
+    bnb = bnb_of(facts)
+    return f"{bnb.location if bnb and bnb.location else '<site-packages>/bitsandbytes'}/libbitsandbytes_xpu*.so"
+
+
 def _wheel_for(name: str) -> str | None:
     """The pip wheel that ships a CUDA library: nvidia-*-cu11/-cu12; CUDA 13's are unsuffixed."""
     match = re.match(r"lib(cudart|cublasLt|cublas|cusparse|nvJitLink)\.so\.(\d+)", name)
@@ -2118,8 +2156,11 @@ def contradicted(facts: Facts) -> Hit | Skip | None:
     Severity.ERROR,
     "Every C/C++ runtime library the selected bitsandbytes build needs is found by the loader",
     needs=("native", "platform"),
-    covers=(),
-    references=("https://man7.org/linux/man-pages/man8/ld.so.8.html",),
+    covers=("xpu_sycl_runtime_mismatch",),
+    references=(
+        "https://man7.org/linux/man-pages/man8/ld.so.8.html",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/releases",
+    ),
     requires=("library-readable",),
 )
 def system_library_missing(facts: Facts) -> Hit | Skip | None:
@@ -2183,6 +2224,9 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
     if facts.platform and facts.platform.os != "linux":
         return Skip("Linux only (Windows imports are checked by BNB311)")
     oneapi = _unresolved(native, ("oneapi",))
+    other_major = [d for d in oneapi if d.other_sonames]
+    if other_major:
+        return _sycl_mismatch(facts, other_major)
     if oneapi:
         return Hit(
             title=f"{_library_name(native)} needs Intel oneAPI runtime libraries the loader cannot find: "
@@ -2194,6 +2238,7 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
                 "Source the oneAPI environment before Python, or install the runtime wheels.",
                 ["source /opt/intel/oneapi/setvars.sh", "pip install intel-sycl-rt intel-cmplr-lib-rt"],
             ),
+            covers=[],
         )
     missing = _unresolved(native, ("cxx_runtime", "libc", "other"))
     if not missing:
@@ -2218,6 +2263,7 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
             + " with the system package manager.",
             [],
         ),
+        covers=[],
     )
 
 
