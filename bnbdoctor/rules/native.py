@@ -162,15 +162,25 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
 
     It passes when the predicted file exists, including the case where a 0.50+ release falls back to the nearest
     packaged build of the same major. It stays silent when the CPU library is chosen on purpose (torch is not a
-    CUDA/ROCm build, or it sees no GPU), when `BNB_CUDA_VERSION` or `BNB_ROCM_VERSION` is set (that is
-    [BNB302](BNB302.md)'s case), when the package holds no compiled library at all ([BNB309](BNB309.md)), and when it
-    holds no GPU library at all ([BNB308](BNB308.md)).
+    CUDA/ROCm build, or it sees no GPU), when the package holds no compiled library at all ([BNB309](BNB309.md)), and
+    when it holds no GPU library at all ([BNB308](BNB308.md)).
+
+    When `BNB_CUDA_VERSION` or `BNB_ROCM_VERSION` is in force, [BNB302](BNB302.md) judges the override, and this rule
+    judges what the release would pick **without** it: an override never hides that the release ships nothing for
+    torch's version. Then the finding says both, and that unsetting the override alone does not help; it is a warning
+    when the override itself loads a build of torch's major, an error otherwise.
 
     Otherwise it reports the file the release expects, the builds it actually ships, and what happens next for this
     release family. The fix depends on what is shipped:
 
     - torch is built for CUDA 10 or older: no bitsandbytes build exists, so torch has to change;
-    - the release ships other builds of the same CUDA major: point `BNB_CUDA_VERSION` at one of them, or upgrade;
+    - the release ships other builds of the same major and an override value makes this release load one of them (the
+      same selection logic decides, so the `_nocublaslt` name bugs of 0.41–0.43 rule some values out): that value, or
+      upgrade. Only variables the release reads are named: `BNB_CUDA_VERSION` for CUDA, `BNB_ROCM_VERSION` for ROCm from
+      0.50; 0.46–0.49 ROCm builds read none, so there the fix is the upgrade;
+    - 0.46–0.49 with ROCm 7.10 or newer: the release's tag-building bug (`major*10+minor`, so ROCm 7.14 asks for
+      `libbitsandbytes_rocm84.so`); upgrade to 0.50+, which spells `rocm714` and falls back to the nearest ROCm 7.x
+      build (catalog `rocm_version_tag_misparsed`);
     - no build of that major at all: change torch or bitsandbytes.
 
     ## Why it matters
@@ -210,6 +220,10 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
       it from PyPI.
 
     ## Further reading
+
+    - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/2014 and
+      https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1890 (ROCm 7.14 / 7.12 become `rocm84` / `rocm82`;
+      fixed by PR #1889 in 0.50)
 
     - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1518 (maintainers: upgrade to the latest release)
     - https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1318 (the `_nocublaslt` override name, fixed in
@@ -448,6 +462,12 @@ def override(facts: Facts) -> Hit | Skip | None:
       than torch's;
     - **info**: the override is in force and matches torch's major version, which can work.
 
+    It is skipped for 0.46 ROCm builds, which ignore `BNB_CUDA_VERSION`. Whatever it reports, it also asks what the
+    release would pick without the override: when the release ships nothing for torch's version either (reported by
+    [BNB301](BNB301.md)), the fix says so and gives the upgrade, or the override value that does reach a shipped build
+    of torch's major, instead of "unset it" alone. Errors of this rule are a root cause: [BNB303](BNB303.md)'s missing
+    CUDA libraries of an override's build are listed under it.
+
     ## Why it matters
 
     `BNB_CUDA_VERSION=XYZ` replaces bitsandbytes' own choice with `libbitsandbytes_cudaXYZ`. It is meant for running
@@ -477,7 +497,8 @@ def override(facts: Facts) -> Hit | Skip | None:
     grep -rn BNB_CUDA_VERSION ~/.bashrc ~/.profile /etc/environment 2>/dev/null
     ```
 
-    - Nearly always: remove it. Use `unset BNB_CUDA_VERSION`, not `export BNB_CUDA_VERSION=`, because 0.50+ rejects the
+    - Nearly always: remove it, unless the release ships nothing for torch's version without it (the finding says so;
+      upgrade bitsandbytes first). Use `unset BNB_CUDA_VERSION`, not `export BNB_CUDA_VERSION=`, because 0.50+ rejects the
       empty value. Also delete it from shell profiles, Dockerfiles (`ENV BNB_CUDA_VERSION=…`), notebook settings and job
       scripts.
     - If you really run bitsandbytes on another CUDA than torch's, set it to a build the package ships (`pip show -f
@@ -2194,7 +2215,11 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
     (Alpine), where glibc's libraries do not exist at all. bitsandbytes' wheels are built for glibc only.
 
     The Intel XPU libraries also depend on oneAPI runtime libraries (`libsycl.so`, `libsvml.so`, `libimf.so`, …). They
-    are reported here too, but they come from Intel's oneAPI runtime, not from the system package manager.
+    are reported here too, but they come from Intel's oneAPI runtime, not from the system package manager. When the
+    needed SONAME is missing but the same library is present under another one (`libsycl.so.8` needed, `libsycl.so.9`
+    installed: the XPU library was built against another oneAPI release), the finding says so (catalog
+    `xpu_sycl_runtime_mismatch`): bitsandbytes then falls back to a mock library and fails at the first native call.
+    0.50+ ship one XPU library per oneAPI year (`libbitsandbytes_xpu2025`, `…xpu2026`).
 
     ## How to fix
 

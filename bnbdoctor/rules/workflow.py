@@ -1147,7 +1147,9 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     The rule fires when the log shows that bitsandbytes has no library for the CUDA version in use: `Required library
     version not found: libbitsandbytes_cudaXYZ.so` (legacy), `Could not find the bitsandbytes CUDA binary at …`
     (0.43.1–0.45), `Configured CUDA binary not found at …` (0.46–0.49), `No compatible CUDA binary found at …` (0.50+),
-    or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists. It stays
+    or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists. A missing
+    `libbitsandbytes_rocmNN.so` of 0.46–0.49 whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
+    `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is 0.50+. It stays
     silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists
     ([BNB309](BNB309.md)). It is the log twin of [BNB301](BNB301.md).
 
