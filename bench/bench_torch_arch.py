@@ -106,14 +106,17 @@ def main() -> None:
     run_probes([p for p in PROBES if p.name != "torch_arch"], ctx)
     print(f"2. torch_arch probe, recorded machine: {median_ms(lambda: gather_torch_arch(ctx), args.runs):.3f} ms")
 
-
     with_probe, without = a_b(fixture, args.runs)
-    print(f"3. diagnosis of the recorded machine: {with_probe:.1f} ms with the probe, {without:.1f} ms without "
-          f"(+{with_probe - without:.1f} ms)")
+    print(
+        f"3. diagnosis of the recorded machine: {with_probe:.1f} ms with the probe, {without:.1f} ms without "
+        f"(+{with_probe - without:.1f} ms)"
+    )
     if args.live:
         with_probe, without = a_b(LiveHost(), args.runs)
-        print(f"4. diagnosis of this machine: {with_probe:.1f} ms with the probe, {without:.1f} ms without "
-              f"(+{with_probe - without:.1f} ms)")
+        print(
+            f"4. diagnosis of this machine: {with_probe:.1f} ms with the probe, {without:.1f} ms without "
+            f"(+{with_probe - without:.1f} ms)"
+        )
 
 
 def a_b(host: Host, runs: int) -> tuple[float, float]:

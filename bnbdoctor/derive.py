@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from bnbdoctor.facts import BnbFacts, Facts
-from bnbdoctor.knowledge.selection import LibrarySelection, select_library
+from bnbdoctor.knowledge.selection import LibrarySelection, SelectionInput, underlying_selection
 
 
 @dataclass(frozen=True)
@@ -93,16 +93,16 @@ def cuda_expected(facts: Facts) -> bool:
     return bool(torch.hip) or bool(torch.cuda and (gpus or jetson))
 
 
-def predict_selection(facts: Facts) -> LibrarySelection | None:
-    """The library the installed bitsandbytes release will pick, from the facts alone."""
+def selection_input(facts: Facts) -> SelectionInput | None:
+    """What the installed release's library choice depends on, from the facts alone."""
     python, platform = facts.python, facts.platform
     if python is None or platform is None or not python.bitsandbytes.installed:
         return None
     bnb, torch = python.bitsandbytes, python.torch
-    return select_library(
+    return SelectionInput(
         bnb_version=bnb.version,
         os_name=platform.os,
-        shipped=bnb.native_libraries,
+        shipped=tuple(bnb.native_libraries),
         torch_cuda=torch.cuda,
         torch_hip=torch.hip,
         torch_xpu=torch.xpu,
@@ -111,3 +111,15 @@ def predict_selection(facts: Facts) -> LibrarySelection | None:
         bnb_cuda_version=facts.env.get("BNB_CUDA_VERSION"),
         bnb_rocm_version=facts.env.get("BNB_ROCM_VERSION"),
     )
+
+
+def predict_selection(facts: Facts) -> LibrarySelection | None:
+    """The library the installed bitsandbytes release will pick, from the facts alone."""
+    inputs = selection_input(facts)
+    return inputs.select() if inputs else None
+
+
+def predict_without_override(facts: Facts) -> LibrarySelection | None:
+    """What the release would pick with the ``BNB_*_VERSION`` override unset; None when none is in force."""
+    inputs = selection_input(facts)
+    return underlying_selection(inputs) if inputs else None

@@ -270,6 +270,9 @@ class ResolvedDependency:
     candidates: list[LibraryCandidate] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)  # distinct real files among the candidates
     elsewhere: list[str] = field(default_factory=list)  # matching files outside the search path
+    # when not found: the same library under another SONAME where the loader or bnbdoctor looked
+    # (libsycl.so.9 for a needed libsycl.so.8), i.e. a runtime of another major
+    other_sonames: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -36,17 +36,6 @@ from bnbdoctor.rules import all_rules
 DATA = ROOT / "tests" / "data"
 REAL = sorted((DATA / "real_logs").glob("*.txt"))
 SYNTHETIC = sorted((DATA / "synthetic_logs").glob("*.txt"))
-#: Catalog entries added in the catalog's second edition (their ``added`` field) that no rule
-#: detects yet: the issue that adds their rules removes this allowance.
-# Catalog entries added for issue 12, not yet covered: each is removed as a rule covers it (issue 12
-# removes the allowance). One per line, so that removals merge.
-PENDING = frozenset(
-    {
-        "rocm_version_tag_misparsed",
-        "rocm_lib_undefined_device_stub",
-        "xpu_sycl_runtime_mismatch",
-    }
-)
 SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
 
 
@@ -78,15 +67,13 @@ def bnbdoctor(*args: str, stdin: bytes | None = None, timeout: float = 120) -> s
 # ------------------------------------------------------------------------------------------ coverage
 def test_every_catalog_id_is_covered_by_a_rule() -> None:
     covered = {c for rule in all_rules() for c in rule.covers}
-    missing = [entry for entry in catalog_ids() if entry not in covered and entry not in PENDING]
+    missing = [entry for entry in catalog_ids() if entry not in covered]
     assert not missing, f"catalog entries no rule covers: {missing}"
-    assert not PENDING & covered, "a pending entry is covered now: drop it from PENDING"
-    assert {entry["id"] for entry in catalog() if entry.get("added")} >= PENDING, "only new entries may be pending"
 
 
 def test_every_catalog_id_has_a_test_log() -> None:
     have = {p.stem for p in REAL + SYNTHETIC}
-    missing = [entry for entry in catalog_ids() if entry not in have and entry not in PENDING]
+    missing = [entry for entry in catalog_ids() if entry not in have]
     assert not missing, f"catalog entries without a real or synthetic log: {missing}"
     assert not {p.stem for p in REAL} & {p.stem for p in SYNTHETIC}, "a catalog id has both a real and a synthetic log"
 

@@ -35,14 +35,22 @@ def signatures(text: str) -> list[str]:
     [
         "RuntimeError: No GPU found. A GPU is needed for quantization.",
         "No GPU found. A GPU is needed for quantization.",
-        ("RuntimeError: None of the available devices `available_devices = None` are supported by the bitsandbytes "
-        "version you have installed: `bnb_supported_devices = {'cuda', 'xpu'}`. Please check the docs"),
-        ("RuntimeError: None of the available devices `available_devices = {'mps'}` are supported by the bitsandbytes "
-        "version you have installed: `bnb_supported_devices = {'cuda'}`."),
-        ("RuntimeError: CUDA is required but not available for bitsandbytes. Please consider installing the "
-        "multi-platform enabled version of bitsandbytes"),
-        ("ImportError: The installed version of bitsandbytes (<0.43.1) requires CUDA, but CUDA is not available. You "
-        "may need to install PyTorch with CUDA support or upgrade bitsandbytes to >=0.43.1."),
+        (
+            "RuntimeError: None of the available devices `available_devices = None` are supported by the bitsandbytes "
+            "version you have installed: `bnb_supported_devices = {'cuda', 'xpu'}`. Please check the docs"
+        ),
+        (
+            "RuntimeError: None of the available devices `available_devices = {'mps'}` are supported by the "
+            "bitsandbytes version you have installed: `bnb_supported_devices = {'cuda'}`."
+        ),
+        (
+            "RuntimeError: CUDA is required but not available for bitsandbytes. Please consider installing the "
+            "multi-platform enabled version of bitsandbytes"
+        ),
+        (
+            "ImportError: The installed version of bitsandbytes (<0.43.1) requires CUDA, but CUDA is not available. "
+            "You may need to install PyTorch with CUDA support or upgrade bitsandbytes to >=0.43.1."
+        ),
     ],
 )
 def test_quantizer_no_gpu_in_every_wording(line: str) -> None:
@@ -59,7 +67,7 @@ def test_quantizer_no_gpu_in_every_wording(line: str) -> None:
             "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11070).",
             "initialise",
         ),
-        ("File \"/Users/me/venv/lib/python3.11/site-packages/transformers/modeling_utils.py\", line 3030", "MPS"),
+        ('File "/Users/me/venv/lib/python3.11/site-packages/transformers/modeling_utils.py", line 3030', "MPS"),
         ("", "does not show why"),
     ],
 )
@@ -93,9 +101,11 @@ def test_load_in_kbit_keyword_by_transformers_version(text: str, words: str) -> 
         "ValueError: `.to` is not supported for `8-bit` bitsandbytes models. Please use the model as it is",
         "ValueError: `.cuda` is not supported for `4-bit` or `8-bit` quantized models. Please use the model as it is",
         "ValueError: Calling `cuda()` is not supported for `4-bit` or `8-bit` quantized models. Please use the model",
-        ("ValueError: Calling `to()` is not supported for `4-bit` quantized models with the installed version of "
-        "bitsandbytes. The current device is `cuda:0`. If you intended to move the model, please install "
-        "bitsandbytes >= 0.43.2."),
+        (
+            "ValueError: Calling `to()` is not supported for `4-bit` quantized models with the installed version of "
+            "bitsandbytes. The current device is `cuda:0`. If you intended to move the model, please install "
+            "bitsandbytes >= 0.43.2."
+        ),
         "ValueError: You cannot cast a bitsandbytes model in a new `dtype`. Make sure to load the model using",
         "ValueError: `.half()` is not supported for quantized model. Please use the model as it is",
     ],

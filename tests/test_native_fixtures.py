@@ -546,3 +546,12 @@ def test_ldconfig_p_output_is_used_on_aarch64(tmp_path: Path) -> None:
     native = diagnose(FixtureHost(copy)).facts.native
     assert native is not None
     assert {d.via for d in native.dependencies if d.name in names} == {"ld.so.cache"}
+
+
+def test_xpu_sycl_other_major_is_recorded() -> None:
+    """The missing libsycl.so.8 is reported with the libsycl.so.9 the sourced oneAPI 2026 runtime provides."""
+    name = "xpu-bnb0492-oneapi2026-sycl9"
+    sycl = dep(name, "libsycl.so.8")
+    assert sycl.resolved is None and sycl.kind == "oneapi"
+    assert sycl.other_sonames == ["/opt/intel/oneapi/compiler/2026.0/lib/libsycl.so.9"]
+    assert dep(name, "libsvml.so").resolved == "/opt/intel/oneapi/compiler/2026.0/lib/libsvml.so"

@@ -206,12 +206,15 @@ def test_a_missing_submodule_is_not_a_missing_package() -> None:
 
 
 def test_transformers_5_message_is_not_the_generic_4x_importerror() -> None:
-    v5 = explain_text("ImportError: Using `bitsandbytes` 8-bit quantization requires bitsandbytes: "
-                      "`pip install -U bitsandbytes>=0.47.0`\n")
+    v5 = explain_text(
+        "ImportError: Using `bitsandbytes` 8-bit quantization requires bitsandbytes: "
+        "`pip install -U bitsandbytes>=0.47.0`\n"
+    )
     assert [f.rule_id for f in v5.findings] == ["BNB214"]
     assert v5.facts.python and v5.facts.python.transformers_bnb_minimum
     assert v5.facts.python.transformers_bnb_minimum.minimum == "0.47.0"
-    v4 = explain_text("ImportError: Using `bitsandbytes` 4-bit quantization requires the latest version of "
-                      "bitsandbytes: `pip install -U bitsandbytes`\n")
+    v4 = explain_text(
+        "ImportError: Using `bitsandbytes` 4-bit quantization requires the latest version of "
+        "bitsandbytes: `pip install -U bitsandbytes`\n"
+    )
     assert "BNB521" in [f.rule_id for f in v4.findings] and "BNB214" not in [f.rule_id for f in v4.findings]
-

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from bnbdoctor.knowledge.releases import kernel_runs_on, nearest_recorded_wheel, recorded_wheels
-from bnbdoctor.knowledge.selection import select_library
+from bnbdoctor.knowledge.selection import (
+    SelectionInput,
+    override_reaching,
+    override_variable,
+    select_library,
+    tag_misbuilt,
+    underlying_selection,
+)
 
 
 def files(version: str, os_name: str = "linux") -> list[str]:
@@ -174,3 +181,89 @@ def test_kernel_compatibility_rules() -> None:
     assert not kernel_runs_on(cu121, (5, 2))
     same_minor = nearest_recorded_wheel("0.45.0", "linux")
     assert same_minor is not None and same_minor.version == "0.45.5"
+
+
+def _inputs(version: str, **kw: object) -> SelectionInput:
+    base: dict[str, object] = {
+        "bnb_version": version,
+        "os_name": "linux",
+        "shipped": tuple(files(version)),
+        "torch_cuda": "12.6",
+        "torch_hip": None,
+        "torch_xpu": None,
+        "gpu_available": True,
+        "highest_cc": (8, 6),
+    }
+    base.update(kw)
+    return SelectionInput(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("version", "torch_cuda", "override", "in_force", "without"),
+    [
+        # 0.44.1 ships nothing for 12.6: the override loads cuda117, without it the CPU fallback.
+        ("0.44.1", "12.6", "117", "libbitsandbytes_cuda117.so", "cpu_fallback"),
+        # 0.42.0 has no 11.6 build: without the override the import fails.
+        ("0.42.0", "11.6", "117", "libbitsandbytes_cuda117.so", "import_error"),
+        ("0.50.2", "12.1", "117", None, "loads"),
+    ],
+)
+def test_selection_without_the_override(
+    version: str, torch_cuda: str, override: str, in_force: str | None, without: str
+) -> None:
+    inputs = _inputs(version, torch_cuda=torch_cuda, bnb_cuda_version=override)
+    sel = inputs.select()
+    assert sel is not None and sel.override == override and sel.loaded_file == in_force
+    under = underlying_selection(inputs)
+    assert under is not None and under.override is None and under.outcome == without
+    assert underlying_selection(inputs.without_override()) is None  # no override, nothing underneath
+
+
+def test_override_reaching_agrees_with_the_selection() -> None:
+    # 0.42 with an A6000 as highest GPU: BNB_CUDA_VERSION=123 gives cuda123.so, never cuda123_nocublaslt.so.
+    legacy = _inputs("0.42.0", torch_cuda="12.1")
+    assert override_reaching(legacy, "libbitsandbytes_cuda123_nocublaslt.so") is None
+    assert override_reaching(legacy, "libbitsandbytes_cuda123.so") == ("BNB_CUDA_VERSION", "123")
+    # 0.43.x builds "..._nocublaslt124.so" from an override on GPUs below cc 7.5 (issue #1312).
+    nocublaslt = _inputs("0.43.3", torch_cuda="12.1", highest_cc=(6, 1))
+    assert override_reaching(nocublaslt, "libbitsandbytes_cuda124_nocublaslt.so") is None
+    assert override_reaching(_inputs("0.44.1", highest_cc=(6, 1)), "libbitsandbytes_cuda124_nocublaslt.so") == (
+        "BNB_CUDA_VERSION",
+        "124",
+    )
+    # ROCm reads BNB_ROCM_VERSION from 0.50 only; 0.46-0.49 take no override at all.
+    assert override_reaching(_inputs("0.49.2", torch_cuda=None, torch_hip="7.1"), "libbitsandbytes_rocm70.so") is None
+    rocm050 = _inputs("0.50.2", torch_cuda=None, torch_hip="7.1")
+    assert override_reaching(rocm050, "libbitsandbytes_rocm70.so") == ("BNB_ROCM_VERSION", "70")
+
+
+def test_override_variables_by_release() -> None:
+    assert override_variable("0.40.2", "cuda") is None
+    assert override_variable("0.41.1", "cuda") == "BNB_CUDA_VERSION"
+    assert override_variable("0.49.2", "rocm") is None
+    assert override_variable("0.50.0", "rocm") == "BNB_ROCM_VERSION"
+    assert override_variable("0.50.2", "xpu") is None
+
+
+@pytest.mark.parametrize(
+    ("version", "hip", "expected", "misbuilt"),
+    [
+        ("0.49.2", "7.14", "libbitsandbytes_rocm84.so", True),
+        ("0.46.1", "7.10", "libbitsandbytes_rocm80.so", True),
+        ("0.49.2", "7.2", "libbitsandbytes_rocm72.so", False),
+        ("0.50.2", "7.14", "libbitsandbytes_rocm714.so", False),
+    ],
+)
+def test_rocm_tag_of_046_049(version: str, hip: str, expected: str, misbuilt: bool) -> None:
+    sel = _inputs(version, torch_cuda=None, torch_hip=hip).select()
+    assert sel is not None and sel.expected_file == expected
+    release = tuple(int(p) for p in version.split("."))
+    assert tag_misbuilt(release, (int(hip.split(".", maxsplit=1)[0]), int(hip.split(".")[1]))) is misbuilt
+
+
+def test_rocm_046_ignores_the_cuda_override() -> None:
+    sel = _inputs("0.49.2", torch_cuda=None, torch_hip="7.1", bnb_cuda_version="118").select()
+    assert sel is not None and sel.outcome == "override_error"  # 0.47-0.49 reject it
+    shipped = (*files("0.46.1"), "libbitsandbytes_rocm63.so")
+    sel = _inputs("0.46.1", shipped=shipped, torch_cuda=None, torch_hip="6.3", bnb_cuda_version="118").select()
+    assert sel is not None and sel.override is None and sel.loaded_file == "libbitsandbytes_rocm63.so"

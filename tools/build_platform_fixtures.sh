@@ -250,6 +250,15 @@ bnb "$M/root" /home/leo/venvs/serve/lib/python3.11/site-packages/bitsandbytes 0.
 debian "$M/root" x86_64 2.36 12 "$STDCXX_GCC12" libstdc++.so.6.0.30
 cache "$M" "ldconfig (Debian GLIBC 2.36-9+deb12u8) stable release version 2.36"
 
+# bitsandbytes 0.49.2's XPU library (libsycl.so.8) under a sourced oneAPI 2026.0 runtime (libsycl.so.9).
+M="$FX/xpu-bnb0492-oneapi2026-sycl9"
+bnb "$M/root" /home/ines/venvs/xpu/lib/python3.12/site-packages/bitsandbytes 0.49.2 libbitsandbytes_xpu.so
+ONEAPI_LIB="$M/root/opt/intel/oneapi/compiler/2026.0/lib"
+for soname in libsvml.so libirng.so libimf.so libintlc.so.5; do cuda "$ONEAPI_LIB" "$soname"; done
+cuda "$ONEAPI_LIB" libsycl.so.9 libsycl.so.9.0.0
+debian "$M/root" x86_64 2.39 14 gen:33:15 libstdc++.so.6.0.33
+cache "$M" "ldconfig (Ubuntu GLIBC 2.39-0ubuntu8.3) stable release version 2.39"
+
 M="$FX/turing-gtx1650"
 SITE=/home/dave/venvs/llm/lib/python3.10/site-packages
 bnb "$M/root" "$SITE/bitsandbytes" 0.44.1 libbitsandbytes_cuda121.so
@@ -272,6 +281,16 @@ SITE=/home/frank/venvs/ft/lib/python3.10/site-packages
 bnb "$M/root" "$SITE/bitsandbytes" 0.50.2 libbitsandbytes_cuda124.so
 wheel "$M/root$SITE" cuda_runtime libcudart.so.12
 wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
+ubuntu2204 "$M"
+
+# A stale BNB_CUDA_VERSION=117 on 0.45.5 with torch cu129: the override's cuda117 library needs CUDA 11
+# libraries that are nowhere; without it 0.45.5 has no cuda129 build (issue 11 item 4).
+M="$FX/bnb0455-override-117-torch-cu129"
+SITE=/home/dave/venvs/llm/lib/python3.10/site-packages
+bnb "$M/root" "$SITE/bitsandbytes" 0.45.5 libbitsandbytes_cuda117.so
+wheel "$M/root$SITE" cuda_runtime libcudart.so.12
+wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
+wheel "$M/root$SITE" cusparse libcusparse.so.12
 ubuntu2204 "$M"
 
 M="$FX/v100-bnb0461-cu128"

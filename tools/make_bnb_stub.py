@@ -460,6 +460,10 @@ def make_system(args: argparse.Namespace) -> None:
         # NVIDIA's libraries define one version node named after the SONAME.
         stem = name.split(".so")[0]
         nodes = [(name, None, [stub_symbol(name, name)] + CUDA_EXPORTS[stem])]
+    elif re.match(r"lib(svml|irng|imf|intlc|sycl)\.so(\.\d+)*$", name):
+        # Intel's oneAPI compiler runtime: the XPU library needs no symbol version from it, so one node named
+        # after the SONAME (as for NVIDIA's libraries) only gives the file a defined symbol.
+        nodes = [(name, None, [stub_symbol(name, name)])]
     else:
         sys.exit(f"error: no system stub recipe for {name}")
     with tempfile.TemporaryDirectory() as tmp:

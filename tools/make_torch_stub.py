@@ -33,7 +33,7 @@ KIND_PTX, KIND_ELF = 1, 2
 
 
 def parse_arch_list(text: str) -> tuple[list[int], list[int]]:
-    """"7.5;8.0;12.0+PTX" -> ([75, 80, 120], [120])."""
+    """ "7.5;8.0;12.0+PTX" -> ([75, 80, 120], [120])."""
     sass: list[int] = []
     ptx: list[int] = []
     for item in text.replace(" ", ";").split(";"):

@@ -20,4 +20,6 @@ TRANSFORMERS_WITH_BNB_MINIMUM = VersionRange(
     "5.0", None, "transformers PR #41283 ('[v5] Bump min version of bitsandbytes'), first in 5.0.0"
 )
 TRANSFORMERS_BNB_MINIMUM_PR = "https://github.com/huggingface/transformers/pull/41283"
-TRANSFORMERS_IMPORT_UTILS = "https://github.com/huggingface/transformers/blob/main/src/transformers/utils/import_utils.py"
+TRANSFORMERS_IMPORT_UTILS = (
+    "https://github.com/huggingface/transformers/blob/main/src/transformers/utils/import_utils.py"
+)

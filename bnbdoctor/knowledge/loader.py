@@ -33,6 +33,18 @@ NEAREST_BUILD = VersionRange(
 EMPTY_OVERRIDE_IGNORED = VersionRange("0.43", "0.50", "bnb_internals.md §1.4 (0.43-0.49 override warning)", last="0.49")
 #: ROCm builds of 0.47-0.49 raise on any non-empty BNB_CUDA_VERSION.
 ROCM_REJECTS_CUDA_OVERRIDE = VersionRange("0.47", "0.50", "bnb_internals.md §1.4: 0.47.0-0.49.2, ROCm", last="0.49")
+#: 0.46-0.49 build the version tag as major*10+minor: ROCm 7.10/7.12/7.14 become rocm80/rocm82/rocm84,
+#: which no release ships; 0.50 spells it f"{major}{minor}" again (#1889).
+ROCM_TAG_MISBUILT = VersionRange(
+    "0.46", "0.50", "bnb_internals.md §1.2: repo@0.46.0:cuda_specs.py; PR #1889; issue #2014", last="0.49"
+)
+#: ROCm libraries ship in the PyPI Linux wheel from 0.49.0 (rocm62-rocm72); before, only preview and
+#: multi-backend wheels had them (0.45.x previews lacked some kernels, issue #1550).
+ROCM_IN_PYPI_WHEEL = VersionRange("0.49", None, "bnb_internals.md §5: 0.49.0-0.49.2 ship ROCm in the PyPI wheel")
+#: The 0.45.x multi-backend preview wheels whose HIP libraries lack some kernels (undefined device stubs).
+ROCM_PREVIEW_WHEELS = VersionRange(
+    "0.45", "0.46", "failure catalog rocm_lib_undefined_device_stub: issues #1550, #1519, #1508", last="0.45.x"
+)
 #: Up to 0.43.x the override builds a wrong file name for the _nocublaslt builds (cc < 7.5);
 #: 0.44.0 fixed it with re.sub(r"cuda\d+", ...) (#1318).
 OVERRIDE_NOCUBLASLT_BUG = VersionRange(None, "0.44", "bnb_internals.md §1.4: issue #1312, fixed by #1318")

@@ -3,12 +3,17 @@
 Each release family has its own logic (bnb_internals.md §1.3-1.4, read from cextension.py and
 cuda_setup/main.py at each tag). This module reproduces it as a pure function of facts, so the
 doctor can predict the failure without importing bitsandbytes.
+
+The same function answers "what if": :class:`SelectionInput` holds everything the choice depends on,
+so a rule can ask what the release would select without the ``BNB_*_VERSION`` override in force
+(:func:`underlying_selection`) or which override value would make it load a given file
+(:func:`override_reaching`), instead of guessing from file names.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 
@@ -17,6 +22,8 @@ LEGACY = (0, 0, 0)  # <= 0.43.0: CUDASetup, _nocublaslt below cc 7.5, raises at 
 CPU_FALLBACK = (0, 43, 1)  # 0.43.1-0.45.x: missing CUDA library -> CPU library, warning
 EXACT = (0, 46, 0)  # 0.46-0.49: exact match, error on first native call
 NEAREST = (0, 50, 0)  # 0.50+: nearest packaged version of the same major
+OVERRIDE_FROM = (0, 41, 0)  # BNB_CUDA_VERSION is read from 0.41.0 (bnb_internals.md §1.4)
+ROCM_OVERRIDE_FROM = NEAREST  # BNB_ROCM_VERSION is read from 0.50.0; 0.46-0.49 ROCm have no override
 
 
 @dataclass(frozen=True)
@@ -48,10 +55,29 @@ def library_suffix(bnb_version: tuple[int, ...], os_name: str) -> str:
     return {"windows": ".dll", "macos": ".dylib"}.get(os_name, ".so")
 
 
-def _version_tag(bnb_version: tuple[int, ...], runtime: tuple[int, int]) -> str:
+def version_tag(bnb_version: tuple[int, ...], runtime: tuple[int, int]) -> str:
+    """The digits a release puts after ``cuda``/``rocm`` for a runtime version: ``f"{M}{m}"``, except
+    0.46-0.49, which compute ``M*10+m`` (the same for CUDA 11/12, but ROCm 7.14 becomes "84")."""
     if EXACT <= bnb_version < NEAREST:
-        return str(runtime[0] * 10 + runtime[1])  # 0.46-0.49: ROCm 7.14 became "84"
+        return str(runtime[0] * 10 + runtime[1])
     return f"{runtime[0]}{runtime[1]}"
+
+
+#: The newest ROCm major there is (builds rocm62 ... rocm715 in the 0.49/0.50 wheels, bnb_internals.md §4): a
+#: 0.46-0.49 tag that reads as a newer major is ROCm 7.10+ spelled major*10+minor (ROCm 7.14 -> "84").
+NEWEST_ROCM_MAJOR = 7
+
+
+def rocm_from_misbuilt_tag(digits: str) -> tuple[int, int] | None:
+    """The ROCm version behind a 0.46-0.49 ROCm tag that no real ROCm has ("84" -> (7, 14)), else None."""
+    if not digits.isdigit() or int(digits) // 10 <= NEWEST_ROCM_MAJOR:
+        return None
+    return NEWEST_ROCM_MAJOR, int(digits) - NEWEST_ROCM_MAJOR * 10
+
+
+def tag_misbuilt(bnb_version: tuple[int, ...], runtime: tuple[int, int]) -> bool:
+    """Whether this release spells the runtime's tag wrongly (0.46-0.49 with a minor of 10 or more)."""
+    return version_tag(bnb_version, runtime) != f"{runtime[0]}{runtime[1]}"
 
 
 def _split_tag(backend: str, digits: str) -> tuple[int, int]:
@@ -128,6 +154,8 @@ def _legacy(
     if highest_cc is not None and highest_cc < (7, 5):
         name += "_nocublaslt"
     name += suffix
+    if override and version < OVERRIDE_FROM:
+        override = None  # no override before 0.41
     if override:  # only a non-empty value counts in these releases
         if version < (0, 43, 0):
             name = name[:-6] + f"{override}.so"  # the documented slicing bug with _nocublaslt
@@ -159,7 +187,7 @@ def _cpu_fallback_or_exact(
     override: str | None,
     cpu_name: str,
 ) -> LibrarySelection:
-    name = f"libbitsandbytes_{backend}{_version_tag(version, runtime)}"
+    name = f"libbitsandbytes_{backend}{version_tag(version, runtime)}"
     if version < (0, 45, 0) and highest_cc is not None and highest_cc < (7, 5):
         name += "_nocublaslt"
     name += suffix
@@ -174,7 +202,9 @@ def _cpu_fallback_or_exact(
             override,
             message=f"BNB_CUDA_VERSION={override} detected for ROCm!!",
         )
-    if override and backend == "cuda":
+    if backend != "cuda":
+        override = None  # 0.46 ROCm builds ignore BNB_CUDA_VERSION (its re.sub finds no cuda tag)
+    if override:
         if version < (0, 44, 0):
             stem = name[: -len(suffix)]
             name = re.sub(r"\d+$", "", stem) + override + suffix
@@ -275,3 +305,89 @@ def _nearest(
         message=f"No prebuilt binary for {backend.upper()} {runtime[0]}.{runtime[1]}, loading "
         f"{backend.upper()} {major}.{minor} instead. Set {variable} to override.",
     )
+
+
+@dataclass(frozen=True)
+class SelectionInput:
+    """Everything a release's library choice depends on (the arguments of :func:`select_library`)."""
+
+    bnb_version: str | None
+    os_name: str
+    shipped: tuple[str, ...]
+    torch_cuda: str | None
+    torch_hip: str | None
+    torch_xpu: str | None
+    gpu_available: bool
+    highest_cc: tuple[int, int] | None
+    bnb_cuda_version: str | None = None
+    bnb_rocm_version: str | None = None
+
+    def select(self) -> LibrarySelection | None:
+        return select_library(
+            bnb_version=self.bnb_version,
+            os_name=self.os_name,
+            shipped=list(self.shipped),
+            torch_cuda=self.torch_cuda,
+            torch_hip=self.torch_hip,
+            torch_xpu=self.torch_xpu,
+            gpu_available=self.gpu_available,
+            highest_cc=self.highest_cc,
+            bnb_cuda_version=self.bnb_cuda_version,
+            bnb_rocm_version=self.bnb_rocm_version,
+        )
+
+    def without_override(self) -> SelectionInput:
+        return replace(self, bnb_cuda_version=None, bnb_rocm_version=None)
+
+    def with_override(self, variable: str, value: str) -> SelectionInput:
+        if variable == "BNB_ROCM_VERSION":
+            return replace(self.without_override(), bnb_rocm_version=value)
+        return replace(self.without_override(), bnb_cuda_version=value)
+
+
+def override_variable(bnb_version: str | None, backend: str) -> str | None:
+    """The variable this release reads to replace its choice on this backend, or None when it reads
+    none: ``BNB_CUDA_VERSION`` for CUDA from 0.41, ``BNB_ROCM_VERSION`` for ROCm from 0.50 (0.46-0.49
+    ROCm builds take no override; 0.47-0.49 even reject ``BNB_CUDA_VERSION``), nothing for XPU/CPU."""
+    version = release_tuple(bnb_version)
+    if version is None:
+        return None
+    if backend == "cuda" and version >= OVERRIDE_FROM:
+        return "BNB_CUDA_VERSION"
+    if backend == "rocm" and version >= ROCM_OVERRIDE_FROM:
+        return "BNB_ROCM_VERSION"
+    return None
+
+
+def underlying_selection(inputs: SelectionInput) -> LibrarySelection | None:
+    """What the release would select with no override set: None when no override is in force
+    (then the plain selection is the underlying one)."""
+    with_override = inputs.select()
+    if with_override is None or with_override.override is None:
+        return None
+    return inputs.without_override().select()
+
+
+def override_reaching(inputs: SelectionInput, target_file: str) -> tuple[str, str] | None:
+    """``(variable, value)`` that makes this release, on this machine, load ``target_file``; None when
+    no value does (no override for this backend, or the release builds another name from it, as the
+    ``_nocublaslt`` name bugs of 0.41-0.43 do)."""
+    plain = inputs.without_override().select()
+    if plain is None:
+        return None
+    variable = override_variable(inputs.bnb_version, plain.backend)
+    match = re.match(r"libbitsandbytes_(?:cuda|rocm)(\d+)", target_file)
+    if variable is None or match is None:
+        return None
+    value = match.group(1)
+    reached = inputs.with_override(variable, value).select()
+    if reached is not None and reached.loaded_file == target_file and reached.outcome == "loads":
+        return variable, value
+    return None
+
+
+def torch_cuda_reaching(inputs: SelectionInput, target_file: str, cuda: str) -> bool:
+    """Whether a torch build for CUDA ``cuda`` would make this release, with no override, load ``target_file``
+    (the ``_nocublaslt`` builds of <= 0.44 are chosen by the highest GPU, not by torch)."""
+    reached = replace(inputs.without_override(), torch_cuda=cuda, torch_hip=None, torch_xpu=None).select()
+    return reached is not None and reached.loaded_file == target_file

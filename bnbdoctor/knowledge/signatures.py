@@ -93,8 +93,30 @@ _ALL = (
         "bnb_library_not_found",
         ROOT,
         "loader",
-        ("cuda_binary_missing_for_torch_cuda_version",),
+        # rocm_version_tag_misparsed: the missing file is a 0.46-0.49 ROCm tag no ROCm has (rocm84 for 7.14)
+        ("cuda_binary_missing_for_torch_cuda_version", "rocm_version_tag_misparsed"),
         "the bitsandbytes library for this CUDA/ROCm version is not in the package",
+    ),
+    Signature(
+        "oneapi_library_not_found",
+        ROOT,
+        "loader",
+        (),
+        "an Intel oneAPI runtime library the XPU library needs cannot be opened",
+    ),
+    Signature(
+        "sycl_runtime_other_major",
+        ROOT,
+        "loader",
+        ("xpu_sycl_runtime_mismatch",),
+        "the XPU library needs one SYCL runtime SONAME and the log shows another one present",
+    ),
+    Signature(
+        "rocm_device_stub_undefined",
+        ROOT,
+        "loader",
+        ("rocm_lib_undefined_device_stub",),
+        "the bitsandbytes ROCm library lacks a kernel's device stub: a preview build without that kernel",
     ),
     Signature(
         "bnb_cpu_library_not_found",

@@ -269,7 +269,7 @@ def native_facts(
 ) -> tuple[NativeFacts | None, LoadCheck | None]:
     selection, path = _selection(state)
     load_seen = state.load
-    if selection is None and not load_seen.missing_deps and not load_seen.abi:
+    if selection is None and not load_seen.missing_deps and not load_seen.abi and not load_seen.undefined_symbol:
         return None, None
     native = NativeFacts(selection=selection)
     if path and re.search(r"[\\/]", path):
@@ -280,7 +280,9 @@ def native_facts(
         native.library = python.bitsandbytes.location + sep + selection.loaded_file
     native.search_order = list(_WINDOWS_SEARCH if platform and platform.os == "windows" else _LINUX_SEARCH)
     for name, (kind, _message) in load_seen.missing_deps.items():
-        native.dependencies.append(ResolvedDependency(name=name, kind=kind))
+        stem = name.rsplit(".so.", 1)[0] + ".so."
+        others = [p for soname, p in load_seen.present.items() if soname != name and soname.startswith(stem)]
+        native.dependencies.append(ResolvedDependency(name=name, kind=kind, other_sonames=others))
         native.needed.append(name)
     for need in load_seen.abi.values():
         kind = "libc" if need.library.startswith("libc.so") else "cxx_runtime"
@@ -292,7 +294,7 @@ def native_facts(
         native.abi.append(need)
         native.version_needs[need.library] = list(need.required)
     load = None
-    if load_seen.missing_deps or load_seen.abi:
+    if load_seen.missing_deps or load_seen.abi or load_seen.undefined_symbol:
         load = LoadCheck(
             ran=True, ok=False, library=native.library, error=load_seen.errors[0] if load_seen.errors else None
         )

@@ -121,6 +121,8 @@ class LoadEvidence:
     missing_deps: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (kind, message)
     abi: dict[str, AbiNeed] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    undefined_symbol: str | None = None  # a symbol the bnb library itself lacks (a device stub)
+    present: dict[str, str] = field(default_factory=dict)  # SONAME -> a path the log shows for it (oneAPI runtime)
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from bnbdoctor.facts import LibraryCandidate, ResolvedDependency
 from bnbdoctor.hosts.base import Host
-from bnbdoctor.native.ldcache import LdCache, lookup
+from bnbdoctor.native.ldcache import LdCache, lookup, normalize_arch
 
 _CUDA = re.compile(r"^(lib)?(cudart|cublas|cublasLt|cusparse|nvJitLink|cuda|nvrtc)(64)?[._-]", re.IGNORECASE)
 _ROCM = re.compile(r"^(lib)?(hip|amdhip|roc|hsa|MIOpen)", re.IGNORECASE)
@@ -207,6 +207,8 @@ def resolve(
                 if candidate not in seen_paths and host.is_file(candidate):
                     seen_paths.add(candidate)
                     dep.elsewhere.append(candidate)
+        if dep.resolved is None and not windows:
+            dep.other_sonames = other_sonames(host, name, steps, cache, cache_arch, other_dirs or [])
         reals = []
         for cand in dep.candidates:
             real = cand.realpath or cand.path
@@ -215,3 +217,40 @@ def resolve(
         dep.duplicates = reals if len(reals) > 1 and kind in ("cuda", "rocm", "cxx_runtime") else []
         resolved.append(dep)
     return resolved
+
+
+_SONAME = re.compile(r"^(?P<stem>lib[\w+-]+\.so)\.(?P<major>\d+)$")
+
+
+def other_sonames(
+    host: Host, name: str, steps: list[SearchStep], cache: LdCache | None, cache_arch: str | None, other_dirs: list[str]
+) -> list[str]:
+    """Paths of the same library under another SONAME (``libsycl.so.9`` for a missing ``libsycl.so.8``), in
+    the loader's search folders, torch's loaded libraries, the cache and the other places bnbdoctor looks."""
+    match = _SONAME.match(name)
+    if match is None:
+        return []
+    stem = match.group("stem")
+
+    def same_library(candidate: str) -> bool:
+        other = _SONAME.match(candidate)
+        return other is not None and other.group("stem") == stem and candidate != name
+
+    found: list[str] = []
+    folders: list[str] = list(other_dirs)
+    for step in steps:
+        if step.known:
+            found.extend(path for key, path in step.known.items() if same_library(key))
+        elif step.via == "ld.so.cache":
+            want = normalize_arch(cache_arch) if cache_arch is not None else None
+            entries = cache.entries if cache else []
+            found.extend(
+                e.path for e in entries if same_library(e.soname) and (want is None or want in (e.arch, e.abi))
+            )
+        else:
+            folders.extend(step.folders)
+    for folder in dict.fromkeys(folders):
+        for entry in host.list_dir(folder) or []:
+            if same_library(entry):
+                found.append(host.pathmod.join(folder, entry))
+    return list(dict.fromkeys(found))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bnbdoctor.derive import selection_input
 from bnbdoctor.facts import Facts, GpuDevice
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.gpus import (
@@ -24,6 +25,7 @@ from bnbdoctor.knowledge.releases import (
     nearest_recorded_wheel,
     recorded_wheels,
 )
+from bnbdoctor.knowledge.selection import override_reaching, torch_cuda_reaching
 from bnbdoctor.knowledge.torch_wheels import TorchBuild, arch_runs_on, builds_for, recorded_list
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 from bnbdoctor.rules.base import LogGate, rule
@@ -466,7 +468,18 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
             key=lambda lib: major_minor(lib.cuda_toolkit) or (0, 0),
             reverse=True,
         )
-        same_major = [lib for lib in alternatives if (major_minor(lib.cuda_toolkit) or (0, 0))[0] == torch_major]
+        # Only what the release's own selection would load: an override value or torch build that reaches the file.
+        inputs = selection_input(facts)
+        alternatives = [
+            lib for lib in alternatives if inputs and torch_cuda_reaching(inputs, lib.file, lib.cuda_toolkit or "")
+        ]
+        same_major = [
+            (lib, reached)
+            for lib in alternatives
+            if (major_minor(lib.cuda_toolkit) or (0, 0))[0] == torch_major
+            and inputs
+            and (reached := override_reaching(inputs, lib.file))
+        ]
         hits.append(
             Hit(
                 title=f"{selection.loaded_file} has no kernels for {gpu_label(device)}",
@@ -482,24 +495,38 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
                 ],
                 remediation=Remediation(
                     (
-                        f"Point bitsandbytes at {same_major[0].file} (CUDA {same_major[0].cuda_toolkit}, same major as "
-                        "torch, so torch's CUDA runtime satisfies it), or install a torch build for that CUDA version."
+                        f"Point bitsandbytes at {same_major[0][0].file} (CUDA {same_major[0][0].cuda_toolkit}, same "
+                        "major as torch, so torch's CUDA runtime satisfies it), or install a torch build for that CUDA "
+                        "version."
                         if same_major
-                        else "Install a torch build for a CUDA version whose bitsandbytes library has this architecture"
-                        + (
-                            f" (e.g. CUDA {alternatives[0].cuda_toolkit}: {alternatives[0].file})"
-                            if alternatives
-                            else ""
+                        else (
+                            "Install a torch build for a CUDA version whose bitsandbytes library has this architecture"
+                            f" (e.g. CUDA {alternatives[0].cuda_toolkit}: {alternatives[0].file})."
                         )
-                        + "."
+                        if alternatives
+                        else _no_reachable_build(facts, cc)
                     ),
-                    [f"export BNB_CUDA_VERSION={same_major[0].cuda_toolkit.replace('.', '')}"] if same_major else [],  # type: ignore[union-attr]
+                    [f"export {same_major[0][1][0]}={same_major[0][1][1]}"] if same_major else [],
                 ),
                 # Only GPUs of QUANTIZATION_MIN and newer reach here (BNB103 speaks for Maxwell and Kepler).
                 covers=["no_kernel_image_available", "invalid_device_function"],
             )
         )
     return hits
+
+
+def _no_reachable_build(facts: Facts, cc: tuple[int, int]) -> str:
+    """BNB105's fix when no override or torch build makes the installed release load a library for ``cc``."""
+    bnb, torch = bnb_of(facts), torch_of(facts)
+    newer = newest_release_with_kernels(
+        cc, facts.platform.os if facts.platform else "linux", torch.cuda if torch else None
+    )
+    return (
+        f"No library that {versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} would select on this machine "
+        "has code for this GPU (neither an override nor another torch build reaches one): upgrade bitsandbytes"
+        + (f" ({newer} ships a build for torch's CUDA major with it)" if newer else "")
+        + ", or hide this GPU with CUDA_VISIBLE_DEVICES."
+    )
 
 
 @rule(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency
+from bnbdoctor.derive import predict_without_override, selection_input
+from bnbdoctor.facts import AbiNeed, BnbFacts, Facts, NativeFacts, ResolvedDependency, SelectedLibrary
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUFFIXED_WHEEL_MAJORS, SUGGESTED_TORCH_CUDA
 from bnbdoctor.knowledge.gpus import INT8_MATMUL_MIN
@@ -17,13 +18,17 @@ from bnbdoctor.knowledge.loader import (
     LEGACY_CUDA_SETUP,
     NEAREST_BUILD,
     OVERRIDE_NOCUBLASLT_BUG,
+    ROCM_IN_PYPI_WHEEL,
+    ROCM_PREVIEW_WHEELS,
     ROCM_REJECTS_CUDA_OVERRIDE,
+    ROCM_TAG_MISBUILT,
     XPU_LIBRARY,
     XPU_PER_ONEAPI_YEAR,
 )
 from bnbdoctor.knowledge.platforms import LINUX_ONLY_WHEEL, PYTHON_DLL_PATH_SEARCH_DROPPED, WINDOWS_WHEELS
 from bnbdoctor.knowledge.ranges import full, minor
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM
+from bnbdoctor.knowledge.selection import LibrarySelection, override_reaching, override_variable, tag_misbuilt
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 from bnbdoctor.remedy.target import target_of
 from bnbdoctor.rules.base import LogGate, rule
@@ -144,8 +149,13 @@ RUNTIME_ENV = "$HOME/.local/share/bnbdoctor/cxx-runtime"
         "cuda_setup_failed_despite_gpu_available",
         "compiled_without_gpu_support",
         "native_lib_none_attribute_errors",
+        "rocm_version_tag_misparsed",
     ),
-    references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180"),
+    references=(
+        BNB_DOCS_INSTALL,
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1889",
+    ),
 )
 def binary_missing(facts: Facts) -> Hit | Skip | None:
     """## What it detects
@@ -157,15 +167,25 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
 
     It passes when the predicted file exists, including the case where a 0.50+ release falls back to the nearest
     packaged build of the same major. It stays silent when the CPU library is chosen on purpose (torch is not a
-    CUDA/ROCm build, or it sees no GPU), when `BNB_CUDA_VERSION` or `BNB_ROCM_VERSION` is set (that is
-    [BNB302](BNB302.md)'s case), when the package holds no compiled library at all ([BNB309](BNB309.md)), and when it
-    holds no GPU library at all ([BNB308](BNB308.md)).
+    CUDA/ROCm build, or it sees no GPU), when the package holds no compiled library at all ([BNB309](BNB309.md)), and
+    when it holds no GPU library at all ([BNB308](BNB308.md)).
+
+    When `BNB_CUDA_VERSION` or `BNB_ROCM_VERSION` is in force, [BNB302](BNB302.md) judges the override, and this rule
+    judges what the release would pick **without** it: an override never hides that the release ships nothing for
+    torch's version. Then the finding says both, and that unsetting the override alone does not help; it is a warning
+    when the override itself loads a build of torch's major, an error otherwise.
 
     Otherwise it reports the file the release expects, the builds it actually ships, and what happens next for this
     release family. The fix depends on what is shipped:
 
     - torch is built for CUDA 10 or older: no bitsandbytes build exists, so torch has to change;
-    - the release ships other builds of the same CUDA major: point `BNB_CUDA_VERSION` at one of them, or upgrade;
+    - the release ships other builds of the same major and an override value makes this release load one of them (the
+      same selection logic decides, so the `_nocublaslt` name bugs of 0.41–0.43 rule some values out): that value, or
+      upgrade. Only variables the release reads are named: `BNB_CUDA_VERSION` for CUDA, `BNB_ROCM_VERSION` for ROCm from
+      0.50; 0.46–0.49 ROCm builds read none, so there the fix is the upgrade;
+    - 0.46–0.49 with ROCm 7.10 or newer: the release's tag-building bug (`major*10+minor`, so ROCm 7.14 asks for
+      `libbitsandbytes_rocm84.so`); upgrade to 0.50+, which spells `rocm714` and falls back to the nearest ROCm 7.x
+      build (catalog `rocm_version_tag_misparsed`);
     - no build of that major at all: change torch or bitsandbytes.
 
     ## Why it matters
@@ -206,19 +226,26 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
 
     ## Further reading
 
+    - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/2014 and
+      https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1890 (ROCm 7.14 / 7.12 become `rocm84` / `rocm82`;
+      fixed by PR #1889 in 0.50)
+
     - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1518 (maintainers: upgrade to the latest release)
     - https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1318 (the `_nocublaslt` override name, fixed in
       0.44.0)
     """
     native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
-    sel = native.selection
-    if sel is None:
+    in_force = native.selection
+    if in_force is None:
         return Skip("bitsandbytes is not installed or its version is unknown")
-    if sel.override is not None or sel.backend == "cpu" or sel.outcome in ("loads", "cpu_library", "override_error"):
+    # With an override in force, judge what the release would pick without it: the override must not
+    # hide that the release ships nothing for torch's version (BNB302 judges the override itself).
+    sel = underlying_gap(facts) if in_force.override is not None else in_force
+    if sel is None or sel.backend == "cpu" or sel.outcome in ("loads", "cpu_library", "override_error"):
         return None
     if not bnb or not any(re.match(r"libbitsandbytes_(cuda|rocm|xpu)", f) for f in bnb.native_libraries):
         return None  # nothing GPU-capable is shipped at all: BNB308/BNB309 name that root cause
-    backend = sel.backend.upper()
+    backend = _BACKEND_NAMES.get(sel.backend, sel.backend.upper())
     runtime = {"rocm": torch.hip, "xpu": torch.xpu}.get(sel.backend, torch.cuda) if torch else None
     shipped = _shipped_versions(facts, sel.backend)
     effect = {
@@ -230,66 +257,157 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
         "error_on_first_call": "`import bitsandbytes` works, then the first quantized operation raises an error "
         f"about the missing binary ({sel.message}).",
     }.get(sel.outcome, sel.message or "")
+    spec = f">={full(NEAREST_BUILD.first_text)}"  # bnbdoctor.remedy narrows it to what installs here
+    upgrade = [] if wheel_upgrade_blocked(facts) else [f'pip install -U "bitsandbytes{spec}"']
     commands: list[str] = []
+    covers = _missing_binary_families(sel.backend, sel.outcome, runtime)
+    wanted = major_minor(runtime)
     if sel.backend == "xpu":
         fix = (
             "This bitsandbytes ships no XPU library for torch's oneAPI version; install a release with XPU "
             f"builds ({XPU_LIBRARY.first_text}+, versioned per oneAPI year from {XPU_PER_ONEAPI_YEAR.first_text})."
         )
         commands = [f'pip install -U "bitsandbytes{XPU_LIBRARY.pip_spec()}"']
-        runtime_text = torch.xpu if torch else None
+    elif sel.backend == "rocm" and wanted and ROCM_TAG_MISBUILT.contains(bnb.version) and _misbuilt(bnb, wanted):
+        right = f"libbitsandbytes_rocm{wanted[0]}{wanted[1]}"
+        effect = (
+            f"This release builds the ROCm tag as major*10+minor, so ROCm {wanted[0]}.{wanted[1]} becomes "
+            f"'{sel.expected_file.split('rocm')[1].split('.')[0]}' instead of '{wanted[0]}{wanted[1]}': it looks for "
+            f"{sel.expected_file}, which no release ships, and reports 'Configured ROCm binary not found' at the first "
+            f"native call. {right} is the name {ROCM_TAG_MISBUILT.below_text}+ asks for."
+        )
+        fix = (
+            f"Upgrade bitsandbytes to {ROCM_TAG_MISBUILT.below_text} or newer, which spells the ROCm tag correctly "
+            f"(ROCm {wanted[0]}.{wanted[1]} → rocm{wanted[0]}{wanted[1]}) and picks the nearest ROCm {wanted[0]}.x "
+            f"build; {bnb.version} reads no override for ROCm, so only a source build for the installed ROCm helps "
+            "without upgrading."
+        )
+        commands = upgrade
+        covers = ["rocm_version_tag_misparsed"]
     else:
-        runtime_text = runtime
-        wanted = major_minor(runtime)
         major = wanted[0] if wanted else 0
-        same_major = [v for v in shipped if _tag_major(sel.backend, v) == major]
-        lower = [v for v in same_major if _tag_version(sel.backend, v) <= (wanted or (0, 0))]
-        pick = (lower or same_major)[-1] if same_major else None
-        legacy_nocublaslt = OVERRIDE_NOCUBLASLT_BUG.contains(bnb.version) and "_nocublaslt" in sel.expected_file
-        spec = f">={full(NEAREST_BUILD.first_text)}"  # bnbdoctor.remedy narrows it to what installs here
+        reachable = _reachable_same_major(facts, sel.backend, major, wanted)
         if sel.backend == "cuda" and major and major < OLDEST_CUDA_MAJOR:
             fix = (
                 f"CUDA {runtime} is older than any bitsandbytes build ({OLDEST_CUDA_MAJOR}.x is the oldest "
                 f"shipped). Install a torch build for CUDA {' or '.join(SUGGESTED_TORCH_CUDA)}, then bitsandbytes."
             )
-        elif pick and not legacy_nocublaslt:
+        elif reachable:
+            variable, value = reachable
             fix = (
-                f"Point bitsandbytes at a shipped build of the same {backend} major, BNB_{'ROCM' if sel.backend == 'rocm' else 'CUDA'}"
-                f"_VERSION={pick}, whose runtime torch already loads; or upgrade bitsandbytes "
-                f"({NEAREST_BUILD.first_text}+ picks the nearest build of the same major by itself)."
+                f"Point bitsandbytes at a shipped build of the same {backend} major, {variable}={value}, whose "
+                f"runtime torch already loads; or upgrade bitsandbytes ({NEAREST_BUILD.first_text}+ picks the nearest "
+                "build of the same major by itself)."
             )
-            variable = (
-                "BNB_ROCM_VERSION"
-                if sel.backend == "rocm" and NEAREST_BUILD.contains(bnb.version)
-                else "BNB_CUDA_VERSION"
-            )
-            commands = [] if sel.backend == "rocm" and variable == "BNB_CUDA_VERSION" else [f"export {variable}={pick}"]
-            if not wheel_upgrade_blocked(facts):
-                commands.append(f'pip install -U "bitsandbytes{spec}"')
-        elif pick:
-            fix = (
-                f"This release builds the override file name wrongly for GPUs below compute capability "
-                f"{INT8_MATMUL_MIN.text} (_nocublaslt builds), so an override cannot help: upgrade bitsandbytes."
-            )
-            commands = [f'pip install -U "bitsandbytes{spec}"']
+            commands = [f"export {variable}={value}", *upgrade]
+        elif any(_tag_major(sel.backend, v) == major for v in shipped):
+            fix = f"This release ships other {backend} {major}.x builds, but {_why_no_override(facts, sel)}: upgrade bitsandbytes."
+            commands = upgrade
         else:
             fix = (
                 f"This bitsandbytes has no {backend} {major}.x build at all (shipped: {', '.join(shipped) or 'none'}). "
                 f"Install a torch build for a {backend} version it ships, or a bitsandbytes release built for yours."
             )
+    evidence = [
+        ev("torch", f"{torch.version if torch else '?'} ({backend} {runtime})", "python.torch"),
+        ev("expected", sel.expected_file, "native.selection.expected_file"),
+        ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries"),
+    ]
+    title = (
+        f"{versioned(facts, 'bitsandbytes', bnb.version)} has no library for torch's {backend} {runtime}: "
+        f"{sel.expected_file} is missing"
+    )
+    severity = None
+    if in_force.override is not None:
+        variable = _override_name(facts, sel.backend)
+        works = _override_works(facts)
+        title += f" (hidden by {variable}={in_force.override})"
+        effect = (
+            f"{variable}={in_force.override} replaces that choice today ({'it loads' if works else 'it asks for'} "
+            f"{in_force.expected_file}; BNB302 judges it). Without it: {effect} Unsetting the override alone "
+            "therefore does not fix this machine."
+        )
+        evidence.insert(0, ev(variable, repr(in_force.override), f"env.{variable}"))
+        severity = Severity.WARNING if works else None
     return Hit(
-        title=f"{versioned(facts, 'bitsandbytes', bnb.version)} has no library for torch's {backend} {runtime_text}: "
-        f"{sel.expected_file} is missing",
+        title=title,
         explanation=f"bitsandbytes chooses its native library from torch's {backend} version, not from the driver "
         f"or a local toolkit. {effect}",
-        evidence=[
-            ev("torch", f"{torch.version if torch else '?'} ({backend} {runtime_text})", "python.torch"),
-            ev("expected", sel.expected_file, "native.selection.expected_file"),
-            ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries"),
-        ],
+        evidence=evidence,
         remediation=Remediation(fix, commands),
-        covers=_missing_binary_families(sel.backend, sel.outcome, runtime),
+        severity=severity,
+        covers=covers,
     )
+
+
+_BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}  # bitsandbytes' own spelling
+
+
+def underlying_gap(facts: Facts) -> LibrarySelection | None:
+    """With an override in force: what the release would pick without it, when that fails too."""
+    under = predict_without_override(facts)
+    if under is None or under.backend == "cpu" or under.outcome in ("loads", "cpu_library", "override_error"):
+        return None
+    return under
+
+
+def _misbuilt(bnb: BnbFacts, runtime: tuple[int, int]) -> bool:
+    release = release_tuple(bnb.version)
+    return release is not None and tag_misbuilt(release, runtime)
+
+
+def _override_name(facts: Facts, backend: str) -> str:
+    """The override variable the installed release reads for this backend (BNB_CUDA_VERSION if none)."""
+    bnb = bnb_of(facts)
+    return override_variable(bnb.version if bnb else None, backend) or "BNB_CUDA_VERSION"
+
+
+def _why_no_override(facts: Facts, sel: SelectedLibrary | LibrarySelection) -> str:
+    bnb = bnb_of(facts)
+    variable = override_variable(bnb.version if bnb else None, sel.backend)
+    if variable is None:
+        return f"{bnb.version if bnb else 'this release'} reads no override for {_BACKEND_NAMES.get(sel.backend)}"
+    if "_nocublaslt" in sel.expected_file or OVERRIDE_NOCUBLASLT_BUG.contains(bnb.version if bnb else None):
+        return (
+            f"no {variable} value makes it load one here: it builds the override's file name wrongly for the "
+            f"_nocublaslt builds of GPUs below compute capability {INT8_MATMUL_MIN.text}"
+        )
+    return f"no {variable} value makes it load one here"
+
+
+def _reachable_same_major(
+    facts: Facts, backend: str, major: int, wanted: tuple[int, int] | None
+) -> tuple[str, str] | None:
+    """The override (variable, value) that makes this release load a shipped build of torch's major,
+    preferring the newest one not above torch's version; None when no value reaches one."""
+    inputs, bnb = selection_input(facts), bnb_of(facts)
+    if inputs is None or bnb is None:
+        return None
+    found: list[tuple[tuple[int, int], tuple[str, str]]] = []
+    for name in bnb.native_libraries:
+        match = re.match(rf"libbitsandbytes_{backend}(\d+)(?:_nocublaslt)?\.(so|dll|dylib)$", name)
+        if not match or _tag_major(backend, match.group(1)) != major:
+            continue
+        reached = override_reaching(inputs, name)
+        if reached is not None:
+            found.append((_tag_version(backend, match.group(1)), reached))
+    found.sort()
+    lower = [f for f in found if f[0] <= (wanted or (0, 0))]
+    pick = (lower or found)[-1] if found else None
+    return pick[1] if pick else None
+
+
+def _override_works(facts: Facts) -> bool:
+    """Whether the override in force loads a file of torch's major and the real loader (when it ran) agreed."""
+    native, torch, load = _native(facts), torch_of(facts), facts.load
+    sel = native.selection
+    if sel is None or not sel.exists or torch is None:
+        return False
+    if load is not None and load.ran and load.ok is False:
+        return False
+    runtime = major_minor(torch.hip if sel.backend == "rocm" else torch.cuda)
+    match = re.match(rf"libbitsandbytes_{sel.backend}(\d+)", sel.loaded_file or "")
+    return bool(runtime and match and _tag_major(sel.backend, match.group(1)) == runtime[0])
 
 
 #: What each release era does when the library for torch's version is missing (knowledge/selection.py):
@@ -326,6 +444,7 @@ def _tag_major(backend: str, tag: str) -> int:
     needs=("native", "python"),
     covers=("bnb_cuda_version_override_mismatch",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1559", BNB_DOCS_INSTALL),
+    refutes=("override-fits-torch",),
 )
 def override(facts: Facts) -> Hit | Skip | None:
     """## What it detects
@@ -347,6 +466,12 @@ def override(facts: Facts) -> Hit | Skip | None:
     - **error** (or **warning** when that runtime is on the loader path): the value picks a build for another CUDA major
       than torch's;
     - **info**: the override is in force and matches torch's major version, which can work.
+
+    It is skipped for 0.46 ROCm builds, which ignore `BNB_CUDA_VERSION`. Whatever it reports, it also asks what the
+    release would pick without the override: when the release ships nothing for torch's version either (reported by
+    [BNB301](BNB301.md)), the fix says so and gives the upgrade, or the override value that does reach a shipped build
+    of torch's major, instead of "unset it" alone. Errors of this rule are a root cause: [BNB303](BNB303.md)'s missing
+    CUDA libraries of an override's build are listed under it.
 
     ## Why it matters
 
@@ -377,7 +502,8 @@ def override(facts: Facts) -> Hit | Skip | None:
     grep -rn BNB_CUDA_VERSION ~/.bashrc ~/.profile /etc/environment 2>/dev/null
     ```
 
-    - Nearly always: remove it. Use `unset BNB_CUDA_VERSION`, not `export BNB_CUDA_VERSION=`, because 0.50+ rejects the
+    - Nearly always: remove it, unless the release ships nothing for torch's version without it (the finding says so;
+      upgrade bitsandbytes first). Use `unset BNB_CUDA_VERSION`, not `export BNB_CUDA_VERSION=`, because 0.50+ rejects the
       empty value. Also delete it from shell profiles, Dockerfiles (`ENV BNB_CUDA_VERSION=…`), notebook settings and job
       scripts.
     - If you really run bitsandbytes on another CUDA than torch's, set it to a build the package ships (`pip show -f
@@ -407,9 +533,12 @@ def override(facts: Facts) -> Hit | Skip | None:
                 f"BNB_CUDA_VERSION is ignored on ROCm from {NEAREST_BUILD.first_text} (BNB_ROCM_VERSION is not set)"
             )
         return Skip(f"{variable} is not set")
+    if rocm and not strict and not ROCM_REJECTS_CUDA_OVERRIDE.contains(release):
+        return Skip(f"bitsandbytes {bnb.version if bnb else '?'} ROCm builds ignore BNB_CUDA_VERSION")
     sel = native.selection
     evidence = [ev(variable, repr(value), f"env.{variable}")]
-    unset = Remediation(f"Unset {variable}.", [f"unset {variable}"])
+    gap = underlying_gap(facts)
+    unset = _unset_remediation(facts, variable, gap, "")
     if sel is None or sel.backend == "cpu":
         return Hit(
             title=f"{variable}={value!r} is set but has no effect here",
@@ -453,12 +582,9 @@ def override(facts: Facts) -> Hit | Skip | None:
         )
     torch_major = (major_minor(torch.hip if rocm else torch.cuda) or (0, 0))[0] if torch else 0
     shipped = _shipped_versions(facts, sel.backend)
-    valid = [v for v in shipped if _tag_major(sel.backend, v) == torch_major]
-    alternative = (
-        f", or set it to a shipped build of torch's major version ({', '.join(valid)})"
-        if valid and not (rocm and not strict)
-        else ""
-    )
+    wanted = major_minor(torch.hip if rocm else torch.cuda) if torch else None
+    reachable = _reachable_same_major(facts, sel.backend, torch_major, wanted)
+    alternative = f", or set it to a shipped build of torch's major version ({reachable[1]})" if reachable else ""
     if not sel.exists:
         bug = (
             " — built by this release's name-building bug for _nocublaslt builds"
@@ -476,7 +602,7 @@ def override(facts: Facts) -> Hit | Skip | None:
                 *evidence,
                 ev("shipped builds", ", ".join(shipped) or "none", "python.bitsandbytes.native_libraries"),
             ],
-            remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]),
+            remediation=_unset_remediation(facts, variable, gap, alternative),
         )
     wanted_major = _tag_major(sel.backend, value) if value.isdigit() and len(value) >= 2 else None
     if wanted_major is not None and torch_major and wanted_major != torch_major:
@@ -501,18 +627,83 @@ def override(facts: Facts) -> Hit | Skip | None:
                 else ""
             ),
             evidence=evidence + _loader_evidence(facts),
-            remediation=Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"]),
+            remediation=_unset_remediation(facts, variable, gap, alternative),
             severity=Severity.WARNING if found else Severity.ERROR,
         )
     return Hit(
         title=f"{variable}={value} is in force: bitsandbytes loads {sel.loaded_file}",
         explanation="The override replaces bitsandbytes' own choice. It fits torch's major version, so it can work; "
-        "remember it is set when you upgrade torch or bitsandbytes.",
+        "remember it is set when you upgrade torch or bitsandbytes."
+        + (
+            f" Without it, bitsandbytes would ask for {gap.expected_file}, which it does not ship (BNB301): do not "
+            "just unset it, upgrade bitsandbytes first."
+            if gap is not None
+            else ""
+        ),
         evidence=evidence,
         remediation=Remediation("Nothing to do if this is intended.", []),
         severity=Severity.INFO,
         covers=[],  # a fitting override diagnoses no failure
     )
+
+
+def _unset_remediation(facts: Facts, variable: str, gap: LibrarySelection | None, alternative: str) -> Remediation:
+    """Unset the override, unless the release ships nothing for torch's version without it: then say
+    both, and give the upgrade (or the override value that does reach a shipped build)."""
+    if gap is None:
+        return Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"])
+    torch = torch_of(facts)
+    spec = f">={full(NEAREST_BUILD.first_text)}"  # bnbdoctor.remedy narrows it to what installs here
+    upgrade = [] if wheel_upgrade_blocked(facts) else [f'pip install -U "bitsandbytes{spec}"']
+    wanted = major_minor(torch.hip if gap.backend == "rocm" else torch.cuda) if torch else None
+    reachable = _reachable_same_major(facts, gap.backend, wanted[0], wanted) if wanted else None
+    text = (
+        f"Unsetting {variable} alone does not help: without it bitsandbytes asks for {gap.expected_file}, which "
+        f"it does not ship either. Upgrade bitsandbytes ({NEAREST_BUILD.first_text}+ picks the nearest build of the "
+        f"same major) and unset {variable}"
+    )
+    if reachable:
+        text += f"; or set {reachable[0]}={reachable[1]}, a shipped build of torch's major version"
+        return Remediation(text + ".", [f"export {reachable[0]}={reachable[1]}", *upgrade])
+    return Remediation(text + ".", [*upgrade, f"unset {variable}"])
+
+
+def _sycl_mismatch(facts: Facts, deps: list[ResolvedDependency]) -> Hit:
+    """BNB316's branch for an XPU library linked against another SYCL/oneAPI runtime major than the installed one."""
+    native, bnb = _native(facts), bnb_of(facts)
+    needed = ", ".join(d.name for d in deps)
+    present = sorted({p.rsplit("/", 1)[-1] for d in deps for p in d.other_sonames})
+    versioned_xpu = XPU_PER_ONEAPI_YEAR.contains(bnb.version if bnb else None)
+    return Hit(
+        title=f"{_library_name(native)} needs {needed}, but this oneAPI runtime provides {', '.join(present)}",
+        explanation=f"The XPU library is linked against one SYCL/oneAPI runtime major ({needed}); the runtime "
+        f"installed here (torch's XPU wheels or the oneAPI toolkit) is another one ({', '.join(present)}). The "
+        "loader matches the SONAME exactly, so loading fails; bitsandbytes then falls back to a mock library and "
+        "the error appears later, as a RuntimeError at the first native call.",
+        evidence=[
+            ev(d.name, f"not found; present instead: {', '.join(d.other_sonames)}", "native.dependencies") for d in deps
+        ]
+        + _loader_evidence(facts),
+        remediation=Remediation(
+            (
+                "Install the oneAPI runtime this XPU library was built for, or a torch XPU build that brings it."
+                if versioned_xpu
+                else f"Upgrade bitsandbytes: {XPU_PER_ONEAPI_YEAR.first_text}+ ships one XPU library per oneAPI year "
+                "and loads the one for the runtime torch uses; or install the oneAPI runtime this library was built "
+                "for."
+            ),
+            [
+                f"ldd {native.library or _xpu_library_glob(facts)} | grep -i sycl",
+                *([] if versioned_xpu else [f'pip install -U "bitsandbytes{XPU_PER_ONEAPI_YEAR.pip_spec()}"']),
+            ],
+        ),
+        covers=["xpu_sycl_runtime_mismatch"],
+    )
+
+
+def _xpu_library_glob(facts: Facts) -> str:
+    bnb = bnb_of(facts)
+    return f"{bnb.location if bnb and bnb.location else '<site-packages>/bitsandbytes'}/libbitsandbytes_xpu*.so"
 
 
 def _wheel_for(name: str) -> str | None:
@@ -532,7 +723,7 @@ def _wheel_for(name: str) -> str | None:
     needs=("native", "platform"),
     covers=("libcudart_not_found_legacy_cuda_setup", "cuda_shared_lib_missing_libcusparse"),
     references=("https://man7.org/linux/man-pages/man8/ld.so.8.html", BNB_DOCS_INSTALL),
-    requires=("library-readable",),
+    requires=("library-readable", "override-fits-torch"),
 )
 def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
     """## What it detects
@@ -1907,6 +2098,8 @@ def load_failed(facts: Facts) -> Hit | Skip | None:
     if static_problem(facts):
         # it did not load, but the static findings above name the cause and quote this message
         return Skip("the load failed; the findings above explain why")
+    if missing_device_stub(facts):
+        return Skip("the library lacks a kernel's device stub (BNB317 explains it)")
     return Hit(
         title=f"Loading {_library_name(native)} fails although every dependency was found",
         explanation="The static analysis found all dependencies and symbol versions, but the real loader refused "
@@ -1999,8 +2192,11 @@ def contradicted(facts: Facts) -> Hit | Skip | None:
     Severity.ERROR,
     "Every C/C++ runtime library the selected bitsandbytes build needs is found by the loader",
     needs=("native", "platform"),
-    covers=(),
-    references=("https://man7.org/linux/man-pages/man8/ld.so.8.html",),
+    covers=("xpu_sycl_runtime_mismatch",),
+    references=(
+        "https://man7.org/linux/man-pages/man8/ld.so.8.html",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/releases",
+    ),
     requires=("library-readable",),
 )
 def system_library_missing(facts: Facts) -> Hit | Skip | None:
@@ -2034,7 +2230,11 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
     (Alpine), where glibc's libraries do not exist at all. bitsandbytes' wheels are built for glibc only.
 
     The Intel XPU libraries also depend on oneAPI runtime libraries (`libsycl.so`, `libsvml.so`, `libimf.so`, …). They
-    are reported here too, but they come from Intel's oneAPI runtime, not from the system package manager.
+    are reported here too, but they come from Intel's oneAPI runtime, not from the system package manager. When the
+    needed SONAME is missing but the same library is present under another one (`libsycl.so.8` needed, `libsycl.so.9`
+    installed: the XPU library was built against another oneAPI release), the finding says so (catalog
+    `xpu_sycl_runtime_mismatch`): bitsandbytes then falls back to a mock library and fails at the first native call.
+    0.50+ ship one XPU library per oneAPI year (`libbitsandbytes_xpu2025`, `…xpu2026`).
 
     ## How to fix
 
@@ -2064,6 +2264,9 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
     if facts.platform and facts.platform.os != "linux":
         return Skip("Linux only (Windows imports are checked by BNB311)")
     oneapi = _unresolved(native, ("oneapi",))
+    other_major = [d for d in oneapi if d.other_sonames]
+    if other_major:
+        return _sycl_mismatch(facts, other_major)
     if oneapi:
         return Hit(
             title=f"{_library_name(native)} needs Intel oneAPI runtime libraries the loader cannot find: "
@@ -2075,6 +2278,7 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
                 "Source the oneAPI environment before Python, or install the runtime wheels.",
                 ["source /opt/intel/oneapi/setvars.sh", "pip install intel-sycl-rt intel-cmplr-lib-rt"],
             ),
+            covers=[],
         )
     missing = _unresolved(native, ("cxx_runtime", "libc", "other"))
     if not missing:
@@ -2098,5 +2302,99 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
             + ("; ".join(wanted) if wanted else "the missing runtime libraries")
             + " with the system package manager.",
             [],
+        ),
+        covers=[],
+    )
+
+
+_DEVICE_STUB = re.compile(r"undefined symbol:\s*(?P<symbol>_Z(?P<length>\d+)__device_stub__\w+)")
+_STUB_PREFIX = "__device_stub__"
+
+
+def missing_device_stub(facts: Facts) -> tuple[str, str] | None:
+    """``(symbol, kernel)`` when the real loader refused a bitsandbytes GPU library for lacking one of its own
+    kernel launch stubs (``_Z..__device_stub__k...``), else None."""
+    load = facts.load
+    if load is None or not load.ran or load.ok is not False or not load.error:
+        return None
+    match = _DEVICE_STUB.search(load.error)
+    if match is None:
+        return None
+    symbol = match.group("symbol")
+    name = symbol[2 + len(match.group("length")) :][: int(match.group("length"))]  # the mangled name's length prefix
+    return symbol, name[len(_STUB_PREFIX) :] or name
+
+
+@rule(
+    "BNB317",
+    "bnb-rocm-library-lacks-device-stub",
+    Severity.ERROR,
+    "The selected bitsandbytes GPU library defines the kernels it references",
+    needs=("load",),
+    covers=("rocm_lib_undefined_device_stub",),
+    references=(
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1550",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1519",
+        "https://github.com/ROCm/bitsandbytes/issues/67",
+    ),
+    log_gate=LogGate("the log shows no undefined device stub", signatures=("rocm_device_stub_undefined",)),
+)
+def device_stub_missing(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule reads the `load` facts: the real loader's message for the library bitsandbytes selected (or, in
+    `bnbdoctor explain`, the `Could not load bitsandbytes native library: …` line of a log). It fires when the loader
+    refused the library for an undefined symbol of the form `_Z<n>__device_stub__k<Kernel>…`, for example
+    `undefined symbol: _Z36__device_stub__kOptimizer32bit1StateI12hip_bfloat16Li2EEvPT_S2_PfS3_ffffffiffbi`. It is
+    skipped when the load check did not run, and passes when the library loaded or failed for another reason.
+
+    ## Why it matters
+
+    A `__device_stub__` symbol is the host-side launcher the HIP (or CUDA) compiler emits next to each kernel
+    instantiation. bitsandbytes' own library references it, so only the library itself can define it: when it is
+    undefined, the library was built without that kernel instantiation (in issue #1550, the `hip_bfloat16` 32-bit
+    optimizer of the 0.45.x multi-backend preview wheels). Every dependency resolved and nothing on the machine is
+    wrong; the file is a packaging defect, and maintainers said the preview wheel was not ready. bitsandbytes then
+    runs without its native library and fails at the first quantized call.
+
+    ## How to fix
+
+    - Install a released bitsandbytes that ships ROCm libraries for the installed ROCm (0.49+ wheels carry them on
+      PyPI; 0.50+ picks the nearest ROCm build of the same major), instead of a preview or multi-backend wheel.
+    - Or build bitsandbytes from source for the local ROCm: `cmake -DCOMPUTE_BACKEND=hip -DBNB_ROCM_ARCH=gfx1100 -S .
+      && make && pip install .`.
+
+    ```bash
+    pip show bitsandbytes
+    pip install -U "bitsandbytes>=0.49"
+    ```
+    """
+    found = missing_device_stub(facts)
+    if found is None:
+        load = facts.load
+        return Skip(f"the load check did not run: {load.skipped_reason}") if load and not load.ran else None
+    symbol, kernel = found
+    load, bnb = facts.load, bnb_of(facts)
+    assert load is not None
+    named = re.search(r"libbitsandbytes_\w+\.(?:so|dll|dylib)", f"{load.library or ''} {load.error or ''}")
+    library = named.group(0) if named else "the bitsandbytes library"
+    rocm = "rocm" in library or "hip" in library or "hip_" in symbol
+    backend = "ROCm" if rocm else "GPU"
+    spec = full(ROCM_IN_PYPI_WHEEL.first_text)
+    return Hit(
+        title=f"{library} lacks the {kernel} kernel: a {backend} build without that kernel",
+        explanation=f"The loader refused {library}: it references {symbol}, the launch stub of one of its own "
+        f"kernels ({kernel}), which only the library itself can define. It was built without that kernel "
+        f"instantiation, a defect of the build (seen in the {ROCM_PREVIEW_WHEELS.last_text} multi-backend preview wheels), "
+        "not of this "
+        "machine: every dependency resolved. bitsandbytes then has no native library and fails at the first "
+        "quantized call.",
+        evidence=[ev("the real loader said", load.error, "load.error")]
+        + ([ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")] if bnb and bnb.version else []),
+        remediation=Remediation(
+            f"Install a released bitsandbytes with {backend} libraries for the installed runtime "
+            f"({ROCM_IN_PYPI_WHEEL.first_text}+ ship ROCm builds on PyPI) instead of a preview wheel, or build it "
+            "from source for the local ROCm (-DCOMPUTE_BACKEND=hip).",
+            ["pip show bitsandbytes", f'pip install -U "bitsandbytes>={spec}"'],
         ),
     )

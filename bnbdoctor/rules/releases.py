@@ -181,7 +181,9 @@ def transformers_requires_newer_bnb(facts: Facts) -> Hit | Skip | None:
     minimum = python.transformers_bnb_minimum
     transformers = python.packages.get("transformers")
     if minimum is None:
-        return Skip("transformers' own minimum bitsandbytes was not read (an older recording)") if transformers else None
+        return (
+            Skip("transformers' own minimum bitsandbytes was not read (an older recording)") if transformers else None
+        )
     if minimum.minimum is None:
         if TRANSFORMERS_WITH_BNB_MINIMUM.contains(transformers):
             why = minimum.error or f"{minimum.file or TRANSFORMERS_BNB_FILE} holds no {TRANSFORMERS_BNB_CONSTANT}"
@@ -304,8 +306,7 @@ def mixed_installs(facts: Facts) -> Hit | Skip | None:
     if record.unlisted_count:
         parts.append(
             f"{record.unlisted_count} of its {record.files} files {'is' if record.unlisted_count == 1 else 'are'} "
-            "listed by no claimant's RECORD"
-            + (f" ({len(modules)} of them modules or libraries)" if modules else "")
+            "listed by no claimant's RECORD" + (f" ({len(modules)} of them modules or libraries)" if modules else "")
         )
     if record.truncated:
         parts.append(f"the folder holds more than the {record.files} files bnbdoctor reads (a wheel ships ~100)")

@@ -39,9 +39,10 @@ from bnbdoctor.knowledge.imports import (
     TRITON_OPS_REPORTED_WORKING,
     TRITON_WITHOUT_OPS,
 )
-from bnbdoctor.knowledge.loader import CUDA_VERSION_FROM_TORCH, LEGACY_CUDA_SETUP
+from bnbdoctor.knowledge.loader import CUDA_VERSION_FROM_TORCH, LEGACY_CUDA_SETUP, ROCM_TAG_MISBUILT
 from bnbdoctor.knowledge.platforms import MACOS_WHEELS, PYTHON_DLL_PATH_SEARCH_DROPPED, WINDOWS_WHEELS
 from bnbdoctor.knowledge.ranges import minor
+from bnbdoctor.knowledge.selection import rocm_from_misbuilt_tag
 from bnbdoctor.knowledge.transformers import BNB_CHECK_NEEDS_GPU_SINCE
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules import log_evidence as log
@@ -1132,10 +1133,11 @@ def path_noise(facts: Facts) -> Hit | None:
     Severity.ERROR,
     "The log shows no missing bitsandbytes library for the CUDA/ROCm version in use",
     needs=("log",),
-    covers=("cuda_binary_missing_for_torch_cuda_version", "cuda_lt_11_unsupported"),
+    covers=("cuda_binary_missing_for_torch_cuda_version", "cuda_lt_11_unsupported", "rocm_version_tag_misparsed"),
     references=(
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/138",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/2014",
     ),
     stands_in_for=("BNB301",),
     confirm=("pip show bitsandbytes", TORCH_CHECK, PYTHON_M_BNB),
@@ -1146,7 +1148,9 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     The rule fires when the log shows that bitsandbytes has no library for the CUDA version in use: `Required library
     version not found: libbitsandbytes_cudaXYZ.so` (legacy), `Could not find the bitsandbytes CUDA binary at …`
     (0.43.1–0.45), `Configured CUDA binary not found at …` (0.46–0.49), `No compatible CUDA binary found at …` (0.50+),
-    or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists. It stays
+    or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists. A missing
+    `libbitsandbytes_rocmNN.so` of 0.46–0.49 whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
+    `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is 0.50+. It stays
     silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists
     ([BNB309](BNB309.md)). It is the log twin of [BNB301](BNB301.md).
 
@@ -1178,6 +1182,25 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
         return Skip("not even the CPU library exists: nothing was compiled (BNB309)")
     missing = facts.native.selection.expected_file if facts.native and facts.native.selection else None
     lines = log.line_evidence(facts, "cuda_older_than_11", "bnb_library_not_found", "detected_cuda_version", limit=4)
+    rocm = _misbuilt_rocm(facts, missing)
+    if rocm is not None and missing is not None:
+        return Hit(
+            title=f"{missing} is ROCm {rocm[0]}.{rocm[1]} spelled wrongly by bitsandbytes "
+            f"{ROCM_TAG_MISBUILT.first_text}–{ROCM_TAG_MISBUILT.last_text}",
+            explanation=f"bitsandbytes {ROCM_TAG_MISBUILT.first_text}–{ROCM_TAG_MISBUILT.last_text} build the ROCm "
+            f"tag as major*10+minor, so ROCm {rocm[0]}.{rocm[1]} becomes '{rocm[0] * 10 + rocm[1]}' instead of "
+            f"'{rocm[0]}{rocm[1]}': the release looks for {missing}, which no release ships, and every native call "
+            f"raises 'Configured ROCm binary not found'. {ROCM_TAG_MISBUILT.below_text} fixed the tag (PR #1889).",
+            evidence=lines,
+            remediation=Remediation(
+                f"Upgrade bitsandbytes to {ROCM_TAG_MISBUILT.below_text} or newer, which reads ROCm "
+                f"{rocm[0]}.{rocm[1]} as rocm{rocm[0]}{rocm[1]} and falls back to the nearest ROCm {rocm[0]}.x build; "
+                "these releases read no override for ROCm, so without upgrading only a source build for the "
+                "installed ROCm helps.",
+                [f'pip install -U "bitsandbytes{ROCM_TAG_MISBUILT.after().pip_spec()}"', PYTHON_M_BNB],
+            ),
+            covers=["rocm_version_tag_misparsed"],
+        )
     if log.seen(facts, "cuda_older_than_11"):
         old = OLDEST_CUDA_MAJOR - 1
         return Hit(
@@ -1211,6 +1234,19 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
         ),
         covers=["cuda_binary_missing_for_torch_cuda_version"],
     )
+
+
+def _misbuilt_rocm(facts: Facts, missing: str | None) -> tuple[int, int] | None:
+    """The ROCm version whose tag a 0.46-0.49 release spelled wrongly, from the missing file's name (and
+    torch's ROCm version when the log shows it); None when the name is an honest tag."""
+    match = re.match(r"libbitsandbytes_rocm(\d+)\.", missing or "")
+    bnb = facts.python.bitsandbytes.version if facts.python else None
+    if match is None or (bnb is not None and not ROCM_TAG_MISBUILT.contains(bnb)):
+        return None
+    hip = major_minor(facts.python.torch.hip) if facts.python else None
+    if hip is not None:
+        return hip if hip[1] >= 10 and match.group(1) == str(hip[0] * 10 + hip[1]) else None
+    return rocm_from_misbuilt_tag(match.group(1))
 
 
 @rule(

@@ -46,46 +46,62 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, lis
         return (
             f"torch is a CPU-only build ({shown})",
             f"The log shows a CPU-only build of torch ({shown}): it cannot see any GPU.",
-            ("Install a CUDA build of torch from the PyTorch index for your driver (pip install torch --index-url "
-            "https://download.pytorch.org/whl/cuXXX), then load the model again."),
+            (
+                "Install a CUDA build of torch from the PyTorch index for your driver (pip install torch --index-url "
+                "https://download.pytorch.org/whl/cuXXX), then load the model again."
+            ),
             [TORCH_CHECK, "nvidia-smi"],
         )
     no_driver = facts.gpu is not None and not facts.gpu.nvml_available
     if log.seen(facts, "no_nvidia_driver", "libcuda_not_found") or no_driver:
         return (
             "no NVIDIA driver is visible to torch",
-            ("The log shows that torch finds no NVIDIA driver (libcuda): the GPU is not visible to this process. In "
-            "a container that means it was started without GPU access; on a host, the driver is missing."),
-            ("Start the container with the GPU (docker run --gpus all, or the NVIDIA container runtime), or install "
-             "the "
-            "NVIDIA driver on the host; nvidia-smi must list the GPU inside the environment that runs the script."),
+            (
+                "The log shows that torch finds no NVIDIA driver (libcuda): the GPU is not visible to this process. In "
+                "a container that means it was started without GPU access; on a host, the driver is missing."
+            ),
+            (
+                "Start the container with the GPU (docker run --gpus all, or the NVIDIA container runtime), or install "
+                "the "
+                "NVIDIA driver on the host; nvidia-smi must list the GPU inside the environment that runs the script."
+            ),
             ["nvidia-smi", TORCH_CHECK],
         )
     if log.seen(facts, "driver_too_old", "cuda_driver_insufficient", "cuda_error_803"):
         return (
             "CUDA failed to initialise (driver)",
-            ("The log shows that CUDA failed to initialise (the driver is too old for this torch, or does not match "
-            "its kernel module): torch.cuda.is_available() is False although a GPU may be present."),
+            (
+                "The log shows that CUDA failed to initialise (the driver is too old for this torch, or does not match "
+                "its kernel module): torch.cuda.is_available() is False although a GPU may be present."
+            ),
             "Update the NVIDIA driver, or install a torch built for an older CUDA that this driver supports.",
             ["nvidia-smi", TORCH_CHECK],
         )
     if (facts.platform is not None and facts.platform.os == "macos") or (devices and "mps" in devices):
         return (
             "Apple Silicon (MPS) is not accepted by this bitsandbytes/transformers",
-            ("The log points to Apple Silicon (MPS): older bitsandbytes and transformers releases accept only CUDA "
-            "(and a few other backends) for quantization."),
-            ("Use a bitsandbytes release with MPS support and a transformers that accepts it, or another "
-            "quantization method on macOS."),
+            (
+                "The log points to Apple Silicon (MPS): older bitsandbytes and transformers releases accept only CUDA "
+                "(and a few other backends) for quantization."
+            ),
+            (
+                "Use a bitsandbytes release with MPS support and a transformers that accepts it, or another "
+                "quantization method on macOS."
+            ),
             [VERSIONS_CHECK],
         )
     if log.seen(facts, "compiled_without_gpu_support", "cpu_library_selected"):
         return (
             "bitsandbytes saw no usable CUDA either",
-            ("The log also shows bitsandbytes loading its CPU library: bitsandbytes saw no usable CUDA either, so "
-             "torch "
-            "or the driver is the problem rather than the quantizer."),
-            ("Make torch.cuda.is_available() return True (a CUDA build of torch, a visible driver), then reinstall "
-            "bitsandbytes if it still loads its CPU library."),
+            (
+                "The log also shows bitsandbytes loading its CPU library: bitsandbytes saw no usable CUDA either, so "
+                "torch "
+                "or the driver is the problem rather than the quantizer."
+            ),
+            (
+                "Make torch.cuda.is_available() return True (a CUDA build of torch, a visible driver), then reinstall "
+                "bitsandbytes if it still loads its CPU library."
+            ),
             [TORCH_CHECK, "nvidia-smi", "python -m bitsandbytes"],
         )
     return None

@@ -17,6 +17,10 @@ from bnbdoctor.logs.patterns import Q
 from bnbdoctor.logs.state import MAX_TEXT, LogState
 from bnbdoctor.logs.tokens import basename, token_before
 
+#: A HIP/CUDA kernel launcher stub (``_Z36__device_stub__kOptimizer32bit1State...``): defined by the kernel's
+#: translation unit, so undefined only when the library was built without that kernel (issue #1550).
+DEVICE_STUB = re.compile(r"_Z\d+__device_stub__")
+
 COLLECTOR = Collector("loader")
 collects = COLLECTOR.collects
 
@@ -38,6 +42,21 @@ _CUDA_LIBS = (
 )
 _ROCM_LIBS = ("libhip", "libamdhip", "librocblas", "librocrand", "librocsparse", "libroctx", "libhsa", "librocm")
 _OTHER_RUNTIMES = ("libgomp", "libomp", "libiomp", "libstdc++", "libgcc_s")
+#: Intel's oneAPI runtime, which the XPU library links (the SYCL runtime's SONAME changes with its major).
+_ONEAPI_LIBS = (
+    "libsycl",
+    "libsvml",
+    "libimf",
+    "libintlc",
+    "libirng",
+    "libur_loader",
+    "libze_loader",
+    "libumf",
+    "libtbb",
+)
+_ONEAPI_SONAME = re.compile(
+    r"(?P<path>(?:/[\w.+-]{1,200}){0,30}/(?P<name>(?P<stem>lib(?:sycl|ur_loader)\.so)\.\d{1,3}))(?![\w.])"
+)
 
 
 def _library_kind(name: str) -> str:
@@ -52,6 +71,8 @@ def _library_kind(name: str) -> str:
         return "rocm"
     if name.startswith(("libstdc++", "libgcc_s")):
         return "cxx_runtime"
+    if name.startswith(_ONEAPI_LIBS):
+        return "oneapi"
     if name.startswith(("libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so")):
         return "system"
     return "other"  # libgomp (the OpenMP runtime of the CPU build), ...
@@ -75,6 +96,7 @@ def _missing_library(state: LogState, name: str, number: int, line: str) -> None
         "cuda": "cudart_not_found" if name.startswith(("libcudart", "cudart64")) else "cuda_library_not_found",
         "rocm": "rocm_library_not_found",
         "cxx_runtime": "system_library_not_found",
+        "oneapi": "oneapi_library_not_found",
     }.get(kind)
     if signature is None and name.startswith(_OTHER_RUNTIMES):
         signature = "system_library_not_found"
@@ -85,6 +107,25 @@ def _missing_library(state: LogState, name: str, number: int, line: str) -> None
     state.match(signature, number, line)
     state.load.missing_deps.setdefault(name, (kind, line.strip()[:MAX_TEXT]))
     state.load.errors.append(line.strip())
+    if kind == "oneapi" and _other_majors(state, name):
+        state.match("sycl_runtime_other_major", number, line)
+
+
+def _other_majors(state: LogState, name: str) -> list[str]:
+    """Paths the log shows for the same library under another SONAME (libsycl.so.9 for libsycl.so.8)."""
+    stem = name.rsplit(".so.", 1)[0] + ".so"
+    return [path for soname, path in state.load.present.items() if soname != name and soname.startswith(stem + ".")]
+
+
+@collects("oneapi_soname_present", ("libsycl.so.", "libur_loader.so."), _ONEAPI_SONAME.pattern)
+def oneapi_soname_present(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """A path to a versioned SYCL runtime (``ls``, ``ldd`` or ``find`` output): the SONAME this machine provides."""
+    for found in _ONEAPI_SONAME.finditer(line):
+        if found.group("path").startswith("/"):
+            state.load.present.setdefault(found.group("name"), found.group("path"))
+    missing = [n for n, (kind, _) in state.load.missing_deps.items() if kind == "oneapi" and _other_majors(state, n)]
+    if missing:
+        state.match("sycl_runtime_other_major", number, line)
 
 
 @collects(
@@ -155,6 +196,15 @@ def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) 
     elif "libbitsandbytes_cpu" in line:
         state.match("cpu_library_missing_symbol", number, line)
         state.bnb.library_exists(library or "libbitsandbytes_cpu.so")
+    elif DEVICE_STUB.match(symbol) and library.startswith("libbitsandbytes_"):
+        # a HIP library built without some kernel instantiations: the file exists and its needs resolved
+        state.match("rocm_device_stub_undefined", number, line)
+        state.bnb.library_exists(library)
+        path = token_before(line, m.start())
+        if "/" in path:
+            state.bnb_path(path)
+        state.load.errors.append(line[max(line.find(path), 0) :].strip())
+        state.load.undefined_symbol = symbol
     state.platform.os_votes["linux"] += 1
 
 
