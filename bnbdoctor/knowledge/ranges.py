@@ -10,7 +10,8 @@ bnbdoctor does (which loader code a release runs, which bug it has): only the re
 (``0.45.1.dev0`` is 0.45.1, ``2.2.0a0+81ea7a4`` is 2.2.0), compared as tuples. A boundary is
 therefore written with the precision it is compared at: ``"0.45"`` compares minor releases and
 ``"0.45.1"`` patch releases (tuples compare by length too, so the bare version ``"0.45"`` is inside a
-range starting at ``"0.45"`` but before one starting at ``"0.45.0"``). :func:`full` pads a boundary for display (``"0.50"`` -> ``"0.50.0"``).
+range starting at ``"0.45"`` but before one starting at ``"0.45.0"``). :func:`full` pads a boundary for
+display (``"0.50"`` -> ``"0.50.0"``).
 
 Whether something *installs* is pip's question and is answered with pip's semantics instead
 (:mod:`bnbdoctor.remedy.installable`, BNB206): there a pre-release is below its release
