@@ -108,6 +108,7 @@ def test_torch_pins_are_published_pairs() -> None:
     assert torch_published_for("2.4.0", "11.8") is True
     assert torch_published_for("2.5.1", "12.6") is False
     assert torch_published_for("9.1.0", "12.6") is None  # newer than the table: unknown, never assumed
+    assert torch_published_for("2.13.0", "13.0") is True  # a row of the arch-list table is a published build
     assert torch_for_cuda("12.6", near="2.5.1") == "2.6.0"
     assert torch_for_cuda("11.8", near="2.4.0") == "2.4.0"
 

@@ -22,6 +22,7 @@ from functools import lru_cache
 from packaging.version import InvalidVersion, Version
 
 from bnbdoctor.knowledge.releases import TORCH_MINIMUM_BY_RELEASE
+from bnbdoctor.knowledge.torch_wheels import TORCH_BUILDS
 
 #: The upper bound of every bitsandbytes release's torch requirement so far ("torch<3,>=2.x").
 TORCH_REQUIREMENT_BELOW = "3"
@@ -118,9 +119,14 @@ def _minor(version: str) -> str | None:
 
 def torch_published_for(version: str, cuda: str) -> bool | None:
     """Whether torch ``version`` (any patch of its minor) was published for CUDA ``cuda`` ("12.4");
-    None when the table does not know that torch (newer than the table)."""
+    None when neither this table nor the arch-list table (:data:`bnbdoctor.knowledge.torch_wheels.TORCH_BUILDS`,
+    whose rows are published builds too) knows that pair."""
     minor = _minor(version)
-    if minor is None or minor not in TORCH_CUDA_WHEELS:
+    if minor is None:
+        return None
+    if any(_minor(build.release) == minor and build.cuda == cuda for build in TORCH_BUILDS):
+        return True
+    if minor not in TORCH_CUDA_WHEELS:
         return None
     return cuda in TORCH_CUDA_WHEELS[minor]
 
