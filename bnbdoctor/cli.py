@@ -152,13 +152,22 @@ def run(args: argparse.Namespace) -> ExitCode:
             from bnbdoctor.tui import run as run_tui
 
             return ExitCode(run_tui(host, options, rules, strict=args.strict, redact=not args.no_redact))
-        report = diagnose(host, options, rules)
+        from bnbdoctor.progress import probe_waits, status
+
+        with status("bnbdoctor: examining this machine") as update:  # on a terminal's stderr only
+            report = diagnose(host, options, rules, probe_waits(update, "bnbdoctor: examining this machine", _probe_names()))
         from bnbdoctor.redact import Redactor
 
         redactor = Redactor.for_machine(host.os_info())
     report = _redact(report, redactor, args)
     emit(report, fmt, ReportKind.DOCTOR, args.output, error=UsageError)
     return report.exit_code(args.strict)
+
+
+def _probe_names() -> list[str]:
+    from bnbdoctor.probes import PROBES
+
+    return [probe.name for probe in PROBES]
 
 
 def _replay(source: str, rules: list[Rule] | None) -> tuple[Report, Redactor]:
