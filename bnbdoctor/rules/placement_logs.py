@@ -66,8 +66,8 @@ def fit_advice(facts: Facts) -> str:
     if model_id(facts):
         return ""
     return (
-        " To predict the placement offline, without loading weights, run bnbdoctor fit on the model's id or "
-        f"folder (the argument from_pretrained got){_fit_flags(facts)}."
+        " To predict the placement offline, without loading weights, run bnbdoctor fit with the model's id or "
+        f"folder (what from_pretrained was given) and{_fit_flags(facts)}."
     )
 
 
