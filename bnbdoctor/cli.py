@@ -154,8 +154,9 @@ def run(args: argparse.Namespace) -> ExitCode:
             return ExitCode(run_tui(host, options, rules, strict=args.strict, redact=not args.no_redact))
         from bnbdoctor.progress import probe_waits, status
 
-        with status("bnbdoctor: examining this machine") as update:  # on a terminal's stderr only
-            report = diagnose(host, options, rules, probe_waits(update, "bnbdoctor: examining this machine", _probe_names()))
+        heading = "bnbdoctor: examining this machine"
+        with status(heading) as update:  # on a terminal's stderr only
+            report = diagnose(host, options, rules, probe_waits(update, heading, _probe_names()))
         from bnbdoctor.redact import Redactor
 
         redactor = Redactor.for_machine(host.os_info())

@@ -33,7 +33,9 @@ GiB = 1 << 30
 CACHE_VARS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
 
 
-def cache_model(hub: Path, repo_id: str, config: dict[str, Any] | None, sha: str = "0123abcd", ref: bool = True) -> Path:
+def cache_model(
+    hub: Path, repo_id: str, config: dict[str, Any] | None, sha: str = "0123abcd", ref: bool = True
+) -> Path:
     """A cache entry as huggingface_hub writes it; ``config=None`` leaves config.json undownloaded."""
     repo = hub / ("models--" + repo_id.replace("/", "--"))
     snapshot = repo / "snapshots" / sha
@@ -64,7 +66,7 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # -- where the cache is -------------------------------------------------------------------------
 
 
-def test_the_cache_folder_is_chosen_as_huggingface_hub_chooses_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cache_folder_is_chosen_as_huggingface_hub_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in CACHE_VARS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

@@ -64,7 +64,7 @@ def _snapshot(host: Host, repo_dir: str) -> str | None:
 
 
 def _model_folder(host: Host, path: str, repo_id: str | None = None) -> tuple[str, str | None]:
-    """(folder holding config.json, cache repo folder or None) for a folder given as MODEL (or found for ``repo_id``)."""
+    """(folder holding config.json, cache repo folder or None) for a folder given as MODEL or found for ``repo_id``."""
     join = host.pathmod.join
     if host.is_file(join(path, "config.json")):
         return path, None
