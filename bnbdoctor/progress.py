@@ -41,7 +41,8 @@ def _ignore(_message: str) -> None:
 
 
 class _Line:
-    """The status text, rendered afresh at each refresh so that the seconds count while nothing reports."""
+    """The status text, rendered afresh at each refresh so that the seconds count while nothing reports; one line
+    (cut with an ellipsis on a narrow terminal) so that the line rich clears is the line it drew."""
 
     def __init__(self, message: str) -> None:
         self.message = message
@@ -51,7 +52,8 @@ class _Line:
         from rich.text import Text
 
         waited = time.monotonic() - self.started
-        return Text(f"{self.message} ({waited:.0f} s)" if waited >= SHOW_SECONDS_AFTER else self.message)
+        shown = f"{waited:.0f} s  {self.message}" if waited >= SHOW_SECONDS_AFTER else self.message
+        return Text(shown, no_wrap=True, overflow="ellipsis")  # one line at any width, the seconds first
 
 
 @contextlib.contextmanager

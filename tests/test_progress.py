@@ -50,7 +50,7 @@ def test_a_terminal_sees_the_status_and_the_seconds(monkeypatch: pytest.MonkeyPa
         update("bnbdoctor fit: building org/name on the meta device")
         time.sleep(0.3)  # rich refreshes the line several times a second
     shown = stream.getvalue()
-    assert "building org/name on the meta device" in shown and " s)" in shown
+    assert "building org/name on the meta device" in shown and " s  bnbdoctor fit" in shown
 
 
 def test_probe_waits_names_what_is_still_running() -> None:
