@@ -152,13 +152,23 @@ def run(args: argparse.Namespace) -> ExitCode:
             from bnbdoctor.tui import run as run_tui
 
             return ExitCode(run_tui(host, options, rules, strict=args.strict, redact=not args.no_redact))
-        report = diagnose(host, options, rules)
+        from bnbdoctor.progress import probe_waits, status
+
+        heading = "bnbdoctor: examining this machine"
+        with status(heading) as update:  # on a terminal's stderr only
+            report = diagnose(host, options, rules, probe_waits(update, heading, _probe_names()))
         from bnbdoctor.redact import Redactor
 
         redactor = Redactor.for_machine(host.os_info())
     report = _redact(report, redactor, args)
     emit(report, fmt, ReportKind.DOCTOR, args.output, error=UsageError)
     return report.exit_code(args.strict)
+
+
+def _probe_names() -> list[str]:
+    from bnbdoctor.probes import PROBES
+
+    return [probe.name for probe in PROBES]
 
 
 def _replay(source: str, rules: list[Rule] | None) -> tuple[Report, Redactor]:

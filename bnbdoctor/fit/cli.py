@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import NoReturn
 
 from bnbdoctor import __version__
@@ -46,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "model",
         metavar="MODEL",
-        help="a local model folder, its config.json, or a Hugging Face cache folder (no network)",
+        help="a Hugging Face model id (org/name, read from the local Hugging Face cache), a local model folder, "
+        "its config.json, or a Hugging Face cache folder (no network)",
     )
     parser.add_argument(
         "--quant", choices=QUANTS, help="bitsandbytes quantization (default: 4bit, or the checkpoint's own bnb config)"
@@ -128,9 +128,10 @@ def main(argv: list[str]) -> int:
 
     def body() -> int:
         from bnbdoctor.fit.core import run_fit
+        from bnbdoctor.progress import status
 
-        progress = note if sys.stderr.isatty() else None
-        report = run_fit(options_from_args(args), progress=progress)
+        with status(f"bnbdoctor fit: reading {args.model}") as progress:  # on a terminal's stderr only
+            report = run_fit(options_from_args(args), progress=progress)
         emit(report, fmt, ReportKind.FIT, args.output, error=FitInputError)
         return int(report.exit_code(args.strict))
 
