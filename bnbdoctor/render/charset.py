@@ -30,7 +30,7 @@ ASCII_FALLBACK: dict[str, str] = {
     "·": "-",
     "—": "-",
     "–": "-",  # GPU index ranges: "GPUs 0–3"
-    "×": "x",  # "8× NVIDIA A100-SXM4-80GB"
+    "\u00d7": "x",  # the multiplication sign of "8\u00d7 NVIDIA A100-SXM4-80GB"
     "…": "...",
     "→": "->",
     "≥": ">=",
