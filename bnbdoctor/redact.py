@@ -131,10 +131,10 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] 
 #: Values that are versions by the name of their field; an IP-address look-alike there is a version.
 _VERSION_KEY = re.compile(r"version|^cuda$|^cudnn$|^driver$|^release$|^kernel$", re.IGNORECASE)
 #: Where a pasted log names its machine: ``uname -a`` (``Linux gpu-node-07 5.15.0-91-generic ...``)
-#: and shell prompts (``alice@gpu-node-07:~$``, ``[alice@gpu-node-07 llm]$``, ``(venv) alice@node ~ %``).
-_UNAME_HOST = re.compile(r"(?m)^\s{0,8}(?:Linux|Darwin) ([A-Za-z0-9][A-Za-z0-9.-]{1,62}) [0-9]{1,3}\.[0-9]{1,3}")
+#: and shell prompts (``alice@gpu-node-07:~$``, ``[alice@gpu-node-07 ~/llm]$``), wherever a line shows them.
+_UNAME_HOST = re.compile(r"(?<![A-Za-z0-9_])(?:Linux|Darwin) ([A-Za-z0-9][A-Za-z0-9.-]{1,62}) [0-9]{1,3}\.[0-9]{1,3}")
 _PROMPT = re.compile(
-    r"(?m)^[\[(]?(?:\([^)\n]{0,64}\) ?)?\[?([a-z_][a-z0-9_.-]{1,31})@([A-Za-z0-9][A-Za-z0-9-]{1,62})[: ]"
+    r"(?<![A-Za-z0-9_.-])([a-z_][a-z0-9_.-]{1,31})@([A-Za-z0-9][A-Za-z0-9-]{1,62})(?::[~/]| [~/][^\s]{0,64}\]?[$#%])"
 )
 #: Fact fields dropped outright: identifiers that help nobody debug bitsandbytes.
 _DROPPED_KEYS = {"uuid", "serial"}
@@ -176,6 +176,16 @@ class Redactor:
         if uname is not None:
             hosts.insert(0, uname.group(1))
         return cls(home=home, user=user, host=hosts[0] if hosts else None, other_hosts=tuple(hosts[1:]))
+
+    def also_machine(self, info: OsInfo) -> Redactor:
+        """This redactor, also replacing ``info``'s home folder, user and host where it knows none."""
+        hosts = tuple(name for name in (info.hostname,) if name and name != self.host)
+        return Redactor(
+            home=self.home or info.home,
+            user=self.user or info.username,
+            host=self.host or info.hostname,
+            other_hosts=self.other_hosts + (hosts if self.host else ()),
+        )
 
     def _note(self, rule: str, original: str, count: int = 1) -> None:
         self.applied[rule] = self.applied.get(rule, 0) + count
