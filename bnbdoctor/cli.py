@@ -184,7 +184,15 @@ def _replay(source: str, rules: list[Rule] | None) -> tuple[Report, Redactor]:
     report = diagnose_facts(facts, rules)
     report.source = {**{k: str(v) for k, v in facts.source.items()}, "label": f"report {source}"}
     report.replayed_from = str(header.get("created") or "")
-    return report, Redactor()  # the machine's identity was redacted where the report was made
+    # The machine's identity was redacted where the report was made, unless it was made with
+    # --no-redact: the names its paths show and this machine's are redacted here (a report is
+    # most often replayed where it was made), and every secret-shaped value.
+    import json
+
+    from bnbdoctor.hosts.live import LiveHost
+    from bnbdoctor.serde import to_jsonable
+
+    return report, Redactor.for_text(json.dumps(to_jsonable(facts))).also_machine(LiveHost().os_info())
 
 
 def _redact(report: Report, redactor: Redactor, args: argparse.Namespace) -> Report:

@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_output_arguments(parser, ReportKind.FIT)
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
+    parser.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="keep home folder, user and host names in the report (redacted by default)",
+    )
     parser.add_argument("--standin", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
@@ -132,6 +137,14 @@ def main(argv: list[str]) -> int:
 
         with status(f"bnbdoctor fit: reading {args.model}") as progress:  # on a terminal's stderr only
             report = run_fit(options_from_args(args), progress=progress)
+        if args.no_redact:
+            note("redaction is off (--no-redact): the report may contain your home folder, user and host names")
+        else:
+            from bnbdoctor.hosts.live import LiveHost
+            from bnbdoctor.redact import Redactor
+            from bnbdoctor.report_io import redact_report
+
+            report = redact_report(report, Redactor.for_machine(LiveHost().os_info()))
         emit(report, fmt, ReportKind.FIT, args.output, error=FitInputError)
         return int(report.exit_code(args.strict))
 
