@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane, Tabs
 
 from bnbdoctor.facts import ProbeRun
 from bnbdoctor.report import Report
@@ -105,6 +105,10 @@ class DiagnosisScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#progress", ProbeProgress).display = False
+        # The tab bar takes no focus: Tab moves between the tab's own widgets (a tab's fields, the
+        # list and the detail pane), and a focused tab bar would pass typed text on to the global
+        # keys. v and clicks switch tabs.
+        self.query_one("#views", TabbedContent).query_one(Tabs).can_focus = False
         self.query_one("#facts-search", Input).cursor_blink = self.settings.cursor_blink
         self.query_one(FindingsList).focus()
 
