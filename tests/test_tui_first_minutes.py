@@ -14,20 +14,37 @@ users of such a tool expect instead:
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("textual")
 
-from textual.widgets import Input, Select, TabbedContent
+from textual.widgets import Input, Select, Static, TabbedContent
 from tui_support import SMALL, _quiet_app, asynctest, make_app, until  # noqa: F401 - _quiet_app: autouse fixture
 
+from bnbdoctor.findings import Finding, Severity
+from bnbdoctor.hosts.fixture import FixtureHost
+from bnbdoctor.render.text import machine_lines
+from bnbdoctor.report import Report
 from bnbdoctor.tui.app import DoctorApp
+from bnbdoctor.tui.farewell import farewell_lines, top_findings
 from bnbdoctor.tui.hostmem import meminfo_available
+from bnbdoctor.tui.session import Session
+from bnbdoctor.tui.widgets.detail import FindingDetail, detail_blocks
+from bnbdoctor.tui.widgets.findings import Entry
 from bnbdoctor.tui.screens.export import ExportScreen
 from bnbdoctor.tui.widgets import fit as fit_widget
 from bnbdoctor.tui.widgets.fit import FitView
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def plain(widget: Static) -> str:
+    content = widget.content
+    return str(getattr(content, "plain", content))
 
 
 async def open_fit(app: DoctorApp, pilot: Any) -> FitView:
@@ -112,3 +129,142 @@ def test_cpu_hint_without_an_answer_still_says_what_the_default_is() -> None:
     text = "MemTotal:       16000000 kB\nMemFree:  100 kB\nMemAvailable:    8388608 kB\n"
     assert meminfo_available(text) == 8 * 1024**3
     assert meminfo_available("MemTotal: 1 kB\n") is None
+
+
+# -- item 9: the answer stays, and shows without scrolling -------------------------------------------
+
+FIXTURES = sorted(p.name for p in (ROOT / "platform_fixtures").iterdir() if (p / "machine.json").is_file())
+
+
+def fix_widgets(app: DoctorApp) -> list[Static]:
+    """The detail pane's Fix section: its heading, its text, its commands and the copy hint."""
+    statics = list(app.main.query_one("#detail", FindingDetail).query(Static))
+    start = next((i for i, s in enumerate(statics) if s.has_class("detail-section") and plain(s) == "Fix"), None)
+    if start is None:
+        return []
+    shown = [statics[start]]
+    for widget in statics[start + 1 :]:
+        if widget.has_class("detail-section"):
+            break
+        shown.append(widget)
+    return shown
+
+
+@pytest.mark.slow
+@asynctest
+async def test_the_top_findings_fix_shows_without_scrolling_at_120x36_on_every_recorded_machine() -> None:
+    hidden: dict[str, list[str]] = {}
+    checked = 0
+    for fixture in FIXTURES:
+        app = make_app(fixture)
+        async with app.run_test(size=(120, 36)) as pilot:
+            report = await app.wait_for_report()
+            await pilot.pause()
+            assert report is not None
+            if not report.findings:
+                continue
+            pane = app.main.query_one("#detail", FindingDetail)
+            assert pane.entry is not None and pane.entry.finding is report_top(report)
+            widgets = fix_widgets(app)
+            if not report_top(report).remediation.commands and not widgets:
+                continue
+            assert widgets, fixture
+            checked += 1
+            await until(pilot, lambda: all(w.region.height for w in fix_widgets(app)), timeout=5)
+            widgets = fix_widgets(app)
+            visible = pane.content_region
+            out = [plain(w) for w in widgets if not visible.contains_region(w.region) or w.region.height == 0]
+            if out or pane.scroll_y:
+                hidden[fixture] = out
+    assert checked > 20 and not hidden
+
+
+def report_top(report: Report) -> Finding:
+    return top_findings(report)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [100, 120, 160])
+def test_header_labels_never_truncate_values_wrap(width: int) -> None:
+    async def run() -> None:
+        app = make_app("mixed-gt1030-a6000-bnb042")
+        async with app.run_test(size=(width, 40)) as pilot:
+            report = await app.wait_for_report()
+            await pilot.pause()
+            assert report is not None
+            machine = app.main.query_one("#machine", Static)
+            assert machine.display
+            shown = [line.rstrip() for line in machine_text(machine, width)]
+            for label, value in machine_lines(report):
+                assert any(line.lstrip().startswith(f"{label} ") for line in shown), (label, shown)
+                assert value.split()[-1].rstrip(",;") in " ".join(shown)  # the end of the value shows
+            assert not any("…" in line for line in shown)
+
+    asyncio.run(run())
+
+
+def machine_text(machine: Static, width: int) -> list[str]:
+    """What the machine header shows, line by line, at its width on the screen."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    Console(file=buffer, width=machine.content_region.width, color_system=None).print(machine.content)
+    return buffer.getvalue().splitlines()
+
+
+def test_an_info_finding_is_not_headed_why_it_breaks_bitsandbytes() -> None:
+    info = Finding(rule_id="BNB999", rule_name="just-so", severity=Severity.INFO, title="t", explanation="x")
+    text = "\n".join(b.plain for b in detail_blocks(Entry("finding", 0, finding=info)))
+    assert "Why it breaks bitsandbytes" not in text and "Why it matters" in text
+    error = Finding(rule_id="BNB998", rule_name="bad", severity=Severity.ERROR, title="t", explanation="x")
+    assert "Why it breaks bitsandbytes" in "\n".join(b.plain for b in detail_blocks(Entry("finding", 0, finding=error)))
+
+
+def test_farewell_leaves_the_verdict_and_the_first_fix_command() -> None:
+    report = diagnose_fixture("transformers5-bnb0455")
+    lines = farewell_lines(report, "fixture transformers5-bnb0455")
+    top = report_top(report)
+    assert lines[0] == "bnbdoctor (fixture transformers5-bnb0455): ✖ 1 error, 0 warnings, 33 checks passed, 7 skipped"
+    assert lines[1] == f"✖ {top.rule_id}  {top.title}"
+    assert lines[2] == f"  $ {top.remediation.commands[0]}" and "bitsandbytes>=" in lines[2]
+    # a top finding without a command: its fix in words, never another finding's command
+    kepler = diagnose_fixture("kepler-k80")
+    top = report_top(kepler)
+    assert not top.remediation.commands
+    assert farewell_lines(kepler, "k")[2] == f"  fix: {' '.join(top.remediation.text.split())}"
+    healthy = farewell_lines(diagnose_fixture("a100-healthy"), "fixture a100-healthy")
+    assert healthy[0].startswith("bnbdoctor (fixture a100-healthy): ✔ 0 errors")
+    assert farewell_lines(None, "this machine") == ["bnbdoctor (this machine): quit before the report was ready."]
+    assert farewell_lines(None, "this machine", "OSError: x") == ["bnbdoctor (this machine) failed: OSError: x"]
+
+
+def diagnose_fixture(name: str) -> Report:
+    report = Session(host=FixtureHost.named(name)).diagnose()
+    return report
+
+
+@pytest.mark.slow
+def test_after_q_the_terminal_keeps_the_answer(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """bnbdoctor.tui.run as the CLI calls it, headless, quit with q once the report shows."""
+    import bnbdoctor.tui as tui
+
+    original = DoctorApp.run
+
+    def run_headless(self: DoctorApp, **kwargs: Any) -> Any:
+        async def press_q(pilot: Any) -> None:
+            await self.wait_for_report()
+            await pilot.pause()
+            await pilot.press("q")
+
+        return original(self, headless=True, size=(120, 36), auto_pilot=press_q)
+
+    monkeypatch.setattr(DoctorApp, "run", run_headless)
+    code = tui.run(FixtureHost.named("transformers5-bnb0455"))
+    out = capsys.readouterr().out
+    report = diagnose_fixture("transformers5-bnb0455")
+    assert code == 1
+    top = report_top(report)
+    assert "✖" in out and f"{top.rule_id}  {top.title}" in out
+    assert f"$ {top.remediation.commands[0]}" in out

@@ -47,10 +47,12 @@ def machine_table(report: Report) -> Table:
     """What was examined (machine, GPU, Python, packages), as the text report's header shows it."""
     from bnbdoctor.render.text import machine_lines
 
+    rows = machine_lines(report)
     grid = Table.grid(padding=(0, 1))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column(overflow="ellipsis", no_wrap=True)
-    for label, value in machine_lines(report):
+    # The labels keep their width (never "Ma…"); a long value wraps under itself.
+    grid.add_column(style="bold", no_wrap=True, min_width=max((len(label) for label, _ in rows), default=0))
+    grid.add_column(overflow="fold")
+    for label, value in rows:
         grid.add_row(label, value)
     return grid
 
