@@ -49,9 +49,12 @@ def run(
     app.run()
     if app.return_code not in (None, 0):  # the app itself crashed (Textual printed the traceback)
         return int(ExitCode.FAILURE)
+    import sys
+
     from bnbdoctor.tui.farewell import farewell_lines
 
-    print("\n".join(farewell_lines(app.report, session.label, app.failed)))  # the answer stays on the terminal
+    # The answer stays on the terminal, which the app has restored as it was.
+    sys.stdout.write("\n".join(farewell_lines(app.report, session.label, app.failed)) + "\n")
     return int(app.exit_code)
 
 

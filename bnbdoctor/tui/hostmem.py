@@ -24,14 +24,21 @@ def meminfo_available(text: str) -> int | None:
     return None
 
 
-def free_ram_bytes() -> int | None:
-    """This machine's available CPU RAM in bytes, or None when it cannot be read."""
+def psutil_available() -> int | None:
+    """psutil's figure (the one the fit engine reads), or None without psutil or an answer."""
     try:
         import psutil
 
         return int(psutil.virtual_memory().available)
-    except Exception:  # noqa: BLE001 - not installed, or no answer on this platform: try the next source
-        pass
+    except Exception:  # noqa: BLE001 - not installed, or no answer on this platform
+        return None
+
+
+def free_ram_bytes() -> int | None:
+    """This machine's available CPU RAM in bytes, or None when it cannot be read."""
+    found = psutil_available()
+    if found is not None:
+        return found
     try:
         return meminfo_available(MEMINFO.read_text(encoding="ascii", errors="replace"))
     except OSError:
