@@ -76,7 +76,7 @@ def _pack_into(root: Path) -> None:
         copy_rule_pages(RULE_PAGES, root / PAGES)
 
 
-class BuildPyWithData(build_py):
+class BuildPyWithData(build_py):  # type: ignore[misc]  # setuptools' commands are untyped
     """build_py, then the recorded machines and rule pages into the built package."""
 
     def run(self) -> None:
@@ -85,7 +85,7 @@ class BuildPyWithData(build_py):
             _pack_into(Path(self.build_lib))
 
 
-class SdistWithData(sdist):
+class SdistWithData(sdist):  # type: ignore[misc]  # setuptools' commands are untyped
     """sdist, with the packed machines and rule pages in its package folder (a wheel built from it has them)."""
 
     def make_release_tree(self, base_dir: str, files: list[str]) -> None:

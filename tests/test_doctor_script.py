@@ -54,7 +54,7 @@ def _lib(function: str, path: Path, **env: str) -> subprocess.CompletedProcess[s
 
 
 @needs_pyenv
-@pytest.mark.parametrize("version", sorted(PYTHONS, key=lambda v: int(v.split(".")[1])))
+@pytest.mark.parametrize("version", sorted(PYTHONS, key=lambda v: int(str(v).split(".")[1])))
 def test_python3_alone_on_path(version: str, tmp_path: Path) -> None:
     path = _bin(tmp_path, {"python3": PYTHONS[version]})
     found = _lib("find_tool_python", path)
@@ -64,7 +64,8 @@ def test_python3_alone_on_path(version: str, tmp_path: Path) -> None:
     assert found.returncode == 1 and found.stdout == ""
     helped = _lib("tool_python_help", path)
     assert f"{path / 'python3'} ({version})" in helped.stderr
-    assert "needs Python 3.10 or newer" in helped.stderr and "uv" in helped.stderr and "BNBDOCTOR_PYTHON" in helped.stderr
+    assert "needs Python 3.10 or newer" in helped.stderr
+    assert "uv" in helped.stderr and "BNBDOCTOR_PYTHON" in helped.stderr
 
 
 @needs_pyenv

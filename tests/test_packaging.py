@@ -50,7 +50,8 @@ def _tree(folder: Path) -> dict[str, tuple[str, str]]:
             elif path.is_dir():
                 found[key] = ("dir", "")
             else:
-                found[key] = ("file", f"{path.read_bytes().hex()[:64]}:{len(path.read_bytes())}:{os.access(path, os.X_OK)}")
+                content = path.read_bytes()
+                found[key] = ("file", f"{content.hex()}:{os.access(path, os.X_OK)}")
     return found
 
 
@@ -124,7 +125,8 @@ def test_the_built_wheel_carries_machines_and_rule_pages(tmp_path: Path) -> None
     """Build the wheel, install it into a fresh venv, run what the README shows there."""
     source = _copy_checkout(tmp_path / "src")
     dist = tmp_path / "dist"
-    build = [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q", "-w", str(dist)]
+    build = [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q"]
+    build += ["-w", str(dist)]
     assert subprocess.run(build, capture_output=True, text=True, timeout=600).returncode == 0
     (wheel,) = dist.glob("bnbdoctor-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -133,8 +135,8 @@ def test_the_built_wheel_carries_machines_and_rule_pages(tmp_path: Path) -> None
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    purelib = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                           text=True).strip())
+    where_to = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = Path(subprocess.check_output([str(python), "-c", where_to], text=True).strip())
     clean = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "BNBDOCTOR_FIXTURES"}}
     install = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)]
     assert subprocess.run(install, capture_output=True, text=True, env=clean, timeout=300).returncode == 0
