@@ -23,6 +23,7 @@ from types import ModuleType
 import pytest
 
 from bnbdoctor.hosts import fixture_store
+from bnbdoctor.hosts.fixture import FixtureError, list_fixtures, resolve_fixture
 from bnbdoctor.rule_page import command_for, main, page_text
 from bnbdoctor.rules import all_rules
 
@@ -85,6 +86,37 @@ def test_packed_machines_unpack_as_recorded_and_pack_deterministically(tmp_path:
     expected = {k: v for k, v in _tree(source).items() if not k.startswith("not-a-machine")}
     assert _tree(folder) == expected
     assert fixture_store.unpacked(first, cache=tmp_path / "cache") == folder  # unpacked once, then reused
+
+
+def _installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Look up machines as an install does: no checkout beside the package, a packed archive in it."""
+    archive = tmp_path / "pkg" / fixture_store.ARCHIVE_NAME
+    _setup_module().pack_fixtures(_machines(tmp_path), archive)
+    monkeypatch.delenv("BNBDOCTOR_FIXTURES", raising=False)
+    monkeypatch.setenv("BNBDOCTOR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fixture_store, "checkout_dir", lambda: None)
+    monkeypatch.setattr(fixture_store, "packed_archive", lambda: archive)
+    return archive
+
+
+def test_an_install_lists_and_resolves_its_packed_machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _installed(tmp_path, monkeypatch)
+    assert list_fixtures() == [("m1", "one")]
+    assert resolve_fixture("m1").parent.parent == tmp_path / "cache"
+
+
+def test_a_machine_that_cannot_be_unpacked_is_a_one_line_fixture_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _installed(tmp_path, monkeypatch)
+
+    def refuse(*_args: object) -> None:
+        raise OSError(1314, "A required privilege is not held by the client")
+
+    monkeypatch.setattr(os, "symlink", refuse)
+    with pytest.raises(FixtureError, match=r"cannot unpack .*symlink .*privilege"):
+        resolve_fixture("m1")
+    assert list((tmp_path / "cache").iterdir()) == []  # nothing half-unpacked is left to be reused
 
 
 def test_unpack_refuses_names_outside_the_folder(tmp_path: Path) -> None:

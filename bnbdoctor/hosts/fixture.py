@@ -46,7 +46,10 @@ def fixtures_dir() -> Path:
     copy an install carries (:mod:`bnbdoctor.hosts.fixture_store`)."""
     from bnbdoctor.hosts.fixture_store import fixtures_dir as located
 
-    return located()
+    try:
+        return located()
+    except OSError as exc:  # the packed copy could not be unpacked (a full disk, no symlinks on Windows)
+        raise FixtureError(f"cannot unpack the recorded machines this install carries: {exc}") from None
 
 
 def list_fixtures() -> list[tuple[str, str]]:

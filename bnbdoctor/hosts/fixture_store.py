@@ -107,7 +107,11 @@ def unpack(archive: Path, dest: Path) -> None:
                 path.mkdir(parents=True, exist_ok=True)
             elif member.issym():
                 path.parent.mkdir(parents=True, exist_ok=True)
-                os.symlink(member.linkname, path)
+                try:
+                    os.symlink(member.linkname, path)
+                except OSError as exc:  # Windows without Developer Mode may not create symlinks
+                    reason = exc.strerror or exc
+                    raise StoreError(f"cannot create the symlink {member.name} in {dest}: {reason}") from None
             elif member.isreg():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 source = tar.extractfile(member)
