@@ -8,7 +8,6 @@ runs those commands there; the fast ones check the archive's round trip and ``bn
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -18,7 +17,6 @@ import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -28,15 +26,6 @@ from bnbdoctor.rule_page import command_for, main, page_text
 from bnbdoctor.rules import all_rules
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _setup_module() -> ModuleType:
-    """setup.py's hooks, imported without running setup() (it runs only as ``__main__``)."""
-    spec = importlib.util.spec_from_file_location("bnbdoctor_setup", ROOT / "setup.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _tree(folder: Path) -> dict[str, tuple[str, str]]:
@@ -76,11 +65,10 @@ def _machines(tmp_path: Path) -> Path:
 
 
 def test_packed_machines_unpack_as_recorded_and_pack_deterministically(tmp_path: Path) -> None:
-    setup = _setup_module()
     source = _machines(tmp_path)
     first, second = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz"
-    setup.pack_fixtures(source, first)
-    setup.pack_fixtures(source, second)
+    fixture_store.pack(source, first)
+    fixture_store.pack(source, second)
     assert first.read_bytes() == second.read_bytes()
     folder = fixture_store.unpacked(first, cache=tmp_path / "cache")
     expected = {k: v for k, v in _tree(source).items() if not k.startswith("not-a-machine")}
@@ -91,7 +79,7 @@ def test_packed_machines_unpack_as_recorded_and_pack_deterministically(tmp_path:
 def _installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Look up machines as an install does: no checkout beside the package, a packed archive in it."""
     archive = tmp_path / "pkg" / fixture_store.ARCHIVE_NAME
-    _setup_module().pack_fixtures(_machines(tmp_path), archive)
+    fixture_store.pack(_machines(tmp_path), archive)
     monkeypatch.delenv("BNBDOCTOR_FIXTURES", raising=False)
     monkeypatch.setenv("BNBDOCTOR_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(fixture_store, "checkout_dir", lambda: None)

@@ -2,15 +2,17 @@
 
 A recorded machine holds symlinks (``/lib -> usr/lib``, ``/usr/local/cuda -> /usr/local/cuda-12.1``) and a
 wheel cannot, so an install carries the machines as one tar archive, ``bnbdoctor/data/platform_fixtures.tar.gz``
-(written by the build: ``setup.py``). It is unpacked once, on first use of ``--fixture`` or
-``--list-fixtures``, into the user's cache folder under a name made from the archive's digest, so a newer
-install never reads an older unpacking. The order: ``$BNBDOCTOR_FIXTURES``, the checkout's folder, the
-archive. Nothing here runs on a live diagnosis.
+(:func:`pack`, which ``setup.py``'s build hook loads from this file: it uses the standard library only). It is
+unpacked once (:func:`unpack`), on first use of ``--fixture`` or ``--list-fixtures``, into the user's cache
+folder under a name made from the archive's digest, so a newer install never reads an older unpacking.
+The order: ``$BNBDOCTOR_FIXTURES``, the checkout's folder, the archive. Nothing here runs on a live diagnosis.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import os
 import shutil
 import sys
@@ -89,6 +91,35 @@ def unpacked(archive: Path, cache: Path | None = None) -> Path:
             raise
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def pack(source: Path, target: Path) -> None:
+    """Write ``source``'s machines (folders with a ``machine.json``) to ``target``: same bytes every run."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for machine in sorted(p for p in source.iterdir() if (p / "machine.json").is_file()):
+            for path in [machine, *sorted(_walk(machine))]:
+                info = tar.gettarinfo(str(path), arcname=path.relative_to(source).as_posix())
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mtime = 0
+                info.mode = 0o755 if info.isdir() or info.mode & 0o111 else 0o644
+                if info.isreg():
+                    with path.open("rb") as handle:
+                        tar.addfile(info, handle)
+                else:
+                    tar.addfile(info)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+        gz.write(buffer.getvalue())
+
+
+def _walk(folder: Path) -> list[Path]:
+    """Every entry under ``folder``, symlinks as themselves (never followed)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        found += [Path(dirpath) / name for name in dirnames + filenames]
+    return found
 
 
 def unpack(archive: Path, dest: Path) -> None:
