@@ -137,3 +137,13 @@ def test_doctor_sh_with_python_3_8_first_on_path_diagnoses_it(tmp_path: Path) ->
     assert done.returncode in (0, 1), done.stderr
     report = json.loads(done.stdout)
     assert report["facts"]["python"]["version"].startswith("3.8"), report["facts"]["python"]
+
+
+@needs_pyenv
+def test_setup_sh_with_only_an_old_python_says_what_to_install(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path)
+    old = PYTHONS.get("3.8") or PYTHONS[min(PYTHONS)]
+    done = subprocess.run([BASH, str(repo / "scripts" / "setup.sh")], capture_output=True, text=True, timeout=120,
+                          env={"PATH": str(_bin(tmp_path, {"python3": old})), "HOME": str(tmp_path)})
+    assert done.returncode == 2 and "install one of these" in done.stderr
+    assert not (repo / ".venv").exists()
