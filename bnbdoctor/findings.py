@@ -86,7 +86,7 @@ class Finding:
     remediation: Remediation = field(default_factory=lambda: Remediation(""))
     references: list[str] = field(default_factory=list)
     covers: list[str] = field(default_factory=list)
-    doc: str = ""  # docs/rules/<ID>.md
+    doc: str = ""  # the command that prints the rule's page: "bnbdoctor rule <ID>"
     # Set by ``bnbdoctor explain`` (facts from a log are partial); None/empty for a machine's report.
     rank: int | None = None  # 1 = the root cause the log most likely shows
     confidence: str | None = None  # "high" | "medium" | "low": how directly the log shows this failure

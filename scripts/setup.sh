@@ -6,9 +6,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
-PYTHON="${PYTHON:-python3}"
+# shellcheck source=scripts/lib/tool_python.sh
+. scripts/lib/tool_python.sh
 if [ ! -x "$VENV/bin/python" ]; then
+  # bnbdoctor needs 3.10+: python3, else the newest python3.X on PATH (scripts/lib/tool_python.sh).
+  if [ -z "${PYTHON:-}" ] && ! PYTHON="$(find_tool_python)"; then
+    tool_python_help
+    exit 2
+  fi
   "$PYTHON" -m venv "$VENV"
+elif ! python_fits_tool "$VENV/bin/python"; then
+  echo "scripts/setup.sh: $VENV uses Python $(python_version_of "$VENV/bin/python"); bnbdoctor needs" \
+    "$BNBDOCTOR_MIN_PYTHON+: remove $VENV (or set VENV=another folder) and run this again" >&2
+  exit 2
 fi
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 # torch first and pinned: the CPU build (2.13.0) lies on this machine's disk; anything unpinned

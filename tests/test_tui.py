@@ -178,7 +178,7 @@ async def test_detail_pane_shows_why_evidence_fix_commands_and_doc() -> None:
         assert finding.remediation.commands
         for number, command in enumerate(finding.remediation.commands, 1):
             assert f"{number} $ {command}" in text
-        assert finding.doc == "docs/rules/BNB102.md" and finding.doc in text
+        assert finding.doc == "bnbdoctor rule BNB102" and finding.doc in text
         assert "Catalog" in text and finding.covers
         for entry_id in finding.covers:  # each id with the link to its entry in docs/catalog.md
             assert f"• {entry_id}  {entry_url(entry_id)}" in text
@@ -195,7 +195,7 @@ async def test_detail_pane_for_kepler_names_the_compute_capability() -> None:
         await ready(app, pilot)
         assert selected(app).rule_id == "BNB103"
         text = detail(app).plain
-        assert "Tesla K80" in text and "gpu.devices[0]" in text and "docs/rules/BNB103.md" in text
+        assert "Tesla K80" in text and "gpu.devices[0]" in text and "bnbdoctor rule BNB103" in text
 
 
 @asynctest

@@ -42,11 +42,14 @@ class FixtureError(ValueError):
 
 
 def fixtures_dir() -> Path:
-    """Where recorded machines live: ``$BNBDOCTOR_FIXTURES`` or ``platform_fixtures/`` in the source tree."""
-    override = os.environ.get("BNBDOCTOR_FIXTURES")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / "platform_fixtures"
+    """Where recorded machines live: ``$BNBDOCTOR_FIXTURES``, the checkout's ``platform_fixtures/``, or the
+    copy an install carries (:mod:`bnbdoctor.hosts.fixture_store`)."""
+    from bnbdoctor.hosts.fixture_store import fixtures_dir as located
+
+    try:
+        return located()
+    except OSError as exc:  # the packed copy could not be unpacked (a full disk, no symlinks on Windows)
+        raise FixtureError(f"cannot unpack the recorded machines this install carries: {exc}") from None
 
 
 def list_fixtures() -> list[tuple[str, str]]:

@@ -83,7 +83,9 @@ class Rule:
 
     @property
     def doc(self) -> str:
-        return f"docs/rules/{self.id}.md"
+        """What a finding's ``docs`` line shows: the command that prints this rule's page, in any install
+        (:mod:`bnbdoctor.rule_page`), never a path that exists only in a checkout."""
+        return f"bnbdoctor rule {self.id}"
 
     @property
     def reads_log(self) -> bool:

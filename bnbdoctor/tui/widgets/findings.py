@@ -63,7 +63,7 @@ class Entry:
     def doc(self) -> str:
         if self.finding is not None and self.finding.doc:
             return self.finding.doc
-        return f"docs/rules/{self.rule_id}.md"
+        return f"bnbdoctor rule {self.rule_id}"
 
 
 def entries(report: Report, include_checks: bool = True) -> list[tuple[str, str, list[Entry]]]:
