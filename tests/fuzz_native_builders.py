@@ -163,7 +163,6 @@ REGRESSIONS = {
     "elf-dynstr-unterminated.bin": elf_dynstr_unterminated,
     "elf-rpath-colons.bin": elf_rpath_colons,
     "ldcache-unterminated.bin": ldcache_unterminated,
-    "ldcache-repeated-generator.bin": ldcache_repeated_generator,
 }
 
 

@@ -18,6 +18,7 @@ import re
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from elftools.elf.enums import ENUM_E_MACHINE
 
@@ -94,9 +95,8 @@ class _Acc:
         )
 
 
-@dataclass(frozen=True)
-class _Sec:
-    """The bounds of one section, checked against the file size."""
+class _Sec(NamedTuple):
+    """The bounds of one section, checked against the file size (a tuple: a file may hold 65,535)."""
 
     name: str
     offset: int
@@ -209,23 +209,21 @@ def _section_headers(
     fmt, entry_size = _SHDR[elf_class]
     if shentsize < entry_size:
         raise _Corrupt(f"corrupt ELF: section header entries of {shentsize} bytes (need {entry_size})")
-    headers = []
-    for index in range(shnum):
-        fields = struct.unpack_from(end + fmt, data, shoff + index * shentsize)
-        headers.append((fields[1], fields[4], fields[5], fields[6], fields[7]))  # type, offset, size, link, info
+    shdr = struct.Struct(end + fmt)
+    # name, type, offset, size, link, info of every header
+    headers = [shdr.unpack_from(data, shoff + index * shentsize) for index in range(shnum)]
     (shstrndx,) = struct.unpack_from(end + "H", data, _EHDR[elf_class][2] + 4)
     names = headers[shstrndx] if 0 < shstrndx < len(headers) else None
+    names_at, names_end = (names[4], min(len(data), names[4] + names[5])) if names is not None else (0, 0)
     out = []
-    for index in range(shnum):
-        (sh_name,) = struct.unpack_from(end + "I", data, shoff + index * shentsize)
-        kind, offset, sec_size, link, info = headers[index]
+    for fields in headers:
         name = ""
-        if names is not None and names[1] + sh_name < len(data):
-            start = names[1] + sh_name
-            bound = min(len(data), names[1] + names[2], start + _SECTION_NAME_MAX)
+        start = names_at + fields[0]
+        if names is not None and start < len(data):
+            bound = min(names_end, start + _SECTION_NAME_MAX)
             stop = data.find(b"\0", start, bound)
             name = data[start : stop if stop >= 0 else bound].decode("ascii", "replace")
-        out.append((kind, _Sec(name, offset, sec_size, link, info)))
+        out.append((fields[1], _Sec(name, fields[4], fields[5], fields[6], fields[7])))
     return out
 
 
