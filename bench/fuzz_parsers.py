@@ -39,8 +39,8 @@ import signal
 import struct
 import sys
 import time
-import tracemalloc
 import traceback
+import tracemalloc
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -360,11 +360,12 @@ def report(result: Result) -> str:
     """The campaign's summary lines for one parser."""
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     failed = sum(f.count for f in result.failures.values())
-    lines = [
+    summary = (
         f"{result.parser}: {result.inputs} inputs from {result.seeds} seeds in {result.seconds:.0f} s (wall); "
         f"{len(result.failures)} distinct failures ({failed} inputs); worst {result.worst_s:.3f} CPU s per input; "
         f"peak allocation {result.worst_alloc / (1 << 20):.1f} MiB per input; process RSS peak {rss:.0f} MiB"
-    ]
+    )
+    lines = [summary]
     for failure in sorted(result.failures.values(), key=lambda f: -f.count):
         lines.append(f"  {failure.count:6d}  {failure.key}  {failure.detail}  smallest {len(failure.smallest)} bytes")
     return "\n".join(lines)
@@ -402,8 +403,11 @@ def main(argv: list[str] | None = None) -> int:
 
         def progress(r: Result) -> None:
             if not args.quiet:
-                print(f"  .. {r.parser}: {r.inputs} inputs, {len(r.failures)} distinct failures, "
-                      f"worst {r.worst_s:.3f} s, {r.inputs / max(r.seconds, 1e-9):.0f}/s", file=sys.stderr, flush=True)
+                line = (
+                    f"  .. {r.parser}: {r.inputs} inputs, {len(r.failures)} distinct failures, "
+                    f"worst {r.worst_s:.3f} s, {r.inputs / max(r.seconds, 1e-9):.0f}/s"
+                )
+                print(line, file=sys.stderr, flush=True)
 
         result = campaign(
             target, args.inputs, rng, args.hang_s, args.slow_s, args.mem_mib, not args.no_tracemalloc, progress

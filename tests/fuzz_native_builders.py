@@ -62,7 +62,7 @@ class Elf:
         shoff = len(body)
         shnum = len(self.sections) + 2
         headers = [b"\0" * 64]
-        for sec, at, name in zip(self.sections, placed, name_at):
+        for sec, at, name in zip(self.sections, placed, name_at, strict=False):
             size = len(sec.data) if sec.size is None else sec.size
             offset = at if sec.offset is None else sec.offset
             headers.append(struct.pack("<IIQQQQIIQQ", name, sec.kind, 2, 0, offset, size, sec.link, sec.info, 8, 0))
@@ -93,7 +93,9 @@ def dyn_elf(strings: bytes, entries: Sequence[tuple[int, int]], *extra: Section)
     ).build()
 
 
-def ldcache_new(entries: Sequence[tuple[int, int, int]], strings: bytes, ext: bytes = b"", nlibs: int | None = None) -> bytes:
+def ldcache_new(
+    entries: Sequence[tuple[int, int, int]], strings: bytes, ext: bytes = b"", nlibs: int | None = None
+) -> bytes:
     """A "glibc-ld.so.cache1.1" file: raw (flags, key, value) entries (offsets from the file's start),
     then ``strings``, then ``ext`` (an extension directory, 4-aligned) if given."""
     count = len(entries) if nlibs is None else nlibs
@@ -170,7 +172,7 @@ def main() -> int:
     FUZZ_DATA.mkdir(parents=True, exist_ok=True)
     for name, build in REGRESSIONS.items():
         (FUZZ_DATA / name).write_bytes(build())
-        print(f"wrote tests/data/fuzz/{name}")
+        print(f"wrote tests/data/fuzz/{name}")  # noqa: T201 - a development command
     return 0
 
 

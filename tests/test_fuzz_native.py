@@ -339,7 +339,7 @@ def test_regression_input_is_bounded_and_reported(name: str) -> None:
     data = (FUZZ_DATA / name).read_bytes()
     parse = parse_elf if name.startswith("elf-") else parse_ld_so_cache
     result = bounded(parse, data, seconds=1.0)
-    error = getattr(result, "error")
+    error = result.error  # type: ignore[attr-defined]
     if EXPECTED[name] is None:
         assert error is None
     else:
