@@ -172,9 +172,10 @@ def test_section_header_table_with_absurd_values_is_bounded(
 
 
 def test_many_sections_with_one_long_name_table_are_bounded() -> None:
-    """65,535 section headers whose names all start in a 1 MiB table without NUL: names are cut."""
+    """16,384 section headers whose names all start in a 1 MiB table without NUL: names are cut
+    (scanned to the table's end, that was 16 GiB of work)."""
     names = b"n" * (1 << 20)
-    shnum = 0xFFFF
+    shnum = 1 << 14
     body = bytearray(64) + names
     shoff = len(body)
     header = struct.pack("<IIQQQQIIQQ", 0, 1, 0, 0, 64, len(names), 0, 0, 1, 0)
