@@ -3,8 +3,12 @@ symbol versions, both needed (``.gnu.version_r``) and defined (``.gnu.version_d`
 
 bnb's CUDA libraries are ~20 MB, so only the dynamic tables are read (``.dynamic``, ``.dynstr``,
 ``.dynsym``, ``.gnu.version*``), never ``.symtab``: a 20 MB library parses in about a millisecond.
-pyelftools reads the headers; the tables are read here with explicit bounds, because a corrupt
-count or link must end in a one-line ``error``, never an exception or an endless loop.
+The section headers and tables are read here with struct and explicit bounds, because a corrupt
+count or link must end in a one-line ``error``, never an exception, an endless loop or a memory spike.
+Work and memory stay in proportion to the file: every count is capped by the section that holds its
+entries (a dynamic section has at most size/entsize entries, a version chain at most size/16 links
+and never revisits one), and the bytes read from a string table are capped by :data:`STRING_BUDGET`
+times the table's size (strings are cached by index, so a valid table is read about once).
 Nothing here opens files: callers read bytes through a host.
 """
 
@@ -14,11 +18,19 @@ import re
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from elftools.elf.enums import ENUM_E_MACHINE
 
 #: How many undefined symbol names are kept per needed version (the first ones, sorted).
 SYMBOLS_PER_VERSION = 8
+#: The bytes read from one string table may be at most this many times its size (plus
+#: :data:`STRING_SLACK`). Strings are cached by index, so a valid table costs about its size once;
+#: a corrupt one whose thousands of references point into one long unterminated run stops here.
+STRING_BUDGET = 4
+STRING_SLACK = 1 << 16
+#: Section names are read for error messages only; longer ones are cut.
+_SECTION_NAME_MAX = 64
 
 _MAGIC = b"\x7fELF"
 _DT_NEEDED, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 1, 14, 15, 29
@@ -83,9 +95,8 @@ class _Acc:
         )
 
 
-@dataclass(frozen=True)
-class _Sec:
-    """The bounds of one section, checked against the file size."""
+class _Sec(NamedTuple):
+    """The bounds of one section, checked against the file size (a tuple: a file may hold 65,535)."""
 
     name: str
     offset: int
@@ -149,10 +160,15 @@ def _parse(data: bytes, acc: _Acc) -> None:
     for s in secs.values():
         _check_bounds(s, size)
 
-    def strtab(link: int) -> _Sec:
+    tables: dict[int, _Strings] = {}
+
+    def strtab(link: int) -> _Strings:
+        """One reader per string table, so its cache and budget are shared by every section that links it."""
         if not 0 < link < len(all_secs_only):
             raise _Corrupt(f"corrupt ELF: section link {link} is not a section index")
-        return _check_bounds(all_secs_only[link], size)
+        if link not in tables:
+            tables[link] = _Strings(data, _check_bounds(all_secs_only[link], size))
+        return tables[link]
 
     dyn = secs.get("SHT_DYNAMIC")
     if dyn is None:
@@ -193,22 +209,21 @@ def _section_headers(
     fmt, entry_size = _SHDR[elf_class]
     if shentsize < entry_size:
         raise _Corrupt(f"corrupt ELF: section header entries of {shentsize} bytes (need {entry_size})")
-    headers = []
-    for index in range(shnum):
-        fields = struct.unpack_from(end + fmt, data, shoff + index * shentsize)
-        headers.append((fields[1], fields[4], fields[5], fields[6], fields[7]))  # type, offset, size, link, info
+    shdr = struct.Struct(end + fmt)
+    # name, type, offset, size, link, info of every header
+    headers = [shdr.unpack_from(data, shoff + index * shentsize) for index in range(shnum)]
     (shstrndx,) = struct.unpack_from(end + "H", data, _EHDR[elf_class][2] + 4)
     names = headers[shstrndx] if 0 < shstrndx < len(headers) else None
+    names_at, names_end = (names[4], min(len(data), names[4] + names[5])) if names is not None else (0, 0)
     out = []
-    for index in range(shnum):
-        (sh_name,) = struct.unpack_from(end + "I", data, shoff + index * shentsize)
-        kind, offset, sec_size, link, info = headers[index]
+    for fields in headers:
         name = ""
-        if names is not None and names[1] + sh_name < len(data):
-            start = names[1] + sh_name
-            stop = data.find(b"\0", start, min(len(data), names[1] + names[2]))
-            name = data[start : stop if stop >= 0 else start].decode("ascii", "replace")
-        out.append((kind, _Sec(name, offset, sec_size, link, info)))
+        start = names_at + fields[0]
+        if names is not None and start < len(data):
+            bound = min(names_end, start + _SECTION_NAME_MAX)
+            stop = data.find(b"\0", start, bound)
+            name = data[start : stop if stop >= 0 else bound].decode("ascii", "replace")
+        out.append((fields[1], _Sec(name, fields[4], fields[5], fields[6], fields[7])))
     return out
 
 
@@ -221,65 +236,105 @@ def _check_bounds(sec: _Sec, size: int) -> _Sec:
     return sec
 
 
-def _string(data: bytes, tab: _Sec, index: int) -> str:
-    """A NUL-terminated string from a string table, bounded by the table."""
-    if index >= tab.size:
-        raise _Corrupt(f"corrupt ELF: string index {index} past the end of {tab.name or 'a string table'}")
-    start = tab.offset + index
-    stop = data.find(b"\0", start, tab.offset + tab.size)
-    return data[start : stop if stop >= 0 else tab.offset + tab.size].decode("utf-8", "replace")
+class _Strings:
+    """NUL-terminated strings of one string table, bounded by the table, cached by index, and read
+    within a budget of :data:`STRING_BUDGET` times the table's size."""
+
+    def __init__(self, data: bytes, tab: _Sec) -> None:
+        self._data, self._tab = data, tab
+        self._cache: dict[int, str] = {}
+        self._left = STRING_BUDGET * tab.size + STRING_SLACK
+
+    def get(self, index: int) -> str:
+        hit = self._cache.get(index)
+        if hit is not None:
+            return hit
+        tab = self._tab
+        if index >= tab.size:
+            raise _Corrupt(f"corrupt ELF: string index {index} past the end of {tab.name or 'a string table'}")
+        start, limit = tab.offset + index, tab.offset + tab.size
+        stop = self._data.find(b"\0", start, min(limit, start + self._left))
+        if stop < 0:
+            if start + self._left < limit:
+                raise _Corrupt(
+                    f"corrupt ELF: {tab.name or 'a string table'} is read past {STRING_BUDGET} times its size "
+                    f"({tab.size} bytes): its strings overlap without end"
+                )
+            stop = limit
+        self._left -= stop - start + 1
+        text = self._cache[index] = self._data[start:stop].decode("utf-8", "replace")
+        return text
 
 
-def _read_dynamic(data: bytes, end: str, elf_class: int, acc: _Acc, dyn: _Sec, strs: _Sec) -> None:
+def _read_dynamic(data: bytes, end: str, elf_class: int, acc: _Acc, dyn: _Sec, strs: _Strings) -> None:
+    """DT_NEEDED, DT_SONAME, DT_RPATH and DT_RUNPATH; at most size/entsize entries, as the format allows."""
     fmt = struct.Struct(end + _DYN[elf_class])
     rpath: list[str] = []
     runpath: list[str] = []
+    seen: set[tuple[int, int]] = set()  # a repeated search-path entry adds no directory
     count = dyn.size // fmt.size
     for tag, val in fmt.iter_unpack(data[dyn.offset : dyn.offset + count * fmt.size]):
         if tag == 0:  # DT_NULL
             break
         if tag == _DT_NEEDED:
-            acc.needed.append(_string(data, strs, val))
+            acc.needed.append(strs.get(val))
         elif tag == _DT_SONAME:
-            acc.soname = _string(data, strs, val)
-        elif tag == _DT_RPATH:
-            rpath.extend(_string(data, strs, val).split(":"))
-        elif tag == _DT_RUNPATH:
-            runpath.extend(_string(data, strs, val).split(":"))
+            acc.soname = strs.get(val)
+        elif tag in (_DT_RPATH, _DT_RUNPATH) and (tag, val) not in seen:
+            seen.add((tag, val))
+            (rpath if tag == _DT_RPATH else runpath).extend(strs.get(val).split(":"))
     acc.rpath, acc.runpath = tuple(rpath), tuple(runpath)
 
 
+class _Chain:
+    """The entries of one version section visited so far: a chain may hold at most size/entry-size
+    links (each entry occupies its own bytes) and may not visit an offset twice."""
+
+    def __init__(self, sec: _Sec, entry: int, what: str) -> None:
+        self._seen: set[int] = set()
+        self._left = sec.size // entry
+        self._limit, self._entry, self._what = sec.offset + sec.size, entry, what
+
+    def visit(self, off: int, kind: str = "entry") -> None:
+        if off + self._entry > self._limit:
+            raise _Corrupt(f"corrupt ELF: {self._what} {kind} past the end of its section")
+        if off in self._seen:
+            raise _Corrupt(f"corrupt ELF: {self._what} chain visits offset {off} twice")
+        if self._left <= 0:
+            raise _Corrupt(f"corrupt ELF: {self._what} holds more entries than fit in its section")
+        self._seen.add(off)
+        self._left -= 1
+
+
 def _read_verneed(
-    data: bytes, end: str, sec: _Sec, strs: _Sec, index_names: dict[int, str]
+    data: bytes, end: str, sec: _Sec, strs: _Strings, index_names: dict[int, str]
 ) -> dict[str, tuple[str, ...]]:
-    """Elf_Verneed (16 bytes) chains, each with Elf_Vernaux (16 bytes) chains."""
-    out: dict[str, tuple[str, ...]] = {}
-    off, limit = sec.offset, sec.offset + sec.size
-    for _ in range(min(sec.info or limit, sec.size // 16)):
-        if off + 16 > limit:
-            raise _Corrupt("corrupt ELF: .gnu.version_r entry past the end of its section")
+    """Elf_Verneed (16 bytes) chains, each with Elf_Vernaux (16 bytes) chains; both kinds share the
+    section, so together they are at most size/16 entries."""
+    found: dict[str, set[str]] = {}
+    chain = _Chain(sec, 16, ".gnu.version_r")
+    off = sec.offset
+    for _ in range(min(sec.info or sec.size, sec.size // 16)):
+        chain.visit(off)
         _, cnt, file_idx, aux, nxt = struct.unpack_from(end + "HHIII", data, off)
-        names: list[str] = []
+        names = found.setdefault(strs.get(file_idx), set())
         aoff = off + aux
         for _ in range(cnt):
-            if aoff + 16 > limit:
-                raise _Corrupt("corrupt ELF: .gnu.version_r auxiliary entry past the end of its section")
+            chain.visit(aoff, "auxiliary entry")
             _, _, other, name_idx, anext = struct.unpack_from(end + "IHHII", data, aoff)
-            name = _string(data, strs, name_idx)
-            names.append(name)
+            name = strs.get(name_idx)
+            names.add(name)
             index_names[other & 0x7FFF] = name
             if anext == 0:
                 break
             aoff += anext
-        file = _string(data, strs, file_idx)
-        out[file] = tuple(sorted(set(out.get(file, ())) | set(names), key=version_key))
         if nxt == 0:
             break
         off += nxt
-    return out
+    return {file: tuple(sorted(names, key=version_key)) for file, names in found.items()}
 
 
-def _read_verdef(data: bytes, end: str, sec: _Sec, strs: _Sec) -> tuple[str, ...]:
+def _read_verdef(data: bytes, end: str, sec: _Sec, strs: _Strings) -> tuple[str, ...]:
     """Elf_Verdef (20 bytes) chains; the first Elf_Verdaux (8 bytes) of each names it."""
     out: list[str] = []
     off, limit = sec.offset, sec.offset + sec.size
@@ -291,7 +346,7 @@ def _read_verdef(data: bytes, end: str, sec: _Sec, strs: _Sec) -> tuple[str, ...
             if off + aux + 8 > limit:
                 raise _Corrupt("corrupt ELF: .gnu.version_d auxiliary entry past the end of its section")
             (name_idx,) = struct.unpack_from(end + "I", data, off + aux)
-            out.append(_string(data, strs, name_idx))
+            out.append(strs.get(name_idx))
         if nxt == 0:
             break
         off += nxt
@@ -303,7 +358,7 @@ def _read_symbol_versions(
     end: str,
     elf_class: int,
     sym: _Sec,
-    strs: _Sec,
+    strs: _Strings,
     versym: _Sec,
     index_names: dict[int, str],
 ) -> dict[str, tuple[str, ...]]:
@@ -319,11 +374,12 @@ def _read_symbol_versions(
             continue  # defined, local/global, or bound to a version this file defines
         name = entry[name_at]
         if name:
-            found.setdefault(index_names[ver], set()).add(_string(data, strs, name))
+            found.setdefault(index_names[ver], set()).add(strs.get(name))
     return {v: tuple(sorted(found[v])[:SYMBOLS_PER_VERSION]) for v in sorted(found, key=version_key)}
 
 
-_VERSION_RE = re.compile(r"^(?P<prefix>.*?)_(?P<num>\d+(?:\.\d+)*)$")
+# Numbers of at most 18 digits: a longer tail (a corrupt name) is its own namespace, never a huge int().
+_VERSION_RE = re.compile(r"^(?P<prefix>.*?)_(?P<num>\d{1,18}(?:\.\d{1,18})*)$")
 
 
 def version_key(name: str) -> tuple[str, tuple[int, ...]]:

@@ -5,6 +5,11 @@ Handles the current "glibc-ld.so.cache1.1" format (with its extension directory:
 string and glibc-hwcaps subdirectories), the old "ld.so-1.7.0" format, and the old format
 with the new one embedded after it. The layout follows glibc's ``sysdeps/generic/dl-cache.h``
 and ``ldconfig.h``. Nothing here opens files; bad input never raises.
+
+Work and memory stay in proportion to the file: the entry count is capped by the bytes that hold
+entries, strings are cached by offset (a path and the SONAME that is its tail share bytes), and the
+bytes read as strings are capped at :data:`STRING_BUDGET` times the file's size, so offsets that point
+thousands of entries into one long unterminated run end in ``error`` instead of gigabytes of copies.
 """
 
 from __future__ import annotations
@@ -22,6 +27,12 @@ _EXTENSION_MAGIC = 0xEAA42174  # (uint32_t) -358342284
 _TAG_GENERATOR, _TAG_GLIBC_HWCAPS = 0, 1
 _HWCAP_EXTENSION = 1 << 62
 _HWCAP_ISA_LEVEL_MASK = (1 << 10) - 1
+
+#: The bytes read as strings may be at most this many times the file's size (plus STRING_SLACK).
+STRING_BUDGET = 4
+STRING_SLACK = 1 << 16
+#: The generator string ldconfig writes is short ("ldconfig (GNU libc) 2.36"); a longer one is cut.
+GENERATOR_MAX = 4096
 
 _TYPES = {0x00: "libc4", 0x01: "ELF", 0x02: "libc5", 0x03: "libc6"}
 # FLAG_REQUIRED_MASK values -> (arch name used here, suffix that `ldconfig -p` prints)
@@ -142,11 +153,32 @@ def parse_ld_so_cache(data: bytes) -> LdCache:
     return LdCache(format=fmt, generator=generator, entries=tuple(entries))
 
 
-def _cstr(data: bytes, at: int, what: str) -> str:
-    if not 0 <= at < len(data):
-        raise _Corrupt(f"corrupt ld.so.cache: {what} string offset {at} past end of file ({len(data)} bytes)")
-    end = data.find(b"\0", at)
-    return data[at : end if end >= 0 else len(data)].decode("utf-8", "surrogateescape")
+class _Strings:
+    """NUL-terminated strings of the cache file, cached by offset and read within a budget."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._cache: dict[int, str] = {}
+        self._left = STRING_BUDGET * len(data) + STRING_SLACK
+
+    def get(self, at: int, what: str) -> str:
+        hit = self._cache.get(at)
+        if hit is not None:
+            return hit
+        data = self._data
+        if not 0 <= at < len(data):
+            raise _Corrupt(f"corrupt ld.so.cache: {what} string offset {at} past end of file ({len(data)} bytes)")
+        stop = data.find(b"\0", at, min(len(data), at + self._left))
+        if stop < 0:
+            if at + self._left < len(data):
+                raise _Corrupt(
+                    f"corrupt ld.so.cache: strings read past {STRING_BUDGET} times the file's size "
+                    f"({len(data)} bytes): they overlap without end"
+                )
+            stop = len(data)
+        self._left -= stop - at + 1
+        text = self._cache[at] = data[at:stop].decode("utf-8", "surrogateescape")
+        return text
 
 
 def _describe(flags: int) -> tuple[str, str]:
@@ -162,11 +194,12 @@ def _describe(flags: int) -> tuple[str, str]:
 def _parse_old(data: bytes, nlibs: int, strings: int, out: list[LdCacheEntry]) -> None:
     if strings > len(data):
         raise _Corrupt(f"truncated ld.so.cache: {nlibs} entries need {strings} bytes, file has {len(data)}")
+    strs = _Strings(data)
     for i in range(nlibs):
         flags, key, value = struct.unpack_from("<iII", data, _OLD_HEADER + i * _OLD_ENTRY)
         arch, abi = _describe(flags)
-        soname = _cstr(data, strings + key, "library name")
-        out.append(LdCacheEntry(soname, _cstr(data, strings + value, "path"), flags, arch, abi))
+        soname = strs.get(strings + key, "library name")
+        out.append(LdCacheEntry(soname, strs.get(strings + value, "path"), flags, arch, abi))
 
 
 def _parse_new(data: bytes, base: int, out: list[LdCacheEntry]) -> str | None:
@@ -181,6 +214,7 @@ def _parse_new(data: bytes, base: int, out: list[LdCacheEntry]) -> str | None:
     generator, hwcaps = _parse_extensions(data, end, ext_offset)
     table_end = base + _NEW_HEADER + nlibs * _NEW_ENTRY
     fits = min(nlibs, max(0, (len(data) - base - _NEW_HEADER) // _NEW_ENTRY))
+    strs = _Strings(data)
     for i in range(fits):
         flags, key, value, osversion, hwcap = struct.unpack_from(
             end + "iIIIQ", data, base + _NEW_HEADER + i * _NEW_ENTRY
@@ -189,12 +223,12 @@ def _parse_new(data: bytes, base: int, out: list[LdCacheEntry]) -> str | None:
         if ((hwcap >> 32) & ~_HWCAP_ISA_LEVEL_MASK) == (_HWCAP_EXTENSION >> 32):
             index = hwcap & 0xFFFFFFFF
             if index < len(hwcaps):
-                subdir = _cstr(data, hwcaps[index], "glibc-hwcaps")
+                subdir = strs.get(hwcaps[index], "glibc-hwcaps")
         arch, abi = _describe(flags)
         out.append(
             LdCacheEntry(
-                soname=_cstr(data, base + key, "library name"),
-                path=_cstr(data, base + value, "path"),
+                soname=strs.get(base + key, "library name"),
+                path=strs.get(base + value, "path"),
                 flags=flags,
                 arch=arch,
                 abi=abi,
@@ -216,16 +250,26 @@ def _parse_extensions(data: bytes, end: str, offset: int) -> tuple[str | None, t
     magic, count = struct.unpack_from(end + "II", data, offset)
     if magic != _EXTENSION_MAGIC or offset + 8 + count * 16 > len(data):
         return None, ()
-    generator: str | None = None
-    hwcaps: tuple[int, ...] = ()
+    # The last section of each kind wins; each is decoded once, after the walk, so repeated
+    # sections cost their 16-byte headers only.
+    generator_at: tuple[int, int] | None = None
+    hwcaps_at: tuple[int, int] | None = None
     for i in range(count):
         tag, _, sec_off, size = struct.unpack_from(end + "IIII", data, offset + 8 + i * 16)
         if sec_off + size > len(data):
             return None, ()
         if tag == _TAG_GENERATOR:
-            generator = data[sec_off : sec_off + size].decode("utf-8", "replace")
+            generator_at = (sec_off, size)
         elif tag == _TAG_GLIBC_HWCAPS and size and size % 4 == 0 and sec_off % 4 == 0:
-            hwcaps = struct.unpack_from(f"{end}{size // 4}I", data, sec_off)
+            hwcaps_at = (sec_off, size)
+    generator = None
+    if generator_at is not None:
+        sec_off, size = generator_at
+        generator = data[sec_off : sec_off + min(size, GENERATOR_MAX)].decode("utf-8", "replace")
+    hwcaps: tuple[int, ...] = ()
+    if hwcaps_at is not None:
+        sec_off, size = hwcaps_at
+        hwcaps = struct.unpack_from(f"{end}{size // 4}I", data, sec_off)
     return generator, hwcaps
 
 
