@@ -81,7 +81,7 @@ def _field(c: dict[str, Any], limit: int, *keys: str) -> int | None:
     -1 if set but not a count in ``0..limit``."""
     for key in keys:
         raw = c.get(key)
-        if raw is None or raw == 0 or raw == "" or raw is False:
+        if not raw:  # unset (null, 0, "", [], false): the caller's default, as ``c.get(key) or default``
             continue
         found = _whole(raw, limit)
         return -1 if found is None else found
@@ -101,7 +101,7 @@ def safetensors_header(host: Host, path: str) -> dict[str, Any] | None:
         return None
     try:
         header = json.loads(data[8:].decode("utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return header if isinstance(header, dict) else None
 

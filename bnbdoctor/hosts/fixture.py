@@ -92,7 +92,8 @@ class FixtureHost(Host):
         except RecursionError:
             raise FixtureError(f"{self.folder / MANIFEST} is nested too deeply to be a manifest") from None
         except ValueError as exc:  # also UnicodeDecodeError, and an integer of thousands of digits
-            raise FixtureError(f"{self.folder / MANIFEST} is not valid JSON: {' '.join(str(exc).split())[:200]}") from None
+            why = " ".join(str(exc).split())[:200]
+            raise FixtureError(f"{self.folder / MANIFEST} is not valid JSON: {why}") from None
         if not isinstance(raw, dict):
             raise FixtureError(f"{self.folder / MANIFEST} must hold a JSON object")
         _check_records(raw, self.folder)
@@ -401,7 +402,8 @@ def _nvml_from(raw: object, folder: Path) -> NvmlAnswer:
             devices=devices,
         )
     except (KeyError, IndexError, TypeError, ValueError, OverflowError) as exc:
-        raise FixtureError(f"{folder / MANIFEST}: malformed 'nvml' device ({' '.join(str(exc).split())[:200]})") from None
+        why = " ".join(str(exc).split())[:200]
+        raise FixtureError(f"{folder / MANIFEST}: malformed 'nvml' device ({why})") from None
 
 
 def _command_from(record: dict[str, Any], argv: list[str]) -> CommandResult:
