@@ -417,7 +417,9 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
     raise Hang(_where(None, frame))
 
 
-def run_target(name: str, inputs: int, seed: int, timeout: float, growth: float, out: str | None) -> Result:
+def run_target(
+    name: str, inputs: int, seed: int, timeout: float, growth: float, out: str | None, seconds: float = 0.0
+) -> Result:
     target = TARGETS[name]
     rng = random.Random(seed)
     seeds = target.seeds()
@@ -428,6 +430,15 @@ def run_target(name: str, inputs: int, seed: int, timeout: float, growth: float,
     baseline = _rss_mib()
     started = time.perf_counter()
     for iteration in range(1, inputs + 1):
+        if iteration % 1000 == 0:
+            print(
+                f"{name}: {iteration - 1} inputs, {result.failures} failures ({len(result.distinct)} distinct), "
+                f"worst {result.worst_s:.3f}s, peak {_rss_mib():.0f} MiB",
+                file=sys.stderr,
+                flush=True,
+            )
+            if seconds and time.perf_counter() - started > seconds:
+                break
         pick = rng.randrange(len(seeds))
         if target.mutate is not None:
             data = target.mutate(rng, seeds[pick], seeds)
@@ -488,7 +499,7 @@ def _save(result: Result, out: Path) -> None:
 
 def _child(name: str, args: argparse.Namespace, queue: Any) -> None:
     try:
-        result = run_target(name, args.inputs, args.seed, args.timeout, args.rss_growth, args.out)
+        result = run_target(name, args.inputs, args.seed, args.timeout, args.rss_growth, args.out, args.seconds)
     except BaseException as exc:  # the campaign itself broke: report it as that parser's failure
         key = f"campaign@{type(exc).__name__}: {exc}"[:300]
         broken = Result(name, failures=1, distinct={key: {"count": 1, "bytes": 0}})
@@ -505,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds after which one input is a hang")
     parser.add_argument("--rss-growth", type=float, default=100.0, help="MiB one input may add to the peak")
     parser.add_argument("--out", default=None, help="folder for the smallest input of each distinct failure")
+    parser.add_argument("--seconds", type=float, default=0.0, help="stop each parser after this long (0: never)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
     context = multiprocessing.get_context("fork")
