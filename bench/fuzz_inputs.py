@@ -94,7 +94,7 @@ def _absurd(rng: random.Random, old: Any) -> Any:
     if choice < 0.1:
         return f"{_DEEP}{rng.choice([30, 200, 2000, 100000])}"  # nesting, spliced in by _dumps
     if choice < 0.2 and isinstance(old, (list, str)) and old:
-        return old * rng.choice([2, 50, 200]) if len(old) < 1000 else old
+        return old * rng.choice([2, 50, 200]) if len(old) < 1000 and _DEEP not in str(old)[:100] else old
     if choice < 0.3 and isinstance(old, int) and not isinstance(old, bool):
         return rng.choice([old * 1000, -old, old + 1, 10**rng.randint(3, 40), 0])
     return rng.choice(_VALUES)
@@ -146,7 +146,7 @@ def mutate_bytes(rng: random.Random, data: bytes, seeds: list[bytes]) -> bytes:
             del out[at : at + rng.randint(1, 64)]
         elif op == 3 and n:
             end = min(n, at + rng.randint(1, 200))
-            out[at:at] = out[at:end] * rng.choice([2, 10, 200])
+            out[at:at] = out[at:end] * min(rng.choice([2, 10, 200]), MAX_INPUT // max(1, end - at))
         elif op == 4 and n:
             del out[at:]
         elif op == 5:
@@ -158,7 +158,7 @@ def mutate_bytes(rng: random.Random, data: bytes, seeds: list[bytes]) -> bytes:
             start = out.rfind(b"\n", 0, at) + 1
             end = out.find(b"\n", at)
             line = bytes(out[start : end if end != -1 else n]) + b"\n"
-            out[start:start] = line * rng.choice([10, 1000, 20000])
+            out[start:start] = line * min(rng.choice([10, 1000, 20000]), MAX_INPUT // len(line))
         else:
             out[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
         if len(out) > MAX_INPUT:

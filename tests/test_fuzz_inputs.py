@@ -315,3 +315,18 @@ def test_manifests_with_an_absurd_value(manifest: Any) -> None:
             host.run_python(python.executable, "", purpose=purpose)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_manifest_naming_a_path_too_long_for_any_file_system() -> None:
+    """The campaign's manifest-00: an interpreter path with a 9,000-character component (ENAMETOOLONG)."""
+    folder = Path(tempfile.mkdtemp(prefix="bnbdoctor-fuzz-"))
+    try:
+        manifest = {**_MANIFEST, "python": {**_MANIFEST["python"], "executable": "/usr/bin/" + "x" * 9000}}
+        (folder / "machine.json").write_text(_dumps(manifest), encoding="utf-8")
+        (folder / "root").symlink_to(_FIXTURE / "root")
+        host = FixtureHost(folder)
+        python = host.current_python()
+        assert host.run_python(python.executable, "").ok  # the recorded answer, found by name
+        assert not host.is_file(python.executable)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

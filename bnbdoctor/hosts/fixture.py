@@ -259,8 +259,11 @@ class FixtureHost(Host):
     def _match(self, parts: list[str], name: str) -> str | None:
         parent = self.root.joinpath(*parts)
         candidate = parent / name
-        if candidate.exists() or candidate.is_symlink():
-            return name
+        try:
+            if candidate.exists() or candidate.is_symlink():
+                return name
+        except OSError:  # a name no file system holds (too long): not in the fixture
+            return None
         if self._os.system == "Windows" and parent.is_dir():
             for entry in parent.iterdir():
                 if entry.name.lower() == name.lower():
