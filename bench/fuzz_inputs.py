@@ -6,8 +6,9 @@ safetensors headers and Hugging Face cache entries, the recorded ``machine.json`
 mutation is either byte-level (flips, cuts, repeats, splices, interesting tokens) or, for JSON,
 structure-aware (a node replaced by an absurd value: huge, negative, infinite, the wrong type, a lone
 surrogate, deep nesting, a long list). An input fails when it raises anything but the parser's own
-one-line error, runs past ``--timeout`` seconds (``hang``), or grows the process by more than
-``--rss-growth`` MiB (``mem``). Each parser runs in its own process, so its peak memory is its own.
+one-line error, runs past ``--timeout`` seconds of CPU time (``hang``; CPU, not wall time, so a loaded
+box does not invent hangs), or allocates more than ``--mem-mib`` MiB at its peak (``mem``; tracemalloc's
+peak per input, so the campaign's own mutation step does not count). Each parser runs in its own process.
 
 Printed per parser: inputs, failures, distinct failures, the worst time for one input (and which
 seed it came from), and peak memory. The smallest input of each distinct failure is written to
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import time
 import traceback
+import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -424,10 +426,11 @@ def run_target(
     rng = random.Random(seed)
     seeds = target.seeds()
     result = Result(name)
-    signal.signal(signal.SIGALRM, _on_alarm)
+    # CPU time, not wall time: a loaded box stretches wall time, never the work an input costs.
+    signal.signal(signal.SIGPROF, _on_alarm)
     for index, data in enumerate(seeds):  # warm up: imports, caches; the seeds must pass
         target.feed(data, 0 if index == 0 else 1)
-    baseline = _rss_mib()
+    tracemalloc.start()  # per-input peak allocation: the parser's memory, not the campaign's own
     started = time.perf_counter()
     for iteration in range(1, inputs + 1):
         if iteration % 1000 == 0:
@@ -449,10 +452,11 @@ def run_target(
                 data = mutate_bytes(rng, seeds[pick], seeds)
         else:
             data = mutate_bytes(rng, seeds[pick], seeds)
-        before = _rss_mib()
         key = None
-        t0 = time.perf_counter()
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        tracemalloc.reset_peak()
+        before, _ = tracemalloc.get_traced_memory()
+        t0 = time.process_time()
+        signal.setitimer(signal.ITIMER_PROF, timeout)
         try:
             target.feed(data, iteration)
         except Hang as exc:
@@ -464,10 +468,13 @@ def run_target(
         except Exception as exc:  # noqa: BLE001 - every unexpected exception is a finding
             key = f"{type(exc).__name__}@{_where(exc.__traceback__)}"
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        elapsed = time.perf_counter() - t0
-        if key is None and _rss_mib() - max(before, baseline) > growth:
-            key = "mem@rss-growth"
+            signal.setitimer(signal.ITIMER_PROF, 0)
+        elapsed = time.process_time() - t0
+        _, peak = tracemalloc.get_traced_memory()
+        allocated = (peak - before) / (1 << 20)
+        result.peak_mib = max(result.peak_mib, allocated)
+        if key is None and allocated > growth:
+            key = "mem@allocation"
         if elapsed > result.worst_s:
             result.worst_s, result.worst_seed = elapsed, pick
         result.inputs += 1
@@ -478,7 +485,7 @@ def run_target(
                 result.distinct[key] = {"bytes": len(data), "count": (seen or {}).get("count", 0), "data": data}
             result.distinct[key]["count"] += 1
     result.seconds = time.perf_counter() - started
-    result.peak_mib = _rss_mib()
+    tracemalloc.stop()
     if out:
         _save(result, Path(out))
     for entry in result.distinct.values():
@@ -499,7 +506,7 @@ def _save(result: Result, out: Path) -> None:
 
 def _child(name: str, args: argparse.Namespace, queue: Any) -> None:
     try:
-        result = run_target(name, args.inputs, args.seed, args.timeout, args.rss_growth, args.out, args.seconds)
+        result = run_target(name, args.inputs, args.seed, args.timeout, args.mem_mib, args.out, args.seconds)
     except BaseException as exc:  # the campaign itself broke: report it as that parser's failure
         key = f"campaign@{type(exc).__name__}: {exc}"[:300]
         broken = Result(name, failures=1, distinct={key: {"count": 1, "bytes": 0}})
@@ -513,8 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", type=int, default=100_000, help="mutated inputs per parser")
     parser.add_argument("--parsers", nargs="+", choices=sorted(TARGETS), default=list(TARGETS))
     parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument("--timeout", type=float, default=2.0, help="seconds after which one input is a hang")
-    parser.add_argument("--rss-growth", type=float, default=100.0, help="MiB one input may add to the peak")
+    parser.add_argument("--timeout", type=float, default=2.0, help="CPU seconds after which one input is a hang")
+    parser.add_argument("--mem-mib", type=float, default=200.0, help="MiB one input may allocate at its peak")
     parser.add_argument("--out", default=None, help="folder for the smallest input of each distinct failure")
     parser.add_argument("--seconds", type=float, default=0.0, help="stop each parser after this long (0: never)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
