@@ -57,14 +57,68 @@ class Hang(Exception):
 # ---------------------------------------------------------------------------------------------- mutation
 
 _TOKENS = [
-    b"0", b"-1", b"1e999", b"-1e999", b"NaN", b"Infinity", b"99999999999999999999999999", b"4294967296",
-    b"18446744073709551616", b"1" * 5000, b"\"abc\"", b"[]", b"{}", b"null", b"true", b"\"\\udce9\"",
-    b"\\udce9", b"\xff\xfe", b"\x00", b"\x1b[31m", b"\r", b"&amp;", b"'", b"\"", b"/", b"\\", b"C:\\",
-    b"/site-packages/bitsandbytes/", b"libbitsandbytes_cuda121.so", b"=" * 200, b" " * 300, b"/" * 300,
+    b"0",
+    b"-1",
+    b"1e999",
+    b"-1e999",
+    b"NaN",
+    b"Infinity",
+    b"99999999999999999999999999",
+    b"4294967296",
+    b"18446744073709551616",
+    b"1" * 5000,
+    b'"abc"',
+    b"[]",
+    b"{}",
+    b"null",
+    b"true",
+    b'"\\udce9"',
+    b"\\udce9",
+    b"\xff\xfe",
+    b"\x00",
+    b"\x1b[31m",
+    b"\r",
+    b"&amp;",
+    b"'",
+    b'"',
+    b"/",
+    b"\\",
+    b"C:\\",
+    b"/site-packages/bitsandbytes/",
+    b"libbitsandbytes_cuda121.so",
+    b"=" * 200,
+    b" " * 300,
+    b"/" * 300,
 ]
 _VALUES: list[Any] = [
-    0, -1, 1, 2**31, 2**63, 2**64, 10**30, 10**300, 1e308, 0.5, 12.1, -0.0, "abc", "", "12", "cpu", "llama",
-    [], {}, [1, 2], [[1]], {"a": 1}, True, False, None, "\udce9", "x" * 5000, list(range(200)),
+    0,
+    -1,
+    1,
+    2**31,
+    2**63,
+    2**64,
+    10**30,
+    10**300,
+    1e308,
+    0.5,
+    12.1,
+    -0.0,
+    "abc",
+    "",
+    "12",
+    "cpu",
+    "llama",
+    [],
+    {},
+    [1, 2],
+    [[1]],
+    {"a": 1},
+    True,
+    False,
+    None,
+    "\udce9",
+    "x" * 5000,
+    list(range(200)),
 ]
 
 
@@ -98,7 +152,7 @@ def _absurd(rng: random.Random, old: Any) -> Any:
     if choice < 0.2 and isinstance(old, (list, str)) and old:
         return old * rng.choice([2, 50, 200]) if len(old) < 1000 and _DEEP not in str(old)[:100] else old
     if choice < 0.3 and isinstance(old, int) and not isinstance(old, bool):
-        return rng.choice([old * 1000, -old, old + 1, 10**rng.randint(3, 40), 0])
+        return rng.choice([old * 1000, -old, old + 1, 10 ** rng.randint(3, 40), 0])
     return rng.choice(_VALUES)
 
 

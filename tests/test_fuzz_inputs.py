@@ -185,9 +185,21 @@ def test_campaign_reports(name: str) -> None:
 
 _CONFIGS = [json.loads(p.read_text()) for p in sorted(FIT.glob("*.json"))]
 _SIZE_KEYS = (
-    "hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "num_key_value_heads", "head_dim",
-    "intermediate_size", "num_experts", "n_routed_experts", "moe_intermediate_size", "n_shared_experts",
-    "first_k_dense_replace", "mlp_only_layers", "torch_dtype", "tie_word_embeddings",
+    "hidden_size",
+    "num_hidden_layers",
+    "vocab_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "num_experts",
+    "n_routed_experts",
+    "moe_intermediate_size",
+    "n_shared_experts",
+    "first_k_dense_replace",
+    "mlp_only_layers",
+    "torch_dtype",
+    "tie_word_embeddings",
 )
 
 

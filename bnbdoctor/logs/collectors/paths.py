@@ -39,6 +39,7 @@ def _linux_folders(line: str, suffix: str) -> Iterator[str]:
         if start != -1:
             yield head[start:] + suffix
 
+
 COLLECTOR = Collector("paths")
 collects = COLLECTOR.collects
 
@@ -95,7 +96,7 @@ def linux_hint(state: LogState, m: re.Match[str], number: int, line: str) -> Non
             state.python.add_site_packages(folder + "/")
             break
     for folder in _linux_folders(line, "packages/torch"):
-        if folder[:-len("packages/torch")].endswith(("/", "-")):
+        if folder[: -len("packages/torch")].endswith(("/", "-")):
             state.torch.location = folder
             break
 
