@@ -72,15 +72,12 @@ def normalize_newlines(text: str) -> str:
 def _universal_newlines(chunks: Iterator[bytes]) -> Iterator[bytes]:
     """The chunks with ``\\r\\n`` and lone ``\\r`` made ``\\n``, also where a chunk ends between the two."""
     after_cr = False  # the previous chunk ended with "\r": a "\n" starting this one is the same line end
-    for chunk in chunks:
-        if not chunk:
+    for raw in chunks:
+        if not raw:
             continue  # after_cr stays as it was: the "\n" may still come
-        if after_cr and chunk.startswith(b"\n"):
-            chunk = chunk[1:]
+        chunk = raw[1:] if after_cr and raw.startswith(b"\n") else raw
         after_cr = chunk.endswith(b"\r")
-        if b"\r" in chunk:
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        yield chunk
+        yield chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in chunk else chunk
 
 
 def clean_line(text: str) -> str:
@@ -137,7 +134,8 @@ def read_blocks(
     stream: BinaryIO, stats: ReadStats | None = None, max_line: int = MAX_LINE, block: int = BLOCK
 ) -> Iterator[tuple[int, bytes]]:
     """``(number of the block's first line, block)``: whole lines joined by ``\\n`` (the input's
-    ``\\r\\n``, ``\\r`` and ``\\n`` alike), cleaned of colour codes, lines longer than ``max_line`` bytes cut. Memory stays bounded by
+    ``\\r\\n``, ``\\r`` and ``\\n`` alike), cleaned of colour codes, lines longer than ``max_line``
+    bytes cut. Memory stays bounded by
     the block size and ``max_line``, even for a file without a single newline."""
     stats = stats if stats is not None else ReadStats()
     number = 1
