@@ -254,7 +254,7 @@ def _redact(report: Report, redactor: Redactor, args: argparse.Namespace) -> Rep
 
 def help_main(argv: list[str]) -> int:
     """``bnbdoctor help [COMMAND]``: the help of bnbdoctor, or of one command."""
-    if not argv or argv[0] == "help":
+    if not argv or argv[0] in ("help", "-h", "--help"):
         build_parser().print_help()
         return int(ExitCode.OK)
     name = argv[0]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import codecs
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -108,9 +108,34 @@ def _sniff(head: bytes) -> str:
     return "utf-8"
 
 
+def _reader(stream: BinaryIO, block: int) -> Callable[[], bytes]:
+    """``stream.read(block)``, ending at the first end of input on a terminal.
+
+    On a terminal Ctrl-D ends the input once: a read that returned it returns what came before,
+    shorter than asked, and the next read waits for more typing. A file or a pipe returns a short
+    read only at its end too, so stopping there would also be right for them; they read on until
+    an empty read, as before."""
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    done = False
+
+    def read() -> bytes:
+        nonlocal done
+        if done:
+            return b""
+        data = stream.read(block)
+        done = terminal and len(data) < block
+        return data
+
+    return read
+
+
 def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[bytes]:
     """The input as UTF-8 bytes, chunk by chunk (UTF-16 input is transcoded)."""
-    head = stream.read(block)
+    read = _reader(stream, block)
+    head = read()
     stats.bytes += len(head)
     stats.encoding = _sniff(head)
     if stats.encoding != "utf-8":
@@ -118,7 +143,7 @@ def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[byte
         data = head
         while data:
             yield decoder.decode(data).encode("utf-8", "replace")
-            data = stream.read(block)
+            data = read()
             stats.bytes += len(data)
         yield decoder.decode(b"", final=True).encode("utf-8", "replace")
         return
@@ -126,7 +151,7 @@ def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[byte
     data = head
     while data:
         yield data
-        data = stream.read(block)
+        data = read()
         stats.bytes += len(data)
 
 
