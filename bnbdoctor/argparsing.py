@@ -11,7 +11,6 @@ Python 3.14's own ``suggest_on_error`` does.
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
@@ -25,6 +24,8 @@ _INVALID_CHOICE = re.compile(r"^argument (?P<option>[^:]+): invalid choice: '(?P
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate nearest to ``word`` in spelling, if one is near enough."""
+    import difflib  # only when there is an error to answer: start-up stays as it was
+
     found = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return found[0] if found else None
 
