@@ -236,3 +236,11 @@ def test_bash_completion_completes_commands_options_choices_and_names(tmp_path: 
         "fit",
     ]
     assert "BNB101" in answers[7].split()
+
+
+def test_completion_without_recorded_machines_completes_any_fixture_path(tmp_path: Path) -> None:
+    """An installed bnbdoctor has no platform_fixtures/: --fixture then takes any name or path."""
+    pytest.importorskip("shtab")
+    result = bnbdoctor("completion", "bash", env={**os.environ, "BNBDOCTOR_FIXTURES": str(tmp_path / "none")})
+    assert result.returncode == 0, result.stderr
+    assert "a100-healthy" not in result.stdout and "explain" in result.stdout
