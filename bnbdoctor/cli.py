@@ -212,13 +212,23 @@ def run(args: argparse.Namespace) -> ExitCode:
             from bnbdoctor.tui import run as run_tui
 
             return ExitCode(run_tui(host, options, rules, strict=args.strict, redact=not args.no_redact))
-        report = diagnose(host, options, rules)
+        from bnbdoctor.progress import probe_waits, status
+
+        heading = "bnbdoctor: examining this machine"
+        with status(heading) as update:  # on a terminal's stderr only
+            report = diagnose(host, options, rules, probe_waits(update, heading, _probe_names()))
         from bnbdoctor.redact import Redactor
 
         redactor = Redactor.for_machine(host.os_info())
     report = _redact(report, redactor, args)
     emit(report, fmt, ReportKind.DOCTOR, args.output, error=UsageError)
     return report.exit_code(args.strict)
+
+
+def _probe_names() -> list[str]:
+    from bnbdoctor.probes import PROBES
+
+    return [probe.name for probe in PROBES]
 
 
 def _replay(source: str, rules: list[Rule] | None) -> tuple[Report, Redactor]:
@@ -234,7 +244,15 @@ def _replay(source: str, rules: list[Rule] | None) -> tuple[Report, Redactor]:
     report = diagnose_facts(facts, rules)
     report.source = {**{k: str(v) for k, v in facts.source.items()}, "label": f"report {source}"}
     report.replayed_from = str(header.get("created") or "")
-    return report, Redactor()  # the machine's identity was redacted where the report was made
+    # The machine's identity was redacted where the report was made, unless it was made with
+    # --no-redact: the names its paths show and this machine's are redacted here (a report is
+    # most often replayed where it was made), and every secret-shaped value.
+    import json
+
+    from bnbdoctor.hosts.live import LiveHost
+    from bnbdoctor.serde import to_jsonable
+
+    return report, Redactor.for_text(json.dumps(to_jsonable(facts))).also_machine(LiveHost().os_info())
 
 
 def _redact(report: Report, redactor: Redactor, args: argparse.Namespace) -> Report:

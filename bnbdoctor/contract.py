@@ -23,8 +23,11 @@ def note(message: str) -> None:
 
 
 def use_color(text_format: bool, output: str | None) -> bool:
-    """Colour only for text on a terminal, never into a file, and never with NO_COLOR set."""
-    return text_format and not output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    """Colour only for text on a terminal, never into a file. NO_COLOR (set and not empty, no-color.org) turns
+    it off; FORCE_COLOR (set and not empty, force-color.org) turns it on off a terminal (a CI log, ``less -R``)."""
+    if not text_format or output or os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
 
 
 def write_file(path: str | os.PathLike[str], text: str) -> None:

@@ -51,6 +51,11 @@ ALLOWED_ENV: frozenset[str] = frozenset(
         # Hugging Face offline switches (never tokens)
         "HF_HUB_OFFLINE",
         "TRANSFORMERS_OFFLINE",
+        # where from_pretrained finds a model id offline (bnbdoctor fit org/name)
+        "HF_HOME",
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "XDG_CACHE_HOME",
     }
 )
 

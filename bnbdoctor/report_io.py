@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -42,7 +43,10 @@ def _read(source: str) -> str:
         if source == "-":
             data = sys.stdin.buffer.read(MAX_REPORT_BYTES + 1)
         else:
-            with open(source, "rb") as handle:
+            # a FIFO is opened without waiting for a writer (one that has none reads as empty)
+            descriptor = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            os.set_blocking(descriptor, True)
+            with os.fdopen(descriptor, "rb") as handle:
                 data = handle.read(MAX_REPORT_BYTES + 1)
     except OSError as exc:
         raise ReportError(f"cannot read {source}: {exc.strerror or exc}") from None

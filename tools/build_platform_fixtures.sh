@@ -293,14 +293,16 @@ wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
 wheel "$M/root$SITE" cusparse libcusparse.so.12
 ubuntu2204 "$M"
 
-M="$FX/v100-bnb0461-cu128"
+# One V100, and a DGX-2's sixteen (the same software: only the NVML answer differs).
 SITE=/home/ubuntu/venvs/llm/lib/python3.11/site-packages
-bnb "$M/root" "$SITE/bitsandbytes" 0.46.1 libbitsandbytes_cuda128.so
-wheel "$M/root$SITE" cuda_runtime libcudart.so.12
-wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
-wheel "$M/root$SITE" cusparse libcusparse.so.12
-wheel "$M/root$SITE" nvjitlink libnvJitLink.so.12
-ubuntu2204 "$M"
+for M in "$FX/v100-bnb0461-cu128" "$FX/dgx2-v100x16-bnb0461-cu128"; do
+  bnb "$M/root" "$SITE/bitsandbytes" 0.46.1 libbitsandbytes_cuda128.so
+  wheel "$M/root$SITE" cuda_runtime libcudart.so.12
+  wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
+  wheel "$M/root$SITE" cusparse libcusparse.so.12
+  wheel "$M/root$SITE" nvjitlink libnvJitLink.so.12
+  ubuntu2204 "$M"
+done
 
 # bitsandbytes 0.41.1 on Windows: the Linux ELF file the legacy setup picks.
 M="$FX/windows-bnb041"

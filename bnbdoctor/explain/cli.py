@@ -84,11 +84,14 @@ def run(args: argparse.Namespace) -> ExitCode:
     else:
         import json
 
+        from bnbdoctor.hosts.live import LiveHost
         from bnbdoctor.redact import Redactor
         from bnbdoctor.report_io import redact_report
         from bnbdoctor.serde import to_jsonable
 
-        report = redact_report(report, Redactor.for_text(json.dumps(to_jsonable(report.facts))))
+        # the names the log shows, and this machine's (a log is often pasted where it was made)
+        redactor = Redactor.for_text(json.dumps(to_jsonable(report.facts))).also_machine(LiveHost().os_info())
+        report = redact_report(report, redactor)
     emit(report, args.format or OutputFormat.TEXT, ReportKind.EXPLAIN, args.output, error=ExplainError)
     return report.exit_code(args.strict)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser
@@ -38,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "model",
         metavar="MODEL",
-        help="a local model folder, its config.json, or a Hugging Face cache folder (no network)",
+        help="a Hugging Face model id (org/name, read from the local Hugging Face cache), a local model folder, "
+        "its config.json, or a Hugging Face cache folder (no network)",
     )
     parser.add_argument(
         "--quant", choices=QUANTS, help="bitsandbytes quantization (default: 4bit, or the checkpoint's own bnb config)"
@@ -82,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_output_arguments(parser, ReportKind.FIT)
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
+    parser.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="keep home folder, user and host names in the report (redacted by default)",
+    )
     parser.add_argument("--standin", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
@@ -121,9 +126,18 @@ def main(argv: list[str]) -> int:
 
     def body() -> int:
         from bnbdoctor.fit.core import run_fit
+        from bnbdoctor.progress import status
 
-        progress = note if sys.stderr.isatty() else None
-        report = run_fit(options_from_args(args), progress=progress)
+        with status(f"bnbdoctor fit: reading {args.model}") as progress:  # on a terminal's stderr only
+            report = run_fit(options_from_args(args), progress=progress)
+        if args.no_redact:
+            note("redaction is off (--no-redact): the report may contain your home folder, user and host names")
+        else:
+            from bnbdoctor.hosts.live import LiveHost
+            from bnbdoctor.redact import Redactor
+            from bnbdoctor.report_io import redact_report
+
+            report = redact_report(report, Redactor.for_machine(LiveHost().os_info()))
         emit(report, fmt, ReportKind.FIT, args.output, error=FitInputError)
         return int(report.exit_code(args.strict))
 

@@ -290,7 +290,7 @@ def _upgrade_check(
     tried = []
     for _, location in candidates:
         if progress:
-            progress(f"re-running the placement with transformers from {location}")
+            progress(f"bnbdoctor fit: re-running the placement with the transformers in {location}")
         again = dict(request, details=False, remedies=False, sys_path_first=[location])
         result = run_engine(host, python, again, options.timeout_s)
         got = result.data.get("versions", {}).get("transformers") if result.ok else None
@@ -336,6 +336,8 @@ def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | 
 
         host = LiveHost()
     model = resolve_model(host, options.model, options.trust_remote_code)
+    if progress:
+        progress("bnbdoctor fit: choosing the Python whose transformers to run")
     python, selected_by = choose_python(host, options.python)
     max_memory, free, source, notes = _memory_plan(host, options)
     quant, double_quant, quant_type = _quant(options, model, notes)
@@ -368,7 +370,7 @@ def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | 
     )
     request = build_request(options, model, max_memory, free, quant, double_quant, quant_type, dtype)
     if progress:
-        progress(f"building the model on the meta device with {python}")
+        progress(f"bnbdoctor fit: building {options.model} on the meta device with {python}")
     answer = run_engine(host, python, request, options.timeout_s)
     fit.timings["engine.wall"] = round(answer.duration_s, 4)
     if answer.ok:

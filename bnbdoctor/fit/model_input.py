@@ -1,4 +1,5 @@
-"""Which model ``bnbdoctor fit MODEL`` means: a model folder, a ``config.json``, or a Hugging Face cache folder.
+"""Which model ``bnbdoctor fit MODEL`` means: a model folder, a ``config.json``, a Hugging Face cache folder, or a
+model id (``org/name``) found in the local Hugging Face cache (:mod:`bnbdoctor.fit.hub_cache`).
 
 Everything is read through the host, locally: bnbdoctor never contacts the Hub. The checks here are
 the ones that need no transformers (a missing folder, a config without ``architectures``, custom
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bnbdoctor.fit import hub_cache
 from bnbdoctor.fit.options import FitInputError
 from bnbdoctor.fit_protocol import QUANT_4BIT, QUANT_8BIT
 from bnbdoctor.hosts.base import Host
@@ -42,13 +44,15 @@ class ModelInput:
 
 
 def _snapshot(host: Host, repo_dir: str) -> str | None:
-    """The snapshot a Hugging Face cache entry (``models--org--name``) points at: refs/main, else the only one."""
+    """The snapshot a Hugging Face cache entry (``models--org--name``) points at: refs/main, else the only one.
+
+    A refs/main whose snapshot lacks config.json counts as no snapshot: offline, from_pretrained reads that one."""
     join: Callable[..., str] = host.pathmod.join
     snapshots = join(repo_dir, "snapshots")
     names = host.list_dir(snapshots) or []
     ref = (host.read_text(join(repo_dir, "refs", "main")) or "").strip()
     if ref and ref in names:
-        return join(snapshots, ref)
+        return join(snapshots, ref) if host.is_file(join(snapshots, ref, "config.json")) else None
     with_config = [n for n in names if host.is_file(join(snapshots, n, "config.json"))]
     if len(with_config) == 1:
         return join(snapshots, with_config[0])
@@ -59,8 +63,8 @@ def _snapshot(host: Host, repo_dir: str) -> str | None:
     return None
 
 
-def _model_folder(host: Host, path: str) -> tuple[str, str | None]:
-    """(folder holding config.json, cache repo folder or None) for a folder given as MODEL."""
+def _model_folder(host: Host, path: str, repo_id: str | None = None) -> tuple[str, str | None]:
+    """(folder holding config.json, cache repo folder or None) for a folder given as MODEL or found for ``repo_id``."""
     join = host.pathmod.join
     if host.is_file(join(path, "config.json")):
         return path, None
@@ -68,9 +72,10 @@ def _model_folder(host: Host, path: str) -> tuple[str, str | None]:
         found = _snapshot(host, path)
         if found:
             return found, path
+        fetch = hub_cache.fetch_config_command(repo_id) if repo_id else "download the model first"
         raise FitInputError(
             f"{path}: a Hugging Face cache entry without a downloaded config.json "
-            "(bnbdoctor fit works offline; download the model first)"
+            f"(bnbdoctor fit works offline; {fetch})"
         )
     entries = host.list_dir(path) or []
     repos = [e for e in entries if e.startswith("models--") and host.is_dir(join(path, e))]
@@ -102,11 +107,14 @@ def _checkpoint_files(host: Host, folder: str) -> list[str]:
 def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> ModelInput:
     """Find and read the model's config; raise :class:`FitInputError` (one line) on bad input."""
     path = given.rstrip("/\\") or given
+    repo_id = None
     if not host.exists(path):
-        raise FitInputError(f"{given}: no such file or folder")
+        if not hub_cache.is_repo_id(given):
+            raise FitInputError(f"{given}: no such file or folder")
+        repo_id, path = given, hub_cache.cached_repo(host, given)  # as from_pretrained: a local folder first
     cache_repo = None
     if host.is_dir(path):
-        folder, cache_repo = _model_folder(host, path)
+        folder, cache_repo = _model_folder(host, path, repo_id)
         config_path = host.pathmod.join(folder, "config.json")
     else:
         config_path = path

@@ -1,6 +1,7 @@
 """LiveHost: answers questions about the machine bnbdoctor runs on.
 
-Everything that can hang is time-boxed here: commands are killed with their whole process group,
+Everything that can hang is time-boxed here: commands are killed with their whole process group
+(and when they print without end, :mod:`bnbdoctor.hosts.command`),
 and NVML is asked from a daemon thread that is abandoned if the driver does not answer.
 """
 
@@ -10,12 +11,9 @@ import contextlib
 import getpass
 import os
 import platform
-import signal
 import socket
-import subprocess
 import sys
 import threading
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -32,6 +30,7 @@ from bnbdoctor.hosts.base import (
     OsInfo,
     open_file_reader,
 )
+from bnbdoctor.hosts.command import run_command
 
 
 class LiveHost(Host):
@@ -120,63 +119,6 @@ class LiveHost(Host):
                 error_kind="timeout",
             )
         return box[0]
-
-
-def run_command(argv: list[str], timeout: float) -> CommandResult:
-    """Run ``argv`` in its own process group; kill the whole group when time is up."""
-    started = time.perf_counter()
-    try:
-        proc = subprocess.Popen(  # noqa: S603 - argv is built by bnbdoctor, no shell
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=sys.platform != "win32",  # its own process group, killed as one (POSIX only)
-        )
-    except (OSError, ValueError) as exc:
-        return CommandResult(tuple(argv), None, error=_oserror_text(exc))
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
-        return CommandResult(
-            tuple(argv),
-            None,
-            _decode(out),
-            _decode(err),
-            timed_out=True,
-            duration_s=time.perf_counter() - started,
-        )
-    return CommandResult(
-        tuple(argv),
-        proc.returncode,
-        _decode(out),
-        _decode(err),
-        duration_s=time.perf_counter() - started,
-    )
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        if sys.platform != "win32":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except OSError:
-        proc.kill()
-
-
-def _decode(data: bytes | None) -> str:
-    return (data or b"").decode("utf-8", errors="replace")
-
-
-def _oserror_text(exc: BaseException) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return "not found"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    return str(exc) or type(exc).__name__
 
 
 def _read_os_info() -> OsInfo:

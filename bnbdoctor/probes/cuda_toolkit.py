@@ -90,7 +90,7 @@ def gather_cuda_toolkit(ctx: ProbeContext) -> CudaToolkitFacts:
     if nvcc:
         facts.nvcc_path = nvcc
         result = host.run([nvcc, "--version"], timeout=NVCC_TIMEOUT_S)
-        match = re.search(r"release\s+(\d+\.\d+)", result.stdout)
+        match = re.search(r"release\s+(\d{1,3}\.\d{1,3})\b", result.stdout)
         if result.ok and match:
             facts.nvcc_version = match.group(1)
         else:

@@ -9,6 +9,7 @@ tables, backticks in code spans, HTML-looking text outside code.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from bnbdoctor.catalog import entry_url
@@ -18,8 +19,15 @@ from bnbdoctor.serde import to_jsonable
 
 #: Where the rule pages are published. Change here when the repository moves.
 DOCS_URL = "https://github.com/bnbdoctor/bnbdoctor/blob/main/docs/rules"
-#: GitHub rejects issue bodies/comments above 65,536 characters; keep room for the user's text.
-MAX_INLINE_JSON = 40_000
+#: GitHub rejects an issue body or comment above 65,536 characters.
+GITHUB_BODY_LIMIT = 65_536
+#: The report's share of an issue body: the rest is room for the user's own text and an issue template's.
+MAX_BODY = 60_000
+#: A fact's value in compacted facts is cut after this many characters.
+MAX_COMPACT_VALUE = 200
+_COMPACT_NOTE = "_Facts shortened to fit an issue: the same value on every GPU shown once, long values cut._"
+#: A flattened key inside a list: ``gpu.devices[3].name`` -> ("gpu.devices", "3", ".name").
+_INDEXED = re.compile(r"^(.*?)\[(\d+)\](.*)$")
 _ICON = {Severity.ERROR: "🔴 error", Severity.WARNING: "🟡 warning", Severity.INFO: "🔵 info"}
 _FACT_SECTIONS = ("platform", "gpu", "python", "cuda_toolkit", "native", "load", "log", "env")
 
@@ -107,14 +115,43 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix, "null" if value is None else json.dumps(value) if isinstance(value, bool) else str(value))]
 
 
-def _facts(report: Report) -> list[str]:
+def _compact(rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Fewer, shorter rows: rows of a list that are the same for every item merged into one
+    (``gpu.devices[0\u201315].name``), and long values cut (the JSON report holds them whole)."""
+    merged: dict[tuple[str, str, str], list[int]] = {}
+    order: list[tuple[str, str, str]] = []
+    for key, value in rows:
+        match = _INDEXED.match(key)
+        group = (match.group(1), match.group(3), value) if match else (key, "", value)
+        if group not in merged:
+            merged[group] = []
+            order.append(group)
+        if match:
+            merged[group].append(int(match.group(2)))
+    compact = []
+    for head, tail, value in order:
+        indices = merged[(head, tail, value)]
+        key = f"{head}[{_index_text(indices)}]{tail}" if indices else head
+        cut = value if len(value) <= MAX_COMPACT_VALUE else f"{value[:MAX_COMPACT_VALUE]}... ({len(value)} characters)"
+        compact.append((key, cut))
+    return compact
+
+
+def _index_text(indices: list[int]) -> str:
+    ordered = sorted(indices)
+    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]}\u2013{ordered[-1]}"
+    return ",".join(map(str, ordered))
+
+
+def _facts(report: Report, *, compact: bool = False) -> list[str]:
     data = to_jsonable(report.facts)
     lines = []
     for section in _FACT_SECTIONS:
         value = data.get(section)
         if value in (None, {}, []):
             continue
-        rows = _flatten(value)
+        rows = _compact(_flatten(value)) if compact else _flatten(value)
         lines += [f"<details><summary>Facts: {section} ({len(rows)})</summary>", "", "| fact | value |", "|---|---|"]
         lines += [f"| {code(key)} | {code(val)} |" for key, val in rows]
         lines += ["", "</details>", ""]
@@ -130,7 +167,8 @@ def _facts(report: Report) -> list[str]:
     return lines
 
 
-def render_markdown(report: Report) -> str:
+def _head(report: Report) -> list[str]:
+    """The verdict, the machine, the findings, what was verified and not checked: what every size keeps."""
     summary = report.summary
     from_log = report.facts.log is not None  # explain: a rule that found nothing did not verify anything
     where = report.source.get("label", "")
@@ -143,8 +181,11 @@ def render_markdown(report: Report) -> str:
             f"{plain(p.distro_name or p.os)} {p.arch}" + (f", glibc {p.libc_version}" if p.libc_version else "")
         )
     if facts.gpu and facts.gpu.visible:
+        from bnbdoctor.render.text import count_text
+
+        names = [d.name for d in facts.gpu.visible]
         context.append(
-            ", ".join(sorted({plain(d.name) for d in facts.gpu.visible}))
+            ", ".join(plain(count_text(names.count(name), name)) for name in sorted(set(names)))
             + (
                 f", driver {facts.gpu.driver_version} (CUDA {facts.gpu.driver_cuda_version})"
                 if facts.gpu.driver_version
@@ -191,28 +232,68 @@ def render_markdown(report: Report) -> str:
         lines += [f"<details><summary>Not checked ({len(report.skipped)})</summary>", ""]
         lines += [f"- {c.rule_id} {plain(c.summary)}: {plain(c.reason or '')}" for c in report.skipped]
         lines += ["", "</details>", ""]
-    lines += _facts(report)
-    payload = json.dumps(to_jsonable(report), indent=1, ensure_ascii=False)
-    if len(payload) <= MAX_INLINE_JSON:
-        lines += [
-            "<details><summary>Full report (JSON, replay with <code>bnbdoctor --from</code>)</summary>",
-            "",
-            "```json",
-            payload,
-            "```",
-            "",
-            "</details>",
-            "",
-        ]
-    else:
-        lines += [
-            (
-                f"_The full report ({len(payload) // 1024} KiB) is too large to paste here: attach the file from "
-                "`bnbdoctor --json -o bnbdoctor-report.json` to the issue._"
-            ),
-            "",
-        ]
-    return "\n".join(lines)
+    return lines
+
+
+def _json_block(payload: str) -> list[str]:
+    return [
+        "<details><summary>Full report (JSON, replay with <code>bnbdoctor --from</code>)</summary>",
+        "",
+        "```json",
+        payload,
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def _attach_hint(payload: str) -> list[str]:
+    return [
+        (
+            f"_The full report ({len(payload) // 1024} KiB) is too large to paste here: attach the file from "
+            "`bnbdoctor --json -o bnbdoctor-report.json` to the issue._"
+        ),
+        "",
+    ]
+
+
+#: What an issue body keeps as it grows, best first: (the facts, compacted?, the JSON block?). None: no facts.
+_STEPS: tuple[tuple[bool | None, bool], ...] = (
+    (False, True),
+    (True, True),
+    (False, False),
+    (True, False),
+    (None, False),
+)
+
+
+def render_markdown(report: Report) -> str:
+    """The report as Markdown within :data:`MAX_BODY` characters where it can be.
+
+    The whole body is measured. When it is too long it degrades in steps: the facts compacted (same rows of
+    every GPU merged, long values cut), then the JSON block replaced by a hint to attach the file (the facts
+    whole again if they fit), then the facts compacted again, then left out. A body that still does not fit
+    says so at the top.
+    """
+    head = _head(report)
+    payload = json.dumps(to_jsonable(report), indent=1, ensure_ascii=True)  # ASCII: replays from any encoding
+    body = ""
+    for compact, with_json in _STEPS:
+        lines = list(head)
+        if compact is not None:
+            if compact:
+                lines += [_COMPACT_NOTE, ""]
+            lines += _facts(report, compact=compact)
+        lines += _json_block(payload) if with_json else _attach_hint(payload)
+        body = "\n".join(lines)
+        if len(body) <= MAX_BODY:
+            return body
+    note = (
+        f"_This report is {len(body):,} characters, more than a GitHub issue takes ({GITHUB_BODY_LIMIT:,}): "
+        "attach it as a file instead (`bnbdoctor --markdown -o bnbdoctor-report.md`)._"
+    )
+    return "\n".join([note, "", body])
 
 
 class MarkdownRenderer:

@@ -10,10 +10,12 @@ The flags are the same for the doctor, ``explain`` and ``fit``; only their help 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 
 from bnbdoctor.contract import use_color, write_output
 from bnbdoctor.render import OutputFormat, ReportKind, render
+from bnbdoctor.render.charset import fit_to_encoding, stream_encoding
 from bnbdoctor.report import Report
 
 #: Per command (report kind), the format flags it offers, in --help order, with their help texts.
@@ -50,7 +52,12 @@ def emit(report: Report, fmt: OutputFormat, kind: ReportKind, output: str | None
     """Render ``report`` and write it to ``output`` (or stdout); a file that cannot be written raises ``error``.
 
     Colour only for text on a terminal (:func:`bnbdoctor.contract.use_color`); a file is replaced
-    whole or not at all, and "report written to FILE" goes to stderr.
+    whole or not at all (in UTF-8), and "report written to FILE" goes to stderr. On stdout the report
+    is fitted to the stream's encoding (:mod:`bnbdoctor.render.charset`): cp1252, latin-1 or ASCII get
+    ASCII symbols, JSON escapes, never a UnicodeEncodeError.
     """
     color = use_color(fmt is OutputFormat.TEXT, output)
-    write_output(render(report, fmt, kind, color=color), output, error)
+    text = render(report, fmt, kind, color=color)
+    if not output:
+        text = fit_to_encoding(text, stream_encoding(sys.stdout), json=fmt is OutputFormat.JSON)
+    write_output(text, output, error)

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bnbdoctor.catalog import entry_url
+from bnbdoctor.facts import GpuDevice
 from bnbdoctor.findings import Finding, Severity
 from bnbdoctor.report import Report
 
@@ -24,6 +25,23 @@ def package_text(name: str, installed: bool, version: str | None, error: str | N
     if not installed:
         return f"{name} ({error})" if error else f"{name} not installed"
     return f"{name} {version}" if version else f"{name} (version unknown)"
+
+
+#: The multiplication sign of "8\u00d7 NVIDIA A100-SXM4-80GB" (an ASCII "x" where the output encoding lacks it).
+TIMES = "\u00d7"
+
+
+def count_text(count: int, name: str) -> str:
+    """A GPU name, with how many there are when more than one ("8\u00d7 NVIDIA A100-SXM4-80GB")."""
+    return f"{count}{TIMES} {name}" if count > 1 else name
+
+
+def _same_gpus(devices: list[GpuDevice]) -> list[tuple[tuple[str, bool], list[GpuDevice]]]:
+    """The devices grouped by (name, capability, visible), in the order they first appear."""
+    groups: dict[tuple[str, str, bool], list[GpuDevice]] = {}
+    for device in devices:
+        groups.setdefault((device.name, device.cc_text, device.visible), []).append(device)
+    return [((cc, visible), group) for (_, cc, visible), group in groups.items()]
 
 
 def machine_lines(report: Report) -> list[tuple[str, str]]:
@@ -46,7 +64,8 @@ def machine_lines(report: Report) -> list[tuple[str, str]]:
     if facts.gpu:
         g = facts.gpu
         if g.nvml_available and g.devices:
-            gpus = ", ".join(f"{d.name} (cc {d.cc_text}{'' if d.visible else ', hidden'})" for d in g.devices)
+            gpus = ", ".join(f"{count_text(len(group), group[0].name)} (cc {cc}{'' if visible else ', hidden'})"
+                             for (cc, visible), group in _same_gpus(g.devices))
             rows.append(("GPU", f"{gpus}; driver {g.driver_version} (CUDA {g.driver_cuda_version})"))
         elif facts.platform and facts.platform.os == "macos":
             rows.append(("GPU", "no NVIDIA GPU (macOS)"))

@@ -42,8 +42,15 @@ def visible_gpus(facts: Facts) -> list[GpuDevice]:
     return facts.gpu.visible if facts.gpu else []
 
 
-def gpu_label(device: GpuDevice) -> str:
-    return f"GPU {device.index} ({device.name}, compute capability {device.cc_text})"
+def index_list(indices: list[int]) -> str:
+    """GPU indices as a person writes them: runs of three or more as a range ("0\u20133, 5, 6")."""
+    runs: list[list[int]] = []
+    for index in sorted(indices):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(f"{run[0]}\u2013{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs)
 
 
 def wheel_upgrade_blocked(facts: Facts) -> str | None:

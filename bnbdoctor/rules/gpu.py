@@ -34,7 +34,7 @@ from bnbdoctor.rules.common import (
     TORCH_GET_STARTED,
     bnb_of,
     ev,
-    gpu_label,
+    index_list,
     predicted_selection,
     torch_of,
     versioned,
@@ -71,7 +71,7 @@ def _group(devices: list[GpuDevice]) -> list[list[GpuDevice]]:
 
 def _group_label(devices: list[GpuDevice]) -> str:
     first = devices[0]
-    indices = ", ".join(str(d.index) for d in devices)
+    indices = index_list([d.index for d in devices])
     return f"GPU{'s' if len(devices) > 1 else ''} {indices} ({first.name}, compute capability {first.cc_text})"
 
 
@@ -393,8 +393,8 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
     - bnbdoctor has no architecture record for that file. The records come from the real PyPI wheels: the same minor
       release if recorded (0.45.0 uses 0.45.5's), else the newest recorded release before it.
 
-    For each visible GPU with compute capability 6.0 or newer (older ones are [BNB103](BNB103.md)'s), it reports an
-    error when the library holds neither of these:
+    For each visible GPU with compute capability 6.0 or newer (older ones are [BNB103](BNB103.md)'s; identical GPUs
+    together, one finding naming them all), it reports an error when the library holds neither of these:
 
     - SASS for the same major architecture with a minor version not above the GPU's (sm_80 code runs on 8.6, not the
       other way round);
@@ -451,7 +451,8 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
     if library is None or not (library.sass or library.ptx):
         return Skip(f"no architecture record for {selection.loaded_file} in bitsandbytes {bnb.version if bnb else '?'}")
     hits = []
-    for device in visible_gpus(facts):
+    for group in _group(visible_gpus(facts)):  # identical GPUs, one finding naming them all
+        device = group[0]
         cc = device.cc
         if cc is None or cc < QUANTIZATION_MIN.cc or kernel_runs_on(library, cc):
             continue
@@ -482,14 +483,14 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
         ]
         hits.append(
             Hit(
-                title=f"{selection.loaded_file} has no kernels for {gpu_label(device)}",
+                title=f"{selection.loaded_file} has no kernels for {_group_label(group)}",
                 explanation=f"{versioned(facts, 'bitsandbytes', bnb.version if bnb else None)} loads "
                 f"{selection.loaded_file} for torch's CUDA "
                 f"{torch_of(facts).cuda}, which contains code for {archs} only (recorded from the real "  # type: ignore[union-attr]
                 f"{wheel.version} wheel). Every kernel launch on sm_{cc[0]}{cc[1]} fails with 'no kernel image is "  # type: ignore[union-attr]
                 "available for execution on the device'.",
                 evidence=[
-                    ev("GPU", f"{device.name} (sm_{cc[0]}{cc[1]})", f"gpu.devices[{device.index}]"),
+                    ev("GPU", f"{_group_label(group)}, sm_{cc[0]}{cc[1]}", f"gpu.devices[{device.index}]"),
                     ev("library", selection.loaded_file, "python.bitsandbytes.native_libraries"),
                     ev("architectures in library", archs),
                 ],

@@ -40,7 +40,6 @@ from bnbdoctor.rules.common import (
     unknown_version,
     versioned,
     visible_gpus,
-    wheel_upgrade_blocked,
 )
 
 _PRELOADED = "loaded by torch before bitsandbytes"
@@ -258,7 +257,7 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
         f"about the missing binary ({sel.message}).",
     }.get(sel.outcome, sel.message or "")
     spec = f">={full(NEAREST_BUILD.first_text)}"  # bnbdoctor.remedy narrows it to what installs here
-    upgrade = [] if wheel_upgrade_blocked(facts) else [f'pip install -U "bitsandbytes{spec}"']
+    upgrade = [f'pip install -U "bitsandbytes{spec}"']  # bnbdoctor.remedy drops it where nothing installs
     commands: list[str] = []
     covers = _missing_binary_families(sel.backend, sel.outcome, runtime)
     wanted = major_minor(runtime)
@@ -654,7 +653,7 @@ def _unset_remediation(facts: Facts, variable: str, gap: LibrarySelection | None
         return Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"])
     torch = torch_of(facts)
     spec = f">={full(NEAREST_BUILD.first_text)}"  # bnbdoctor.remedy narrows it to what installs here
-    upgrade = [] if wheel_upgrade_blocked(facts) else [f'pip install -U "bitsandbytes{spec}"']
+    upgrade = [f'pip install -U "bitsandbytes{spec}"']  # bnbdoctor.remedy drops it where nothing installs
     wanted = major_minor(torch.hip if gap.backend == "rocm" else torch.cuda) if torch else None
     reachable = _reachable_same_major(facts, gap.backend, wanted[0], wanted) if wanted else None
     text = (

@@ -27,12 +27,13 @@ VERSIONS_CHECK = 'python -c "import transformers, accelerate; print(transformers
 
 
 def model_id(facts: Facts) -> str | None:
-    """The model id passed to from_pretrained, when the log shows it literally."""
+    """The model id passed to from_pretrained, when the log shows it literally (``org/name``, never ``./x``)."""
     for match in log.matches(facts, "model_id"):
         found = re.search(
-            r"from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?['\"]([\w.-]+/[\w.-]+)['\"]", match.text
+            r"from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?['\"]([A-Za-z0-9][\w.-]*/[\w.-]+)['\"]",
+            match.text,
         )
-        if found:
+        if found and ".." not in found.group(1):
             return found.group(1)
     return None
 
@@ -53,11 +54,27 @@ def device_map_arg(facts: Facts) -> str | None:
     return None
 
 
-def fit_command(facts: Facts) -> str:
-    bits = quant_bits(facts) or "4"
+def fit_command(facts: Facts) -> list[str]:
+    """``bnbdoctor fit`` for the model the log loads, as a command that runs as printed (fit finds an ``org/name``
+    id in the local Hugging Face cache); none when the log does not name the model (see :func:`fit_advice`)."""
+    found = model_id(facts)
+    return [f"bnbdoctor fit {found}{_fit_flags(facts)}"] if found else []
+
+
+def fit_advice(facts: Facts) -> str:
+    """A sentence for the fix when the log does not name the model: there is then no command to print."""
+    if model_id(facts):
+        return ""
+    return (
+        " To predict the placement offline, without loading weights, run bnbdoctor fit with the model's id or "
+        f"folder (what from_pretrained was given) and{_fit_flags(facts)}."
+    )
+
+
+def _fit_flags(facts: Facts) -> str:
     dmap = device_map_arg(facts)
     extra = f" --device-map {dmap}" if dmap in ("auto", "balanced", "balanced_low_0", "sequential") else ""
-    return f"bnbdoctor fit {model_id(facts) or 'MODEL'} --quant {bits}bit{extra}"
+    return f" --quant {quant_bits(facts) or '4'}bit{extra}"
 
 
 @rule(
@@ -126,7 +143,9 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
       pip install -U "transformers>=5.18.0"
       ```
 
-    - Predict the placement offline, without loading weights: `bnbdoctor fit MODEL --quant 4bit --device-map auto`.
+    - Predict the placement offline, without loading weights: `bnbdoctor fit org/name --quant 4bit --device-map auto`
+      with the model id the log loads (read from the local Hugging Face cache; `hf download org/name config.json`
+      fetches just the config) or its local folder. The finding prints that command when the log names the model.
     """
     if not log.seen(facts, "dispatch_cpu_disk_valueerror"):
         return None
@@ -229,7 +248,7 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
         title=title,
         explanation=how + why,
         evidence=lines,
-        remediation=Remediation(fix, [*commands, fit_command(facts)]),
+        remediation=Remediation(fix + fit_advice(facts), [*commands, *fit_command(facts)]),
         severity=Severity.WARNING if followed else None,
         covers=covers,
     )
@@ -373,8 +392,9 @@ def imbalance(facts: Facts) -> Hit | None:
             "Pass max_memory per GPU (for example {i: '20GiB' for i in range(n)}) to leave headroom on the crowded "
             f"GPU, or write the device_map by hand; upgrade transformers to {BIGGEST_LEAF_FIX.first} or newer "
             f"({NO_SPLIT_BLOCK_FIX.pr}, {BIGGEST_LEAF_FIX.pr}); for "
-            "training, prefer one full model copy per GPU (DDP with device_map={'': local_rank}) when it fits.",
-            ["nvidia-smi", UPGRADE_TRANSFORMERS, fit_command(facts)],
+            "training, prefer one full model copy per GPU (DDP with device_map={'': local_rank}) when it fits."
+            + fit_advice(facts),
+            ["nvidia-smi", UPGRADE_TRANSFORMERS, *fit_command(facts)],
         ),
         severity=Severity.ERROR,
     )

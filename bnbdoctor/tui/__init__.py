@@ -26,6 +26,7 @@ def run(
 ) -> int:
     """Run the app until the user quits; returns the exit code of the last report shown
     (:class:`bnbdoctor.report.ExitCode`: OK when there is none, FAILURE when bnbdoctor failed).
+    After the app, its verdict and the first fix command are printed (:mod:`~bnbdoctor.tui.farewell`).
 
     With ``host``, the app probes it at start and on each re-run. With ``report`` (or ``facts``)
     and no host, it shows them without probing, and a re-run re-applies the rules only.
@@ -48,6 +49,12 @@ def run(
     app.run()
     if app.return_code not in (None, 0):  # the app itself crashed (Textual printed the traceback)
         return int(ExitCode.FAILURE)
+    import sys
+
+    from bnbdoctor.tui.farewell import farewell_lines
+
+    # The answer stays on the terminal, which the app has restored as it was.
+    sys.stdout.write("\n".join(farewell_lines(app.report, session.label, app.failed)) + "\n")
     return int(app.exit_code)
 
 

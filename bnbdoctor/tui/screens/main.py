@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane, Tabs
 
 from bnbdoctor.facts import ProbeRun
 from bnbdoctor.report import Report
@@ -47,10 +47,12 @@ def machine_table(report: Report) -> Table:
     """What was examined (machine, GPU, Python, packages), as the text report's header shows it."""
     from bnbdoctor.render.text import machine_lines
 
+    rows = machine_lines(report)
     grid = Table.grid(padding=(0, 1))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column(overflow="ellipsis", no_wrap=True)
-    for label, value in machine_lines(report):
+    # The labels keep their width (never "Ma…"); a long value wraps under itself.
+    grid.add_column(style="bold", no_wrap=True, min_width=max((len(label) for label, _ in rows), default=0))
+    grid.add_column(overflow="fold")
+    for label, value in rows:
         grid.add_row(label, value)
     return grid
 
@@ -105,6 +107,10 @@ class DiagnosisScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#progress", ProbeProgress).display = False
+        # The tab bar takes no focus: Tab moves between the tab's own widgets (a tab's fields, the
+        # list and the detail pane), and a focused tab bar would pass typed text on to the global
+        # keys. v and clicks switch tabs.
+        self.query_one("#views", TabbedContent).query_one(Tabs).can_focus = False
         self.query_one("#facts-search", Input).cursor_blink = self.settings.cursor_blink
         self.query_one(FindingsList).focus()
 

@@ -1,8 +1,9 @@
 """FindingDetail: everything about the highlighted entry, scrollable.
 
-For a finding: why it breaks bitsandbytes, the evidence (facts with values and their dotted
-paths), the fix with numbered commands (``c`` copies the first, ``1``-``9`` the one with that
-number), references and the rule's doc page. A finding from a log (the Explain tab) also says how
+For a finding: the fix with numbered commands first (``c`` copies the first, ``1``-``9`` the one
+with that number), so that it shows without scrolling; then why it breaks bitsandbytes (why it
+matters, for an info finding), the evidence (facts with values and their dotted paths),
+references and the rule's doc page. A finding from a log (the Explain tab) also says how
 sure it is, which log lines it rests on, and what to run on the machine to confirm it. For a
 check: what it verified, or why it could not run. :func:`detail_blocks` builds the content without
 Textual widgets, so tests can read it.
@@ -22,7 +23,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from bnbdoctor.catalog import entry_url
-from bnbdoctor.findings import CheckResult, Finding
+from bnbdoctor.findings import CheckResult, Finding, Severity
 from bnbdoctor.tui.widgets.findings import PASSED_STYLE, SEVERITY_STYLE, SKIPPED_STYLE, Entry
 
 
@@ -39,6 +40,13 @@ class Block:
 def _text(kind: str, text: str, style: str = "") -> Block:
     return Block(kind, Content.styled(text, style) if style else Content(text), text)
 
+
+#: The heading of a finding's explanation: an info finding does not break anything.
+WHY_HEADING = {
+    Severity.ERROR: "Why it breaks bitsandbytes",
+    Severity.WARNING: "Why it breaks bitsandbytes",
+    Severity.INFO: "Why it matters",
+}
 
 #: How sure an explain finding is (``Finding.confidence``), as ``bnbdoctor explain`` words it.
 CONFIDENCE = {
@@ -87,6 +95,35 @@ def _evidence(finding: Finding) -> Block:
     return Block("evidence", grid, "\n".join(plain))
 
 
+def _fix_blocks(finding: Finding) -> list[Block]:
+    """The fix and its numbered commands (with the copy hint)."""
+    remediation = finding.remediation
+    if not remediation.text and not remediation.commands:
+        return []
+    blocks = [_text("section", "Fix")]
+    if remediation.text:
+        blocks.append(_text("body", remediation.text))
+    for number, command in enumerate(remediation.commands, 1):
+        blocks.append(
+            Block(
+                "command",
+                Content.assemble((f"{number} $ ", "dim"), (command, "$text-success bold")),
+                f"{number} $ {command}",
+            )
+        )
+    if remediation.commands:
+        count = len(remediation.commands)
+        blocks.append(
+            _text(
+                "hint",
+                "c copies the command"
+                if count == 1
+                else f"c copies command 1; 1-{min(count, 9)} copy the one with that number",
+            )
+        )
+    return blocks
+
+
 def detail_blocks(entry: Entry) -> list[Block]:
     """The detail of one entry, top to bottom."""
     finding = entry.item
@@ -104,35 +141,10 @@ def detail_blocks(entry: Entry) -> list[Block]:
     ]
     if finding.confidence:
         blocks.append(_confidence(finding))
-    blocks += [
-        _text("section", "Why it breaks bitsandbytes"),
-        _text("body", finding.explanation),
-    ]
+    blocks += _fix_blocks(finding)
+    blocks += [_text("section", WHY_HEADING[finding.severity]), _text("body", finding.explanation)]
     if finding.evidence:
         blocks += [_text("section", "Evidence"), _evidence(finding)]
-    remediation = finding.remediation
-    if remediation.text or remediation.commands:
-        blocks.append(_text("section", "Fix"))
-        if remediation.text:
-            blocks.append(_text("body", remediation.text))
-        for number, command in enumerate(remediation.commands, 1):
-            blocks.append(
-                Block(
-                    "command",
-                    Content.assemble((f"{number} $ ", "dim"), (command, "$text-success bold")),
-                    f"{number} $ {command}",
-                )
-            )
-        if remediation.commands:
-            count = len(remediation.commands)
-            blocks.append(
-                _text(
-                    "hint",
-                    "c copies the command"
-                    if count == 1
-                    else f"c copies command 1; 1-{min(count, 9)} copy the one with that number",
-                )
-            )
     if finding.confirm:
         blocks.append(_text("section", "Check on the machine"))
         blocks.extend(

@@ -37,6 +37,7 @@ from textual.widgets.option_list import Option
 
 from bnbdoctor.report import Report
 from bnbdoctor.tui.clipboard import copy_and_tell
+from bnbdoctor.tui.hostmem import free_ram_bytes
 from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE
 from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
 
@@ -59,6 +60,11 @@ HOW = (
 )
 #: The device map is shown open when it has at most this many rows.
 OPEN_MAP_ROWS = 8
+def cpu_hint(free: int | None) -> str:
+    """The CPU RAM field's placeholder: the default a fit uses when the field is empty."""
+    from bnbdoctor.units import human
+
+    return f"this machine's: {human(free)} free" if free is not None else "this machine's free RAM"
 
 
 def verdict_style(line: str) -> str:
@@ -125,7 +131,7 @@ class FitView(ToolView):
     def compose(self) -> ComposeResult:
         with Horizontal(id="fit-row-model", classes="tool-row"):
             yield Label("Model", classes="tool-label")
-            yield Input(placeholder="model folder or its config.json", id="fit-model", compact=True)
+            yield Input(placeholder="a model folder or its config.json", id="fit-model", compact=True)
             yield Button("Run", id="fit-run", variant="primary", compact=True)
         with Horizontal(id="fit-row-choices", classes="tool-row"):
             yield Label("Quant", classes="tool-label")
@@ -141,21 +147,22 @@ class FitView(ToolView):
         with Horizontal(id="fit-row-memory", classes="tool-row"):
             yield Label("GPUs", classes="tool-label")
             yield Input(
-                placeholder="24GiB,24GiB",
+                placeholder="e.g. 24GiB,24GiB or 2x24GiB",
                 id="fit-gpus",
                 compact=True,
                 tooltip="Free memory of simulated GPUs (max_memory=None): 24GiB,24GiB or 2x24GiB",
             )
             yield Label("CPU RAM", classes="tool-label")
             yield Input(
-                placeholder="64GiB",
+                placeholder=cpu_hint(free_ram_bytes()),
                 id="fit-cpu",
                 compact=True,
-                tooltip="Free CPU RAM with GPUs (this machine's when empty)",
+                tooltip="Free CPU RAM with GPUs (empty: what this machine has free when the fit runs)",
             )
+        with Horizontal(id="fit-row-max", classes="tool-row"):
             yield Label("Max memory", classes="tool-label")
             yield Input(
-                placeholder="0=24GiB,cpu=64GiB",
+                placeholder="e.g. 0=24GiB,cpu=64GiB (instead of GPUs)",
                 id="fit-max-memory",
                 compact=True,
                 tooltip="The max_memory= you pass (instead of GPUs)",
@@ -475,9 +482,6 @@ class FitView(ToolView):
         self.run_fit()
 
     def action_leave_field(self) -> None:
-        """Escape in a field: to the remedies (or the results) when there are some."""
-        if isinstance(self.app.focused, Input) and self.report is not None:
-            if self.remedies_list.display and self.remedies_list.option_count:
-                self.remedies_list.focus()
-            else:
-                self.query_one("#fit-results", VerticalScroll).focus()
+        """Escape in a field (or on a choice): to the remedies when there are some, else the results."""
+        if isinstance(self.app.focused, self.FIELDS):
+            self.focus_default()

@@ -15,10 +15,12 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
+from textual import events
 from textual.containers import Vertical
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
+from textual.widgets import Input, Select, TextArea
 from textual.worker import Worker, get_current_worker
 
 from bnbdoctor.doctor import Cancelled
@@ -94,6 +96,8 @@ class ToolView(Vertical):
     BAD_INPUT: ClassVar[tuple[type[BaseException], ...]] = ()
     #: Title of the notifications.
     TOOL: ClassVar[str] = ""
+    #: The form's fields: while one has focus, a typed character is the field's, never a global key.
+    FIELDS: ClassVar[tuple[type[Widget], ...]] = (Input, Select, TextArea)
 
     def __init__(self, settings: UiSettings | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -177,6 +181,19 @@ class ToolView(Vertical):
             )
         else:
             self.notify(message.error, title=f"{self.TOOL} failed", severity="error", timeout=10, markup=False)
+
+    def on_key(self, event: events.Key) -> None:
+        """A character typed while one of the tab's fields has focus goes no further than the field:
+        ``e``, ``v``, ``q`` and the digits are global keys elsewhere, never here. (An Input keeps its
+        characters anyway; a closed Select would pass them on.) Keys the field binds itself, such as
+        a Select's space, still reach it."""
+        focused = self.screen.focused
+        if not event.is_printable or not isinstance(focused, self.FIELDS) or self not in focused.ancestors:
+            return
+        bound = self.screen.active_bindings.get(event.key)
+        if bound is None or bound.node is not focused:
+            event.stop()
+            event.prevent_default()
 
     def run(self) -> bool:
         """What Ctrl+R does in this tab."""

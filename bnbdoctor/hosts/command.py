@@ -1,0 +1,132 @@
+"""Running one command with bounded time *and* bounded output: :func:`run_command`.
+
+A probe runs programs it does not trust (the patient interpreter, ``nvidia-smi``, ``ldconfig``,
+``nvcc``): one may hang, die on a signal, or print without end. ``subprocess.communicate`` would
+keep everything a flooding program prints (a patient that printed ``yes`` for 30 s once took 5 GB),
+so each stream is drained by a thread that keeps at most :data:`MAX_OUTPUT` bytes; a program that
+prints more is killed with its whole process group and the result says so. A program that is
+still running at its time limit is killed the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import IO
+
+from bnbdoctor.hosts.base import CommandResult
+
+#: Bytes kept of each of stdout and stderr; a command that prints more is stopped (no probe's
+#: answer comes near it: ``ldconfig -p`` on a large machine prints under 1 MiB).
+MAX_OUTPUT = 8 * 1024 * 1024
+#: Seconds to wait for the pipes to close after the process group was killed (a grandchild that
+#: left the group may hold them open; its output is then abandoned).
+DRAIN_GRACE_S = 2.0
+_CHUNK = 1 << 16
+
+
+class _Drain:
+    """Reads one pipe to its end in a daemon thread, keeping the first ``limit`` bytes."""
+
+    def __init__(self, pipe: IO[bytes], limit: int, on_overflow: threading.Event) -> None:
+        self.data = bytearray()
+        self._pipe, self._limit, self._overflow = pipe, limit, on_overflow
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                chunk = self._pipe.read1(_CHUNK) if hasattr(self._pipe, "read1") else self._pipe.read(_CHUNK)
+                if not chunk:
+                    return
+                room = self._limit - len(self.data)
+                if room > 0:
+                    self.data += chunk[:room]
+                if len(chunk) > room:
+                    self._overflow.set()
+        except (OSError, ValueError):
+            return
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill ``proc`` and, on POSIX, every process of its group."""
+    try:
+        if sys.platform != "win32":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+
+def _oserror_text(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "not found"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return str(exc) or type(exc).__name__
+
+
+def _decode(data: bytes | bytearray) -> str:
+    return bytes(data).decode("utf-8", errors="replace")
+
+
+def run_command(argv: list[str], timeout: float, max_output: int = MAX_OUTPUT) -> CommandResult:
+    """Run ``argv`` in its own process group; kill the whole group when time is up or when it
+    prints more than ``max_output`` bytes on either stream."""
+    started = time.perf_counter()
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - argv is built by bnbdoctor, no shell
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=sys.platform != "win32",  # its own process group, killed as one (POSIX only)
+        )
+    except (OSError, ValueError) as exc:
+        return CommandResult(tuple(argv), None, error=_oserror_text(exc))
+    overflow = threading.Event()
+    if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are PIPE above
+        raise RuntimeError("no pipes")
+    drains = (_Drain(proc.stdout, max_output, overflow), _Drain(proc.stderr, max_output, overflow))
+    deadline = started + timeout
+    timed_out = False
+    while proc.poll() is None:
+        if overflow.wait(min(0.05, max(0.0, deadline - time.perf_counter()))):
+            break
+        if time.perf_counter() >= deadline:
+            timed_out = True
+            break
+    flooded = overflow.is_set() and proc.returncode is None
+    if proc.returncode is None:
+        kill_group(proc)
+        proc.wait()
+    for drain in drains:
+        drain.thread.join(DRAIN_GRACE_S)
+    if flooded or timed_out:
+        kill_group(proc)  # what it left behind in its group
+    for pipe in (proc.stdout, proc.stderr):
+        with contextlib.suppress(OSError):
+            pipe.close()
+    out, err = _decode(drains[0].data), _decode(drains[1].data)
+    duration = time.perf_counter() - started
+    if flooded:
+        which = "stdout" if len(drains[0].data) >= max_output else "stderr"
+        return CommandResult(
+            tuple(argv),
+            None,
+            out,
+            err,
+            error=f"printed more than {max_output // (1024 * 1024)} MiB on {which}; stopped",
+            duration_s=duration,
+        )
+    if timed_out:
+        return CommandResult(tuple(argv), None, out, err, timed_out=True, duration_s=duration)
+    return CommandResult(tuple(argv), proc.returncode, out, err, duration_s=duration)

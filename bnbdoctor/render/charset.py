@@ -1,0 +1,97 @@
+"""Reports that any output encoding can carry: ASCII stand-ins for the symbols a report uses.
+
+Every renderer writes Unicode (✖ ▲ ℹ ✔ in text, emoji and dashes in Markdown). A stream whose encoding cannot
+hold a character — a Windows redirect in cp1252, ``PYTHONIOENCODING=latin-1`` or ``ascii`` — must still get the
+whole report, never a ``UnicodeEncodeError``. :func:`fit_to_encoding` makes a rendered document fit an encoding:
+
+- text and Markdown: each character the encoding lacks becomes its ASCII stand-in from :data:`ASCII_FALLBACK`
+  (one character for the text report's symbols, so rich's columns stay aligned; GitHub's shortcodes for the
+  Markdown emoji), and any other such character ``?``;
+- JSON: each such character becomes a ``\\uXXXX`` escape (a surrogate pair above U+FFFF), so the document is
+  still valid JSON holding exactly the same data.
+
+Characters the encoding has are kept (cp1252 keeps "—" and "·"), and a UTF encoding changes nothing.
+:func:`stream_encoding` is the encoding of the stream a report goes to.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import TextIO
+
+__all__ = ["ASCII_FALLBACK", "fit_to_encoding", "stream_encoding"]
+
+#: The non-ASCII characters bnbdoctor's own output uses, and what stands in for each where the encoding lacks it.
+ASCII_FALLBACK: dict[str, str] = {
+    "✖": "x",  # error
+    "▲": "!",  # warning
+    "ℹ": "i",  # info
+    "✔": "+",  # verified, no problems
+    "·": "-",
+    "—": "-",
+    "–": "-",  # GPU index ranges: "GPUs 0–3"
+    "\u00d7": "x",  # the multiplication sign of "8\u00d7 NVIDIA A100-SXM4-80GB"
+    "…": "...",
+    "→": "->",
+    "≥": ">=",
+    "≤": "<=",
+    "‘": "'",
+    "’": "'",
+    "“": '"',
+    "”": '"',
+    "🔴": ":red_circle:",
+    "🟡": ":yellow_circle:",
+    "🔵": ":large_blue_circle:",
+}
+
+
+def stream_encoding(stream: TextIO) -> str:
+    """The encoding ``stream`` writes in; UTF-8 when it does not say (a replaced ``sys.stdout``, a test's buffer)."""
+    return getattr(stream, "encoding", None) or "utf-8"
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _encodable(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def fit_to_encoding(text: str, encoding: str, *, json: bool = False) -> str:
+    """``text`` with every character ``encoding`` cannot hold replaced (see the module docstring).
+
+    ``json``: the text is a JSON document, whose non-ASCII characters can only be inside strings: they are
+    escaped, not replaced. An encoding Python does not know is treated as ASCII.
+    """
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        name = "ascii"
+    if name.startswith("utf"):
+        return text
+    try:
+        text.encode(name)
+    except UnicodeEncodeError:
+        pass
+    else:
+        return text
+    table: dict[int, str] = {}
+    for char in set(text):
+        if ord(char) < 128 or _encodable(char, name):
+            continue
+        table[ord(char)] = _json_escape(char) if json else _ascii_for(char, name)
+    return text.translate(table)
+
+
+def _ascii_for(char: str, encoding: str) -> str:
+    stand_in = ASCII_FALLBACK.get(char, "?")
+    return stand_in if _encodable(stand_in, encoding) else "?"
