@@ -73,7 +73,7 @@ def fit_argv(model: str, options: Mapping[str, Any]) -> list[str]:
     argv = ["fit", model, "--json"]
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
-        if value is None or value is False or value == "" or value == []:
+        if value is None or value is False or value in ("", []):
             continue
         if value is True:
             argv.append(flag)
