@@ -7,24 +7,28 @@ A real ``fit`` (seconds: the placement engine runs) is a slow test of its own.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 import pytest
 from conftest import ROOT
 
-pytest.importorskip("mcp", reason='the MCP server is the optional extra: pip install "bnbdoctor[mcp]"')
-
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.types import CallToolResult, TextContent, TextResourceContents
-
+from bnbdoctor.mcp_server import INSTALL_HINT
+from bnbdoctor.mcp_server.commands import fit_argv
 from bnbdoctor.rule_page import page_text
+
+if TYPE_CHECKING:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.types import CallToolResult
+
+#: The MCP server is the optional extra (pip install "bnbdoctor[mcp]"); scripts/setup.sh installs it.
+needs_mcp = pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the mcp extra is not installed")
 
 FIXTURE = "centos7-cxxabi"
 LOG = ROOT / "tests" / "data" / "real_logs" / "cxxabi_not_found.txt"
@@ -32,10 +36,12 @@ TINY_MODEL = ROOT / "tests" / "data" / "fit" / "tiny-llama.json"
 #: What differs between two runs of the same report: when it was made and how long its parts took.
 VOLATILE = ("created", "timings", "duration_s")
 
-Calls = Callable[[ClientSession], Awaitable[dict[str, Any]]]
+Calls = Callable[["ClientSession"], Awaitable[dict[str, Any]]]
 
 
 def _server() -> StdioServerParameters:
+    from mcp import StdioServerParameters
+
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     return StdioServerParameters(command=sys.executable, args=["-m", "bnbdoctor", "mcp"], env=env, cwd=str(ROOT))
@@ -43,6 +49,9 @@ def _server() -> StdioServerParameters:
 
 def in_session(calls: Calls) -> dict[str, Any]:
     """Start ``bnbdoctor mcp`` with the SDK's stdio client, initialize, run ``calls``, close."""
+
+    import anyio
+    from mcp import ClientSession, stdio_client
 
     async def main() -> dict[str, Any]:
         with anyio.fail_after(300):
@@ -77,6 +86,7 @@ async def _every_call(session: ClientSession) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def session() -> dict[str, Any]:
+    pytest.importorskip("mcp", reason='the mcp extra is not installed (pip install "bnbdoctor[mcp]")')
     return in_session(_every_call)
 
 
@@ -105,6 +115,8 @@ def stable(document: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def texts(result: CallToolResult) -> list[str]:
+    from mcp.types import TextContent
+
     return [block.text for block in result.content if isinstance(block, TextContent)]
 
 
@@ -171,6 +183,8 @@ def test_rule_pages_as_a_tool_and_as_resources(session: dict[str, Any]) -> None:
     assert unknown.is_error and "BNB999" in texts(unknown)[0]
     uris = {str(resource.uri) for resource in session["resources"].resources}
     assert {"bnbdoctor://rules", "bnbdoctor://rules/BNB001", "bnbdoctor://rules/BNB306"} <= uris
+    from mcp.types import TextResourceContents
+
     (index,) = session["index"].contents
     (page,) = session["page"].contents
     assert isinstance(index, TextResourceContents) and index.text == page_text(None)
@@ -178,6 +192,7 @@ def test_rule_pages_as_a_tool_and_as_resources(session: dict[str, Any]) -> None:
     assert page.mime_type == "text/markdown"
 
 
+@needs_mcp
 @pytest.mark.slow
 def test_fit_is_the_cli_document() -> None:
     arguments = {"model": str(TINY_MODEL), "gpus": "24GiB", "remedies": False, "cpu_memory": "64GiB"}
@@ -192,3 +207,19 @@ def test_fit_is_the_cli_document() -> None:
     assert got["source"]["kind"] == "fit"
     assert [f["rule_id"] for f in got["findings"]] == [f["rule_id"] for f in expected["findings"]]
     assert got["summary"] == expected["summary"]
+
+
+def test_without_the_extra_the_command_says_how_to_install_it() -> None:
+    code = "import sys; sys.modules['mcp'] = None\nfrom bnbdoctor.cli import main\nsys.exit(main(['mcp']))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == f"bnbdoctor: error: {INSTALL_HINT}"
+
+
+def test_fit_arguments_become_the_command_line() -> None:
+    options = {"quant": "8bit", "double_quant": True, "fp32_offload": False, "skip_modules": ["lm_head", "gate"],
+               "gpus": None, "timeout": 30.0}
+    assert fit_argv("org/model", options) == [
+        "fit", "org/model", "--json", "--quant", "8bit", "--double-quant", "--skip-modules", "lm_head,gate",
+        "--timeout", "30.0",
+    ]
