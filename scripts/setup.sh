@@ -25,4 +25,4 @@ PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 # would download a CUDA build.
 "${PIP[@]}" "torch==2.13.0"
 "${PIP[@]}" -r requirements-test.txt
-"${PIP[@]}" -e ".[test,dev]"
+"${PIP[@]}" -e ".[test,dev,mcp]"  # mcp: tests/test_mcp.py runs the MCP server

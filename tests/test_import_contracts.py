@@ -48,6 +48,11 @@ def test_the_textual_contract_covers_every_module_but_the_tui() -> None:
     assert headless["forbidden_modules"] == ["textual"]
 
 
+def test_the_mcp_contract_covers_every_module_but_the_server() -> None:
+    core = contract("Only the MCP server imports the MCP SDK")
+    assert set(core["source_modules"]) == top_level_modules() - {"bnbdoctor.mcp_server"}
+
+
 def test_every_ignored_import_is_explained() -> None:
     """Each ``ignore_imports`` entry has a comment above it in pyproject.toml saying why."""
     lines = (ROOT / "pyproject.toml").read_text(encoding="utf-8").splitlines()

@@ -1,0 +1,57 @@
+"""``bnbdoctor mcp``: bnbdoctor as a tool coding agents call, an MCP server on stdio (docs/agents.md).
+
+- :mod:`~bnbdoctor.mcp_server.commands`: what each tool runs (the command line, ``--json``) and its summary;
+  it imports no MCP;
+- :mod:`~bnbdoctor.mcp_server.server`: the tools and rule-page resources, on the official ``mcp`` SDK.
+
+The SDK is the optional extra ``pip install "bnbdoctor[mcp]"``: the core never imports it (an import
+contract in pyproject.toml), and without it ``bnbdoctor mcp`` says how to install it, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from bnbdoctor import __version__
+from bnbdoctor.contract import note
+from bnbdoctor.report import ExitCode
+
+INSTALL_HINT = 'the MCP server needs the mcp extra: pip install "bnbdoctor[mcp]"'
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr, exit 2 (bnbdoctor's contract)."""
+
+    def error(self, message: str) -> NoReturn:
+        note(f"error: {message} (see bnbdoctor mcp --help)")
+        raise SystemExit(int(ExitCode.FAILURE))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="bnbdoctor mcp",
+        description="Serve bnbdoctor's tools (diagnose, explain, fit, rule) and rule pages to an MCP client "
+        "(a coding agent) over stdio. The client starts this command; see docs/agents.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``bnbdoctor mcp`` (see :data:`bnbdoctor.cli.SUBCOMMANDS`): serves until stdin closes."""
+    try:
+        build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # --help (0) or a usage error (2, already printed)
+        return int(exc.code or 0) if isinstance(exc.code, int) else int(ExitCode.FAILURE)
+    try:
+        from bnbdoctor.mcp_server.server import build_server
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic", "anyio"):
+            raise
+        note(f"error: {INSTALL_HINT}")
+        return int(ExitCode.FAILURE)
+    build_server().run("stdio")
+    return int(ExitCode.OK)
