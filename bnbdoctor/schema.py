@@ -60,7 +60,13 @@ def dataclass_schema(root_type: Any, *, schema_id: str, title: str) -> dict[str,
     """The schema of a document whose root is the dataclass ``root_type`` (the report, the fleet report)."""
     defs: dict[str, Any] = {}
     root = _schema(root_type, defs)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id, "title": title, **root, "$defs": defs}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": schema_id,
+        "title": title,
+        **root,
+        "$defs": defs,
+    }
 
 
 def report_schema() -> dict[str, Any]:

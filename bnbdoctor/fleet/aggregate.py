@@ -14,7 +14,15 @@ from datetime import datetime, timezone
 
 from bnbdoctor import __version__
 from bnbdoctor.fleet.inputs import Item
-from bnbdoctor.fleet.model import FLEET_SCHEMA_VERSION, KEY_FACTS, FindingKey, FleetReport, Group, NodeSummary, Unreadable
+from bnbdoctor.fleet.model import (
+    FLEET_SCHEMA_VERSION,
+    KEY_FACTS,
+    FindingKey,
+    FleetReport,
+    Group,
+    NodeSummary,
+    Unreadable,
+)
 from bnbdoctor.redact import Redactor
 from bnbdoctor.report_io import ReportError
 

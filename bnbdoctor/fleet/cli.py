@@ -30,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Group many nodes' reports (bnbdoctor --json -o DIR/%%N.json) by what they found; "
         "show what differs between the groups.",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="report files, folders, globs, or - for JSON Lines on stdin")
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="report files, folders, globs, or - for JSON Lines on stdin"
+    )
     group = parser.add_mutually_exclusive_group()
     for fmt, help_text in FORMAT_HELP.items():
         group.add_argument(f"--{fmt.value}", dest="format", action="store_const", const=fmt, help=help_text)

@@ -22,66 +22,72 @@ from bnbdoctor.report_io import ReportError, parse_report
 _DECODER = json.JSONDecoder()
 _SCALAR = r'("(?:[^"\\\n]|\\.)*"|null|true|false|-?[0-9][0-9.eE+-]*)'
 _FINDING_MEMBER = re.compile(r'\n {6}"(rule_id|severity|title)": ' + _SCALAR)
-_SCALAR_MEMBER = re.compile(r'\n {8}"(version|cuda|hip|xpu|installed)": ' + _SCALAR)
+_LEADING_MEMBER = re.compile(r'\n {8}"([a-z_]+)": ' + _SCALAR + ",?")
 
 
-def _span(text: str, key: str, start: int, end: int, depth: int) -> tuple[int, int] | None:
-    """Where the value of member ``key`` of the object ``depth`` levels deep in ``text[start:end]`` lies."""
-    indent = "\n" + "  " * depth
-    needle = f'{indent}"{key}": '
-    position = text.find(needle, start, end)
-    if position < 0:
+def _at(text: str, key: str, start: int, depth: int) -> int:
+    """Where the value of the first member ``key`` at ``depth`` after ``start`` begins, or -1."""
+    needle = "\n" + "  " * depth + '"' + key + '": '
+    position = text.find(needle, start)
+    return position if position < 0 else position + len(needle)
+
+
+def _value(text: str, start: int) -> Any:
+    if start < 0:
         return None
-    value_start = position + len(needle)
-    following = text.find(indent + '"', value_start, end)  # the next member, or the object's end
-    return value_start, end if following < 0 else following
-
-
-def _value(text: str, span: tuple[int, int] | None) -> Any:
-    if span is None:
-        return None
-    value, _ = _DECODER.raw_decode(text, span[0])
+    value, _ = _DECODER.raw_decode(text, start)
     return value
 
 
-def _scalars(pattern: re.Pattern[str], text: str, span: tuple[int, int] | None) -> dict[str, Any]:
-    if span is None:
+def _package(text: str, start: int) -> dict[str, Any]:
+    """The leading scalar members of a package's facts (installed, version, cuda ...) at ``start``."""
+    if start < 0:
         return {}
-    return {m.group(1): json.loads(m.group(2)) for m in pattern.finditer(text, span[0], span[1])}
+    found: dict[str, Any] = {}
+    match = _LEADING_MEMBER.match(text, start + 1)
+    while match is not None:
+        found[match.group(1)] = json.loads(match.group(2))
+        match = _LEADING_MEMBER.match(text, match.end())
+    return found
 
 
 _HEADER = re.compile(r'\{\n  "tool": "bnbdoctor",\n(?:  "[a-z_]+": "[^"\\\n]*",\n)*?  "schema_version": ([0-9]+),\n')
 
 
 def _fast(text: str, source: str) -> NodeSummary | None:
-    """The summary from a two-space-indented report, or None when the text is not one."""
+    """The summary from a two-space-indented report, or None when the text is not one.
+
+    It relies on the order of the report's members (the dataclasses' field order): findings
+    before facts; in facts, platform and gpu before python. Text that does not have them in
+    that order is decoded whole instead.
+    """
     header = _HEADER.match(text)
     if header is None or not text.endswith(("\n}", "\n}\n")):
         return None
     _check_version(int(header.group(1)), source)
-    end = len(text)
     try:
-        found = _span(text, "findings", header.end() - 1, end, 1)
-        facts = _span(text, "facts", header.end() - 1, end, 1)
-        if found is None or facts is None:
+        found = _at(text, "findings", header.end() - 1, 1)
+        found_end = text.find('\n  "', found) if found >= 0 else -1
+        facts = _at(text, "facts", found_end, 1) if found_end >= 0 else -1
+        if facts < 0 or not text.startswith("{", facts):
             return None
         findings: list[FindingKey] = []
         current: dict[str, Any] = {}
-        for match in _FINDING_MEMBER.finditer(text, *found):
+        for match in _FINDING_MEMBER.finditer(text, found, found_end):
             current[match.group(1)] = json.loads(match.group(2))
             if len(current) == 3:
                 findings.append(_finding(current))
                 current = {}
-        python = _span(text, "python", facts[0], facts[1], 2)
+        platform = _at(text, "platform", facts, 2)
+        gpu = _at(text, "gpu", facts, 2)
+        python = _at(text, "python", facts, 2)
         torch = bnb = None
-        if python is not None:
-            torch = _scalars(_SCALAR_MEMBER, text, _span(text, "torch", python[0], python[1], 3))
-            bnb = _scalars(_SCALAR_MEMBER, text, _span(text, "bitsandbytes", python[0], python[1], 3))
-        gpu = _value(text, _span(text, "gpu", facts[0], facts[1], 2))
-        platform = _value(text, _span(text, "platform", facts[0], facts[1], 2))
+        if python >= 0 and text.startswith("{", python):
+            torch = _package(text, _at(text, "torch", python, 3))
+            bnb = _package(text, _at(text, "bitsandbytes", python, 3))
+        return NodeSummary(tuple(findings), _key_facts(_value(text, gpu), _value(text, platform), torch, bnb))
     except ValueError:
         return None
-    return NodeSummary(tuple(findings), _key_facts(gpu, platform, torch, bnb))
 
 
 def _check_version(version: Any, source: str) -> None:

@@ -43,7 +43,7 @@ class InputError(Exception):
 
 def _node_of_path(path: str) -> str:
     name = os.path.basename(path)
-    for suffix in REPORT_SUFFIXES + (".md",):
+    for suffix in (*REPORT_SUFFIXES, ".md"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
@@ -97,7 +97,8 @@ def _file(path: str) -> Iterator[Item]:
                 yield from _lines(handle, path)
             return
         with open(path, "rb") as binary:
-            data = binary.read(MAX_REPORT_BYTES + 1)
+            size = os.fstat(binary.fileno()).st_size  # a buffer of the file's size, not of the limit
+            data = binary.read(min(size, MAX_REPORT_BYTES) + 1 if size else MAX_REPORT_BYTES + 1)
     except OSError as exc:
         yield Item(_node_of_path(path), path, error=f"cannot read {path}: {exc.strerror or exc}")
         return

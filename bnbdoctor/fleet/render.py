@@ -65,7 +65,7 @@ def render_text(report: FleetReport) -> str:
         groups = report.groups[:SIDE_BY_SIDE]
         rows = _rows(report, groups)
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
         out.append("")
     for number, group in enumerate(report.groups, start=1):
         if not group.findings:
