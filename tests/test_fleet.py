@@ -22,7 +22,7 @@ from bnbdoctor.hosts.fixture import FixtureHost
 from bnbdoctor.probes import ProbeOptions
 from bnbdoctor.redact import Redactor
 from bnbdoctor.render.json import render_json
-from bnbdoctor.report_io import redact_report
+from bnbdoctor.report_io import ReportError, redact_report
 from tests.conftest import ROOT, fixture_names
 
 
@@ -175,3 +175,38 @@ def test_the_doctor_writes_to_a_node_named_file(tmp_path: Path, monkeypatch: pyt
     assert main(["--fixture", "a100-healthy", "--json", "-o", str(tmp_path / "%N.json")]) == 0
     assert json.loads((tmp_path / "gpu42.json").read_text(encoding="utf-8"))["tool"] == "bnbdoctor"
 
+
+
+def test_a_report_unlike_the_layout_is_decoded_whole(reports: dict[str, str]) -> None:
+    data = json.loads(reports["driver-cuda118-torch-cu124"])
+    del data["findings"][0]["title"]
+    text = json.dumps(data, indent=2) + "\n"
+    deep = text.replace('"gpu": {', '"gpu": {"deep": ' + "[" * 100_000 + "]" * 100_000 + ",", 1)
+    with pytest.raises(ReportError, match="nested too deeply"):
+        summarize(deep)  # the fast path's decoder gives up; the whole decode says why in one line
+    assert summarize(text) == summarize_dict(data)
+    assert summarize(text).findings[0].title == ""
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.update(findings=7),
+        lambda d: d["facts"].update(gpu=[1]),
+        lambda d: d["facts"]["gpu"].update(devices=5),
+        lambda d: d["facts"]["python"].update(torch="x"),
+        lambda d: d["facts"].update(python=None),
+        lambda d: d.update(schema_version="1"),
+        lambda d: d.update(facts=None),
+    ],
+)
+def test_a_report_of_the_wrong_shape_is_a_group_or_one_line_never_a_crash(
+    change: Any, reports: dict[str, str], tmp_path: Path
+) -> None:
+    data = json.loads(reports["driver-cuda118-torch-cu124"])
+    change(data)
+    for name, text in (("pretty.json", json.dumps(data, indent=2) + "\n"), ("compact.jsonl", json.dumps(data))):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        fleet = aggregate(iter_reports([str(path)]))
+        assert fleet.nodes + len(fleet.unreadable) == 1

@@ -71,13 +71,12 @@ def _fast(text: str, source: str) -> NodeSummary | None:
         facts = _at(text, "facts", found_end, 1) if found_end >= 0 else -1
         if facts < 0 or not text.startswith("{", facts):
             return None
-        findings: list[FindingKey] = []
-        current: dict[str, Any] = {}
+        members: list[dict[str, Any]] = []
         for match in _FINDING_MEMBER.finditer(text, found, found_end):
-            current[match.group(1)] = json.loads(match.group(2))
-            if len(current) == 3:
-                findings.append(_finding(current))
-                current = {}
+            if match.group(1) == "rule_id" or not members:  # rule_id is a finding's first member
+                members.append({})
+            members[-1][match.group(1)] = json.loads(match.group(2))
+        findings = [_finding(member) for member in members]
         platform = _at(text, "platform", facts, 2)
         gpu = _at(text, "gpu", facts, 2)
         python = _at(text, "python", facts, 2)
@@ -86,8 +85,8 @@ def _fast(text: str, source: str) -> NodeSummary | None:
             torch = _package(text, _at(text, "torch", python, 3))
             bnb = _package(text, _at(text, "bitsandbytes", python, 3))
         return NodeSummary(tuple(findings), _key_facts(_value(text, gpu), _value(text, platform), torch, bnb))
-    except ValueError:
-        return None
+    except (ValueError, RecursionError):
+        return None  # decoded whole instead, where each way a report can be wrong is one line
 
 
 def _check_version(version: Any, source: str) -> None:
@@ -105,12 +104,16 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
 def _gpus(gpu: dict[str, Any]) -> str | None:
-    devices = [d for d in gpu.get("devices") or [] if isinstance(d, dict)]
+    devices = [d for d in _list(gpu.get("devices")) if isinstance(d, dict)]
     if not devices:
         return None if gpu.get("nvml_available") is None else "none"
     counts = Counter(str(d.get("name") or "unknown GPU") for d in devices)
@@ -139,7 +142,7 @@ def summarize_dict(data: dict[str, Any], source: str = "report") -> NodeSummary:
     facts = _dict(data.get("facts"))
     if not facts:
         raise ReportError(f"{source}: the report carries no facts object")
-    findings = tuple(_finding(f) for f in data.get("findings") or [] if isinstance(f, dict))
+    findings = tuple(_finding(f) for f in _list(data.get("findings")) if isinstance(f, dict))
     python = _dict(facts.get("python"))
     return NodeSummary(findings, _key_facts(facts.get("gpu"), facts.get("platform"), python.get("torch"),
                                             python.get("bitsandbytes")))
