@@ -67,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
     if args.nagios and args.format is None and not args.output:
         sys.stdout.write(nagios_line(report))
         return int(nagios_state(report))
-    write_output(render_fleet(report, fmt), args.output, UsageError)
+    text = render_fleet(report, fmt)
+    if not args.output:  # cp1252, latin-1 or ASCII stdout: ASCII symbols, JSON escapes, never an encoding error
+        from bnbdoctor.render.charset import fit_to_encoding, stream_encoding
+
+        text = fit_to_encoding(text, stream_encoding(sys.stdout), json=fmt is OutputFormat.JSON)
+    write_output(text, args.output, UsageError)
     if args.nagios:
         return int(nagios_state(report))
     return int(exit_code(report, args.strict))
