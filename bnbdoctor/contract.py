@@ -2,7 +2,8 @@
 
 stdout is data; messages go to stderr as one line; user errors exit 2 without a traceback;
 bnbdoctor's own bugs are reported in one line too (``--debug`` shows the traceback); a report
-written to a file (``-o``, the app's export) is written whole or not at all.
+written to a file (``-o``, the app's export) is written whole or not at all; in its name ``%N`` is the
+node's name and ``%h`` the host name (:func:`expand_output_path`).
 """
 
 from __future__ import annotations
@@ -10,11 +11,52 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
+import socket
 import stat
 import sys
 from collections.abc import Callable
 
+from bnbdoctor.environment import check_allowed
 from bnbdoctor.report import ExitCode
+
+#: Where a node's name comes from, first set wins: Slurm's, then the one a Kubernetes pod spec
+#: passes from the downward API (``env: [{name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]``).
+NODE_NAME_VARIABLES = ("SLURMD_NODENAME", "NODE_NAME")
+_PLACEHOLDER = re.compile(r"%([Nh%])")
+_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def host_name() -> str:
+    """This machine's host name as ``socket.gethostname`` gives it ("localhost" when it gives none)."""
+    return socket.gethostname() or "localhost"
+
+
+def node_name() -> str:
+    """The cluster's name for this node (:data:`NODE_NAME_VARIABLES`), else the host name."""
+    for variable in NODE_NAME_VARIABLES:
+        value = os.environ.get(check_allowed(variable))
+        if value:
+            return value
+    return host_name()
+
+
+def expand_output_path(path: str) -> str:
+    """``path`` with ``%N`` the node name, ``%h`` the host name and ``%%`` a ``%`` (``-o DIR/%N.json``).
+
+    A name's characters other than letters, digits, ``.``, ``_`` and ``-`` become ``_``, so that a
+    name never adds a folder to the path.
+    """
+    if "%" not in path:
+        return path
+
+    def name(match: re.Match[str]) -> str:
+        if match.group(1) == "%":
+            return "%"
+        value = node_name() if match.group(1) == "N" else host_name()
+        return _UNSAFE_IN_NAME.sub("_", value).lstrip(".") or "_"
+
+    return _PLACEHOLDER.sub(name, path)
 
 
 def note(message: str) -> None:
@@ -70,6 +112,7 @@ def write_file(path: str | os.PathLike[str], text: str) -> None:
 def write_output(text: str, output: str | None, error: type[Exception]) -> None:
     """The rendered report to ``output`` (a path the user asked for) or to stdout."""
     if output:
+        output = expand_output_path(output)
         try:
             write_file(output, text)
         except OSError as exc:

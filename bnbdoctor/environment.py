@@ -48,6 +48,9 @@ ALLOWED_ENV: frozenset[str] = frozenset(
         "WSL_INTEROP",
         "SYSTEMROOT",
         "WINDIR",
+        # which node of a cluster this is (bnbdoctor -o DIR/%N.json; Kubernetes: the downward API's spec.nodeName)
+        "SLURMD_NODENAME",
+        "NODE_NAME",
         # Hugging Face offline switches (never tokens)
         "HF_HUB_OFFLINE",
         "TRANSFORMERS_OFFLINE",

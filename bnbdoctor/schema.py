@@ -56,16 +56,25 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
     raise TypeError(f"no schema for {tp!r}")
 
 
-def report_schema() -> dict[str, Any]:
+def dataclass_schema(root_type: Any, *, schema_id: str, title: str) -> dict[str, Any]:
+    """The schema of a document whose root is the dataclass ``root_type`` (the report, the fleet report)."""
     defs: dict[str, Any] = {}
-    root = _schema(Report, defs)
+    root = _schema(root_type, defs)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": f"https://bnbdoctor.invalid/report.schema.v{SCHEMA_VERSION}.json",
-        "title": f"bnbdoctor report, schema version {SCHEMA_VERSION}",
+        "$id": schema_id,
+        "title": title,
         **root,
         "$defs": defs,
     }
+
+
+def report_schema() -> dict[str, Any]:
+    return dataclass_schema(
+        Report,
+        schema_id=f"https://bnbdoctor.invalid/report.schema.v{SCHEMA_VERSION}.json",
+        title=f"bnbdoctor report, schema version {SCHEMA_VERSION}",
+    )
 
 
 if __name__ == "__main__":

@@ -211,7 +211,7 @@ complete_words bnbdoctor --js
 complete_words bnbdoctor explain --mark
 complete_words bnbdoctor fit model --quant ""
 complete_words bnbdoctor --fixture a100-heal
-complete_words bnbdoctor help f
+complete_words bnbdoctor help fi
 complete_words bnbdoctor --rule BNB10
 """
 

@@ -37,7 +37,7 @@ FORMAT_HELP: Mapping[ReportKind, Mapping[OutputFormat, str]] = {
         OutputFormat.MARKDOWN: "Markdown for a GitHub issue",
     },
 }
-OUTPUT_HELP = "write the report to FILE instead of stdout"
+OUTPUT_HELP = "write the report to FILE instead of stdout (%%N in FILE: the node name, %%h: the host name)"
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, kind: ReportKind) -> None:

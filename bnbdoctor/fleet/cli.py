@@ -1,0 +1,83 @@
+"""``bnbdoctor fleet PATH...``: the command, under the shared command-line contract (bnbdoctor.contract).
+
+Exit codes: :mod:`.status` (bnbdoctor's 0/1/2, or with ``--nagios`` a plugin's 0/1/2/3 and its one
+status line on stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bnbdoctor.contract import guarded, note, write_output
+from bnbdoctor.render import OutputFormat
+
+FORMAT_HELP = {
+    OutputFormat.TEXT: "the groups side by side (default)",
+    OutputFormat.JSON: "one JSON document (docs/fleet.schema.json)",
+    OutputFormat.MARKDOWN: "Markdown to paste into an issue",
+}
+
+
+class UsageError(Exception):
+    """A path that names nothing, or a file that cannot be written: one line, exit 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bnbdoctor fleet",
+        description="Group many nodes' reports (bnbdoctor --json -o DIR/%%N.json) by what they found; "
+        "show what differs between the groups.",
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="report files, folders, globs, or - for JSON Lines on stdin"
+    )
+    group = parser.add_mutually_exclusive_group()
+    for fmt, help_text in FORMAT_HELP.items():
+        group.add_argument(f"--{fmt.value}", dest="format", action="store_const", const=fmt, help=help_text)
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the fleet report to FILE instead of stdout")
+    parser.add_argument(
+        "--nagios", action="store_true", help="exit 0 OK / 1 WARNING / 2 CRITICAL / 3 UNKNOWN, a status line on stdout"
+    )
+    parser.add_argument("--pseudonymize-nodes", action="store_true", help="replace node names by stable hashes")
+    parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from bnbdoctor.fleet.aggregate import aggregate
+    from bnbdoctor.fleet.inputs import InputError, iter_reports
+    from bnbdoctor.fleet.render import render_fleet
+    from bnbdoctor.fleet.status import exit_code, nagios_line, nagios_state
+
+    try:
+        report = aggregate(iter_reports(args.paths), pseudonymize=args.pseudonymize_nodes)
+    except InputError as exc:
+        if args.nagios:
+            sys.stdout.write(f"BNBDOCTOR UNKNOWN - {exc}\n")
+            return 3
+        raise UsageError(str(exc)) from None
+    for bad in report.unreadable[:20]:
+        note(f"unreadable: {bad.error}")
+    if len(report.unreadable) > 20:
+        note(f"... and {len(report.unreadable) - 20} more unreadable reports")
+    fmt: OutputFormat = args.format or OutputFormat.TEXT
+    if args.nagios and args.format is None and not args.output:
+        sys.stdout.write(nagios_line(report))
+        return int(nagios_state(report))
+    text = render_fleet(report, fmt)
+    if not args.output:  # cp1252, latin-1 or ASCII stdout: ASCII symbols, JSON escapes, never an encoding error
+        from bnbdoctor.render.charset import fit_to_encoding, stream_encoding
+
+        text = fit_to_encoding(text, stream_encoding(sys.stdout), json=fmt is OutputFormat.JSON)
+    write_output(text, args.output, UsageError)
+    if args.nagios:
+        return int(nagios_state(report))
+    return int(exit_code(report, args.strict))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    return guarded(lambda: run(args), (UsageError,), args.debug)

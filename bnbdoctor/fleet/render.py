@@ -1,0 +1,114 @@
+"""The fleet report as text, JSON or Markdown.
+
+Text and Markdown show the groups side by side (only the key facts that differ, and the
+findings), largest first; a group with no findings is one line; then each group with findings,
+its findings and its nodes. JSON is the whole :class:`~.model.FleetReport` (docs/fleet.schema.json).
+"""
+
+from __future__ import annotations
+
+import json
+
+from bnbdoctor.fleet.model import FleetReport, Group
+from bnbdoctor.render import OutputFormat
+from bnbdoctor.serde import to_jsonable
+
+#: Groups shown side by side; the rest are listed below the table.
+SIDE_BY_SIDE = 6
+#: Node names shown per group in text and Markdown (JSON has them all).
+NODES_SHOWN = 8
+
+
+def _nodes(group: Group) -> str:
+    shown = ", ".join(group.nodes[:NODES_SHOWN])
+    more = group.count - NODES_SHOWN
+    return f"{shown}, … (+{more} more)" if more > 0 else shown
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _headline(report: FleetReport) -> str:
+    line = f"{_plural(report.nodes, 'node')} in {_plural(len(report.groups), 'group')}"
+    if report.unreadable:
+        line += f", {len(report.unreadable)} unreadable"
+    return line
+
+
+def _rows(report: FleetReport, groups: list[Group]) -> list[list[str]]:
+    """The side-by-side table: a header row, then one row per differing fact, findings, nodes."""
+    rows = [[""] + [f"group {i + 1}" for i in range(len(groups))]]
+    rows.append(["nodes"] + [str(g.count) for g in groups])
+    rows.append(["status"] + [g.status for g in groups])
+    shown_facts = [name for name in report.differs if name != "findings"] if len(groups) > 1 else []
+    for name in shown_facts:
+        rows.append([name] + [g.facts.get(name) or "-" for g in groups])
+    rows.append(["findings"] + [" ".join(f.rule_id for f in g.findings) or "-" for g in groups])
+    return rows
+
+
+def _same(report: FleetReport) -> list[str]:
+    """Key facts every group shares: shown once."""
+    if not report.groups:
+        return []
+    first = report.groups[0].facts
+    return [f"{name} {first.get(name)}" for name in first if name not in report.differs and first.get(name)]
+
+
+def render_text(report: FleetReport) -> str:
+    out = [f"bnbdoctor fleet: {_headline(report)}", ""]
+    if report.groups:
+        same = _same(report)
+        if same:
+            out += ["same on every node: " + "; ".join(same), ""]
+        groups = report.groups[:SIDE_BY_SIDE]
+        rows = _rows(report, groups)
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        out.append("")
+    for number, group in enumerate(report.groups, start=1):
+        if not group.findings:
+            out.append(f"group {number}: {_plural(group.count, 'node')}, no findings: {_nodes(group)}")
+            continue
+        out.append(f"group {number}: {_plural(group.count, 'node')}, {group.status}: {_nodes(group)}")
+        out += [f"  {f.severity.upper():<7} {f.rule_id}  {f.title}" for f in group.findings]
+    for bad in report.unreadable:
+        out.append(f"unreadable: {bad.node}: {bad.error}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: FleetReport) -> str:
+    out = ["## bnbdoctor fleet", "", f"**{_headline(report)}**", ""]
+    same = _same(report)
+    if same:
+        out += ["Same on every node: " + "; ".join(f"`{s}`" for s in same), ""]
+    if report.groups:
+        rows = _rows(report, report.groups[:SIDE_BY_SIDE])
+        out.append("| " + " | ".join(_cell(c) for c in rows[0]) + " |")
+        out.append("|" + "---|" * len(rows[0]))
+        out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[1:]]
+        out.append("")
+    for number, group in enumerate(report.groups, start=1):
+        status = "no findings" if not group.findings else group.status
+        out.append(f"- **group {number}** ({_plural(group.count, 'node')}, {status}): {_cell(_nodes(group))}")
+        out += [f"  - `{f.rule_id}` {f.severity}: {_cell(f.title)}" for f in group.findings]
+    if report.unreadable:
+        out += ["", f"{len(report.unreadable)} unreadable: " + ", ".join(_cell(b.node) for b in report.unreadable)]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_json(report: FleetReport) -> str:
+    return json.dumps(to_jsonable(report), indent=2, ensure_ascii=False) + "\n"
+
+
+def render_fleet(report: FleetReport, fmt: OutputFormat) -> str:
+    if fmt is OutputFormat.JSON:
+        return render_json(report)
+    if fmt is OutputFormat.MARKDOWN:
+        return render_markdown(report)
+    return render_text(report)
