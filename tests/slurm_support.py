@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -73,8 +74,8 @@ def ensure_installed() -> None:
     if os.geteuid() != 0:
         raise SlurmUnavailable(f"{', '.join(missing)} not found; installing {' '.join(APT_PACKAGES)} "
                                "needs root (run: sudo apt-get install -y slurm-wlm munge)")
-    print(f"slurm_support: {', '.join(missing)} missing; installing with "
-          f"apt-get install -y {' '.join(APT_PACKAGES)}", file=sys.stderr)
+    sys.stderr.write(f"slurm_support: {', '.join(missing)} missing; installing with "
+                     f"apt-get install -y {' '.join(APT_PACKAGES)}\n")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for command in ([apt, "update"], [apt, "install", "-y", *APT_PACKAGES]):
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
@@ -83,7 +84,7 @@ def ensure_installed() -> None:
     still = missing_binaries()
     if still:
         raise SlurmUnavailable(f"apt-get installed {' '.join(APT_PACKAGES)} but {', '.join(still)} is missing")
-    print(f"slurm_support: installed {installed_versions()}", file=sys.stderr)
+    sys.stderr.write(f"slurm_support: installed {installed_versions()}\n")
 
 
 def _free_port() -> int:
@@ -178,7 +179,7 @@ class LocalSlurm:
             f"--key-file={key}", f"--pid-file={munge_dir / 'munged.pid'}",
             f"--log-file={self.root / 'munged.log'}", f"--seed-file={munge_dir / 'munged.seed'}",
         ], None)
-        self._wait(lambda: self.munge_socket.exists(), "munged to open its socket", "munged")
+        self._wait(self.munge_socket.exists, "munged to open its socket", "munged")
         self._spawn("slurmctld", [str(_which("slurmctld")), "-D", "-i", "-f", str(self.conf)],
                     self.root / "slurmctld.pid")
         self._wait(lambda: self._client("sinfo", "-h").returncode == 0, "slurmctld to answer sinfo",
@@ -202,8 +203,7 @@ class LocalSlurm:
         state = self._client("sinfo", "-h", "-N", "-o", "%T").stdout.strip().lower()
         return state.startswith(("idle", "mixed", "allocated"))
 
-    def _wait(self, ready: object, what: str, daemon: str, timeout: float = 60.0) -> None:
-        assert callable(ready)
+    def _wait(self, ready: Callable[[], bool], what: str, daemon: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for name, process, _ in self._daemons:

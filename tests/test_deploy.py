@@ -240,7 +240,7 @@ def _fake_ray(nodes: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[
     ray.remote = remote  # type: ignore[attr-defined]
     ray.init = lambda address: None  # type: ignore[attr-defined]
     ray.nodes = lambda: nodes  # type: ignore[attr-defined]
-    ray.get = lambda pending: list(pending)  # type: ignore[attr-defined]
+    ray.get = list  # type: ignore[attr-defined]
     strategies.NodeAffinitySchedulingStrategy = lambda node_id, soft: ("affinity", node_id, soft)  # type: ignore[attr-defined]
     util = types.ModuleType("ray.util")
     return {"ray": ray, "ray.util": util, "ray.util.scheduling_strategies": strategies}

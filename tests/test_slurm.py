@@ -11,13 +11,14 @@ Every daemon the cluster started is stopped when the module ends, and that is ch
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-
 import slurm_support
 from slurm_support import LocalSlurm, SlurmUnavailable
 
@@ -65,9 +66,9 @@ def _has_fleet(bin_dir: Path) -> bool:
     return done.returncode == 0 and "bnbdoctor fleet" in done.stdout
 
 
-def _check_report(path: Path) -> dict[str, object]:
+def _check_report(path: Path) -> dict[str, Any]:
     assert path.is_file(), f"no report at {path}; the folder holds {sorted(p.name for p in path.parent.iterdir())}"
-    report = json.loads(path.read_text())
+    report: dict[str, Any] = json.loads(path.read_text())
     assert report["tool"] == "bnbdoctor"
     assert report["source"]["kind"] == "live"
     assert isinstance(report["summary"]["errors"], int)
@@ -116,6 +117,6 @@ def test_sbatch_recipe_runs_as_submitted(cluster: LocalSlurm, bnbdoctor_bin: Pat
 def test_slurm_that_cannot_be_installed_is_a_failure_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     """No binaries and no apt-get: the helper raises (the fixture errors), it does not skip."""
     monkeypatch.setattr(slurm_support, "_which", lambda name: None)
-    monkeypatch.setattr(slurm_support.shutil, "which", lambda name, path=None: None)
+    monkeypatch.setattr(shutil, "which", lambda name, path=None: None)
     with pytest.raises(SlurmUnavailable, match="no apt-get to install slurm-wlm munge"):
         slurm_support.ensure_installed()
