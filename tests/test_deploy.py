@@ -269,3 +269,13 @@ def test_sbatch_recipe_is_valid_bash_with_one_task_per_node() -> None:
     done = subprocess.run(["bash", "-n", str(SBATCH)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert "#SBATCH --ntasks-per-node=1" in SBATCH.read_text()
+
+
+def test_every_deploy_file_the_fleet_page_names_exists() -> None:
+    page = (ROOT / "docs" / "fleet.md").read_text()
+    linked = re.findall(r"\]\(\.\./(deploy/[^)]+)\)", page)
+    assert len(linked) >= 5
+    for target in linked:
+        assert (ROOT / target).exists(), target
+    assert not [f for f in DEPLOY.rglob("*") if f.is_file() and f.relative_to(ROOT).as_posix() not in page
+                and f.parent.relative_to(ROOT).as_posix() + "/" not in page], "a deploy/ file docs/fleet.md never names"
