@@ -117,7 +117,9 @@ def safetensors_bytes(folder: str) -> tuple[int, int]:
     return total, largest
 
 
-def build_request(options: MergeOptions, adapter_config: dict[str, Any], adapter_file: str, base_dir: str) -> dict[str, Any]:
+def build_request(
+    options: MergeOptions, adapter_config: dict[str, Any], adapter_file: str, base_dir: str
+) -> dict[str, Any]:
     return {
         "adapter_config": adapter_config,
         "adapter_file": adapter_file,

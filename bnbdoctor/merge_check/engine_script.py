@@ -5,7 +5,7 @@ it with ``python -c``, with one call of :func:`main` appended. It imports only t
 level; torch, safetensors and bitsandbytes are imported inside :func:`main`.
 
 For each adapted layer, one at a time (only that layer's tensors are read from the safetensors
-files): ΔW = s·B·A (s = α/r, α/√r with rslora; transposed for fan_in_fan_out; DoRA's magnitude
+files): ΔW = s·B·A (s = alpha/r, alpha/sqrt(r) with rslora; transposed for fan_in_fan_out; DoRA's magnitude
 applied where present), then four ways of merging, each from its own base ``base_M``:
 
 - ``4bit``: M = Q(deq(Q(W)) + ΔW), what ``merge_and_unload()`` does on a QLoRA model;
@@ -13,7 +13,7 @@ applied where present), then four ways of merging, each from its own base ``base
 - ``dequantized``: M = deq(Q(W)) + ΔW, kept 16-bit (the weights the adapter was trained against);
 - ``16bit_then_quantize``: M = Q(W + ΔW).
 
-Per way it sums ⟨M − base_M, ΔW⟩ and ‖ΔW‖² (so ``kept`` = their ratio, per layer and overall) and
+Per way it sums ⟨M - base_M, ΔW⟩ and ‖ΔW‖² (so ``kept`` = their ratio, per layer and overall) and
 counts the weights with M == base_M exactly. It answers with one ``MARKER`` line of JSON; per-layer
 progress goes to stderr.
 """
@@ -60,7 +60,7 @@ def _shards(folder: str) -> dict[str, str]:
         if file.endswith(".safetensors"):
             path = os.path.join(folder, file)
             with safe_open(path, framework="pt") as handle:
-                for name in handle.keys():
+                for name in handle.keys():  # noqa: SIM118 - safe_open is not a dict
                     found[name] = path
     return found
 
@@ -94,18 +94,18 @@ def main(request: dict[str, Any]) -> None:
     try:
         import torch
         from safetensors import safe_open
-    except Exception as exc:  # a missing torch is an answer
+    except Exception as exc:  # noqa: BLE001 - a missing or broken torch is an answer, not a crash
         _answer({"ok": False, "error_kind": "no_torch", "error": f"{type(exc).__name__}: {exc}"})
         return
     try:
         import bitsandbytes
         import bitsandbytes.functional as bnbf
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - missing or broken: both are why people run bnbdoctor
         _answer({"ok": False, "error_kind": "no_bitsandbytes", "error": f"{type(exc).__name__}: {exc}"})
         return
     try:
         _run(request, torch, safe_open, bnbf, bitsandbytes.__version__, started)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - reported in the answer, not a traceback
         _answer({"ok": False, "error_kind": "failed", "error": f"{type(exc).__name__}: {exc}"})
 
 
@@ -122,7 +122,7 @@ def _run(request: dict[str, Any], torch: Any, safe_open: Any, bnbf: Any, bnb_ver
         if limit:
             layers = dict(list(layers.items())[: int(limit)])
         totals = {way: {"dot": 0.0, "norm2": 0.0, "unmoved": 0, "numel": 0} for way in WAYS}
-        results = []
+        results: list[dict[str, Any]] = []
         for position, (module, roles) in enumerate(layers.items()):
             t0 = time.perf_counter()
             base_name = _base_name(module, base_keys)
@@ -147,7 +147,7 @@ def _run(request: dict[str, Any], torch: Any, safe_open: Any, bnbf: Any, bnb_ver
                             "seconds": round(time.perf_counter() - t0, 4)})
             sys.stderr.write(f"merge-check: layer {position + 1}/{len(layers)} {module}\n")
             sys.stderr.flush()
-    _answer({
+    answer: dict[str, Any] = {
         "ok": True,
         "versions": {"torch": str(torch.__version__), "bitsandbytes": str(bnb_version)},
         "scale": _scale(config, "", int(config.get("r") or 8)),
@@ -155,11 +155,12 @@ def _run(request: dict[str, Any], torch: Any, safe_open: Any, bnbf: Any, bnb_ver
         "overall": {way: _way(totals[way]) for way in WAYS},
         "peak_rss_bytes": _peak_rss(),
         "seconds": round(time.perf_counter() - started, 4),
-    })
+    }
+    _answer(answer)
 
 
 def _scale(config: dict[str, Any], module: str, rank: int) -> float:
-    """α/r (α/√r with rslora), α from ``alpha_pattern`` where a pattern names the module, as peft matches it."""
+    """alpha/r (alpha/sqrt(r) with rslora); alpha from a matching ``alpha_pattern`` entry, as peft matches."""
     alpha = float(config.get("lora_alpha") or rank)
     for pattern, value in (config.get("alpha_pattern") or {}).items():
         if module and re.match(rf"(.*\.)?{pattern}$", module):
@@ -204,10 +205,8 @@ def _measure(torch: Any, bnbf: Any, weight: Any, lora_a: Any, lora_b: Any, magni
     for way, base in bases.items():
         update = delta(base)
         target = base + update
-        if way in ("4bit", "16bit_then_quantize"):
-            merged = roundtrip(target).float()
-        else:
-            merged = target.to(dtype).float()
+        quantized = way in ("4bit", "16bit_then_quantize")
+        merged = roundtrip(target).float() if quantized else target.to(dtype).float()
         moved = merged - base
         sums[way] = {
             "dot": float((moved * update).sum()),

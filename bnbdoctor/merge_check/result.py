@@ -1,6 +1,6 @@
 """What ``merge-check`` measured (plain dataclasses, JSON through :mod:`bnbdoctor.serde`), and its verdict in words.
 
-``kept`` is the projection ⟨M − base_M, ΔW⟩ / ‖ΔW‖² of what a merge changed onto the update the adapter
+``kept`` is the projection ⟨M - base_M, ΔW⟩ / ‖ΔW‖² of what a merge changed onto the update the adapter
 trained; ``unmoved`` is the share of the adapted weights the merge left exactly where they were.
 :func:`verdict` turns the overall figures into one sentence; :func:`workflow_script` is the merge that
 keeps the update (16-bit base, then quantize once at load), with the user's own paths.
@@ -95,7 +95,10 @@ def verdict(check: MergeCheck) -> str:
             f"merging into 4-bit keeps {_percent(four)} of what you trained; merge into the 16-bit base, "
             f"then quantize once (keeps {_percent(once)})"
         )
-    return f"merging into 4-bit keeps {_percent(four)} of the update; merging into the 16-bit base keeps {_percent(once)}"
+    return (
+        f"merging into 4-bit keeps {_percent(four)} of the update; "
+        f"merging into the 16-bit base keeps {_percent(once)}"
+    )
 
 
 def workflow_script(check: MergeCheck) -> str:

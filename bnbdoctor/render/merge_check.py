@@ -58,10 +58,11 @@ def render_text(check: MergeCheck) -> str:
     failed = [layer for layer in check.layers if layer.error]
     for layer in failed:
         lines.append(f"    {layer.module}: {layer.error}")
-    lines += ["", f"  the 16-bit merge needs about {human(check.merge_peak_bytes)} of memory "
-              "(the base's tensors, from its safetensors headers):", ""]
+    needs = human(check.merge_peak_bytes)
+    lines += ["", f"  the 16-bit merge needs about {needs} of memory (the base's tensors, by its headers):"]
+    lines.append("")
     lines += ["    " + line for line in workflow_script(check).splitlines()]
     if check.engine_peak_rss_bytes:
-        lines += ["", f"  measured one layer at a time; peak memory of the measurement "
-                  f"{human(check.engine_peak_rss_bytes)}"]
+        peak = human(check.engine_peak_rss_bytes)
+        lines += ["", f"  measured one layer at a time; peak memory of the measurement {peak}"]
     return "\n".join(lines) + "\n"
