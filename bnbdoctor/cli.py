@@ -5,6 +5,11 @@
   warnings with ``--strict``), 2 usage error or bnbdoctor itself failed.
 - Bad input (unknown rule, missing fixture, a ``--python`` path that does not exist) is one line on
   stderr, exit 2, never a traceback (``--debug`` shows it).
+- Commands: with none, the doctor examines this machine; ``explain``, ``fit``, ``help [COMMAND]`` and
+  ``completion SHELL`` are listed in ``--help`` (:data:`COMMANDS`). A misspelt command or option is
+  answered with the closest one (:class:`bnbdoctor.argparsing.Parser`).
+- ``--python`` takes an interpreter, a venv or conda folder, or a command on PATH
+  (:func:`bnbdoctor.probes.python_env.resolve_python`).
 - An interpreter that exists but cannot be examined (it crashes, hangs, prints something else) is
   a finding, not bad input: the report says so (BNB001) and the exit code is 1, whether it was
   named by ``--python`` or chosen from ``VIRTUAL_ENV`` / ``CONDA_PREFIX``.
@@ -15,9 +20,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
+from bnbdoctor.argparsing import Parser, closest
 from bnbdoctor.contract import guarded, note, write_output
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
@@ -33,10 +40,57 @@ class UsageError(Exception):
     """A problem with what the user asked for; printed as one line, exit 2."""
 
 
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: where its entry point is, what it takes, and its line in ``bnbdoctor --help``."""
+
+    entry: str  # "module:function" taking argv, returning an exit code
+    arguments: str
+    summary: str
+
+
+#: The subcommands, each owning its own arguments, in ``--help`` order.
+COMMANDS: dict[str, Command] = {
+    "explain": Command(
+        "bnbdoctor.explain:main", "FILE", "explain a console log of a bitsandbytes failure (- reads standard input)"
+    ),
+    "fit": Command(
+        "bnbdoctor.fit.cli:main", "MODEL", "predict whether from_pretrained places a bnb-quantized model on the GPUs"
+    ),
+    "merge-check": Command(
+        "bnbdoctor.merge_check.cli:main", "ADAPTER", "measure how much of a LoRA adapter survives a merge into 4-bit"
+    ),
+    "rule": Command("bnbdoctor.rule_page:main", "ID", "print a rule's page: what it detects, why, how to fix"),
+    "help": Command("bnbdoctor.cli:help_main", "[COMMAND]", "show this help, or the help of one command"),
+    "completion": Command(
+        "bnbdoctor.completion:main", "[SHELL]", "print tab completion for bash, zsh, fish, tcsh or powershell"
+    ),
+}
+
+
+def commands_help() -> str:
+    """The ``commands:`` block of ``bnbdoctor --help``: one line each."""
+    rows = [(f"{name} {command.arguments}", command.summary) for name, command in COMMANDS.items()]
+    width = max(len(left) for left, _ in rows)
+    lines = [f"  {left:<{width}}  {summary}" for left, summary in rows]
+    return "\n".join(
+        [
+            "commands (without one, bnbdoctor examines this machine):",
+            *lines,
+            "",
+            "Run `bnbdoctor help COMMAND` (or `bnbdoctor COMMAND --help`) for the options of a command.",
+        ]
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="bnbdoctor",
+        usage="%(prog)s [COMMAND] [OPTIONS]",
         description="Find out why bitsandbytes does not work on this machine, and what to do about it.",
+        epilog=commands_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        commands=list(COMMANDS),
     )
     add_output_arguments(parser, ReportKind.DOCTOR)
     source = parser.add_mutually_exclusive_group()
@@ -57,7 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list on stderr what redaction replaced (the originals never enter the report)",
     )
-    parser.add_argument("--python", metavar="PATH", help="the interpreter whose torch/bitsandbytes to examine")
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter whose torch/bitsandbytes to examine: its path, a venv or conda folder, or a command "
+        "on PATH (python3.11)",
+    )
     parser.add_argument(
         "--rule", metavar="ID", action="append", default=[], help="run only this rule (repeatable), e.g. --rule BNB101"
     )
@@ -105,8 +164,13 @@ def _host(args: argparse.Namespace) -> Host:
     from bnbdoctor.hosts.live import LiveHost
 
     host = LiveHost()
-    if args.python and not host.is_file(args.python):
-        raise UsageError(f"--python {args.python}: no such file")
+    if args.python:
+        from bnbdoctor.probes.python_env import resolve_python
+
+        found = resolve_python(host, args.python)
+        if found is None:
+            raise UsageError(f"--python {args.python}: no such file, venv or conda folder, or command on PATH")
+        args.python = found
     return host
 
 
@@ -210,19 +274,28 @@ def _redact(report: Report, redactor: Redactor, args: argparse.Namespace) -> Rep
     return redacted
 
 
-#: Subcommands, each owning its own arguments: name -> "module:function" taking argv, returning an exit code.
-SUBCOMMANDS = {
-    "explain": "bnbdoctor.explain:main",
-    "fit": "bnbdoctor.fit.cli:main",
-    "merge-check": "bnbdoctor.merge_check.cli:main",
-    "rule": "bnbdoctor.rule_page:main",
-}
+def help_main(argv: list[str]) -> int:
+    """``bnbdoctor help [COMMAND]``: the help of bnbdoctor, or of one command."""
+    if not argv or argv[0] in ("help", "-h", "--help"):
+        build_parser().print_help()
+        return int(ExitCode.OK)
+    name = argv[0]
+    if name not in COMMANDS:
+        return _unknown_command(name)
+    return _subcommand(name, ["--help"])
+
+
+def _unknown_command(word: str) -> int:
+    hint = closest(word, COMMANDS)
+    where = f"did you mean `bnbdoctor {hint}`? " if hint else ""
+    note(f"error: unknown command '{word}' ({where}commands: {', '.join(COMMANDS)}; see bnbdoctor --help)")
+    return int(ExitCode.FAILURE)
 
 
 def _subcommand(name: str, argv: list[str]) -> int:
     import importlib
 
-    module, _, function = SUBCOMMANDS[name].partition(":")
+    module, _, function = COMMANDS[name].entry.partition(":")
     try:
         entry = getattr(importlib.import_module(module), function)
     except (ImportError, AttributeError):
@@ -233,7 +306,12 @@ def _subcommand(name: str, argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in SUBCOMMANDS:
+    if argv and argv[0] in COMMANDS:
         return _subcommand(argv[0], argv[1:])
-    args = build_parser().parse_args(argv)
+    if argv and not argv[0].startswith("-"):  # the doctor takes no positional argument: a misspelt command
+        return _unknown_command(argv[0])
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version (0) or a usage error, already one line on stderr
+        return int(exc.code or 0) if isinstance(exc.code, int) else int(ExitCode.FAILURE)
     return guarded(lambda: run(args), (UsageError,), args.debug)

@@ -70,11 +70,9 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] 
     (
         "token",
         re.compile(
-            _NOT_WORD_BEFORE
-            + r"(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255}"
+            _NOT_WORD_BEFORE + r"(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255}"
             r"|hf_[A-Za-z0-9]{20,255}|sk-[A-Za-z0-9_-]{20,255}|xox[abprs]-[A-Za-z0-9-]{10,255}"
-            r"|(?:AKIA|ASIA)[0-9A-Z]{16})"
-            + _NOT_WORD_AFTER
+            r"|(?:AKIA|ASIA)[0-9A-Z]{16})" + _NOT_WORD_AFTER
         ),
         "<redacted-token>",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "sk-", "xox", "akia", "asia"),

@@ -3,11 +3,15 @@
 Facts and findings are plain dataclasses. Reports must round-trip (``--from REPORT.json``), so
 ``from_dict`` rebuilds nested dataclasses from type hints, ignores keys it does not know (a newer
 report read by an older bnbdoctor) and fills missing keys with defaults (an older report).
+Text leaves and enters only as Unicode that can be written out: a lone surrogate (a file name
+decoded with ``surrogateescape``, a ``\\udce9`` escape in a saved report) becomes U+FFFD, so no
+renderer of a round-tripped report fails writing it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from enum import Enum
@@ -15,20 +19,34 @@ from functools import cache
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 T = TypeVar("T")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class DecodeError(ValueError):
     """Data that does not fit the expected shape; the message names the field."""
 
 
+def writable(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (unchanged, and fast, for real text)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
 def to_jsonable(value: Any) -> Any:
-    """Turn dataclasses, enums, tuples and dicts into JSON-ready values."""
+    """Turn dataclasses, enums, tuples and dicts into JSON-ready values (text made :func:`writable`)."""
+    if isinstance(value, str):
+        return writable(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Enum):
-        return value.value
+        return to_jsonable(value.value)
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {writable(str(k)): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     return value
@@ -112,7 +130,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
         if not isinstance(data, dict):
             raise DecodeError(f"{where}: expected an object, got {type(data).__name__}")
         _, value_tp = get_args(tp) or (str, Any)
-        return {str(k): _decode(value_tp, v, f"{where}.{k}") for k, v in data.items()}
+        return {writable(str(k)): _decode(value_tp, v, f"{where}.{writable(str(k))[:60]}") for k, v in data.items()}
     if tp is float:
         if isinstance(data, bool) or not isinstance(data, (int, float)):
             raise DecodeError(f"{where}: expected a number, got {type(data).__name__}")
@@ -120,5 +138,5 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
     if tp in (str, int, bool):
         if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
             raise DecodeError(f"{where}: expected {tp.__name__}, got {type(data).__name__}")
-        return data
+        return writable(data) if tp is str else data
     raise DecodeError(f"{where}: cannot decode type {tp!r}")

@@ -49,8 +49,13 @@ def _bin(tmp_path: Path, links: dict[str, Path | str]) -> Path:
 
 def _lib(function: str, path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     script = f'. "{ROOT}/scripts/lib/tool_python.sh"; {function}'
-    return subprocess.run([BASH, "-c", script], capture_output=True, text=True, timeout=120,
-                          env={"PATH": str(path), "HOME": str(path.parent), **env})
+    return subprocess.run(
+        [BASH, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": str(path), "HOME": str(path.parent), **env},
+    )
 
 
 @needs_pyenv
@@ -90,8 +95,13 @@ def _checkout(tmp_path: Path) -> Path:
 
 
 def _doctor(repo: Path, path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([BASH, str(repo / "scripts" / "doctor.sh"), *args], capture_output=True, text=True,
-                          timeout=600, env={"PATH": str(path), "HOME": str(repo.parent)})
+    return subprocess.run(
+        [BASH, str(repo / "scripts" / "doctor.sh"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": str(path), "HOME": str(repo.parent)},
+    )
 
 
 @needs_pyenv
@@ -132,8 +142,13 @@ def test_doctor_sh_with_python_3_8_first_on_path_diagnoses_it(tmp_path: Path) ->
     newer = {f"python{v}": p for v, p in PYTHONS.items() if int(v.split(".")[1]) >= 10}
     path = _bin(tmp_path, {"python3": PYTHONS["3.8"], **newer})
     path = Path(f"{path}{os.pathsep}/usr/bin{os.pathsep}/bin")  # pip's build needs the usual tools
-    done = subprocess.run([BASH, str(repo / "scripts" / "doctor.sh"), "--json"], capture_output=True, text=True,
-                          timeout=900, env={"PATH": str(path), "HOME": str(tmp_path)})
+    done = subprocess.run(
+        [BASH, str(repo / "scripts" / "doctor.sh"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={"PATH": str(path), "HOME": str(tmp_path)},
+    )
     assert done.returncode in (0, 1), done.stderr
     report = json.loads(done.stdout)
     assert report["facts"]["python"]["version"].startswith("3.8"), report["facts"]["python"]
@@ -143,7 +158,12 @@ def test_doctor_sh_with_python_3_8_first_on_path_diagnoses_it(tmp_path: Path) ->
 def test_setup_sh_with_only_an_old_python_says_what_to_install(tmp_path: Path) -> None:
     repo = _checkout(tmp_path)
     old = PYTHONS.get("3.8") or PYTHONS[min(PYTHONS)]
-    done = subprocess.run([BASH, str(repo / "scripts" / "setup.sh")], capture_output=True, text=True, timeout=120,
-                          env={"PATH": str(_bin(tmp_path, {"python3": old})), "HOME": str(tmp_path)})
+    done = subprocess.run(
+        [BASH, str(repo / "scripts" / "setup.sh")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": str(_bin(tmp_path, {"python3": old})), "HOME": str(tmp_path)},
+    )
     assert done.returncode == 2 and "install one of these" in done.stderr
     assert not (repo / ".venv").exists()

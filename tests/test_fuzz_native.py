@@ -110,8 +110,14 @@ def verneed_sections(draw: st.DrawFn) -> bytes:
     parts = []
     for _ in range(n):
         if draw(st.booleans()):
-            parts.append(verneed(draw(U32) & 0xFFFF, draw(U32), draw(st.sampled_from([0, 16, 32, 48]) | U32),
-                                 draw(st.sampled_from([0, 16, 32]) | U32)))
+            parts.append(
+                verneed(
+                    draw(U32) & 0xFFFF,
+                    draw(U32),
+                    draw(st.sampled_from([0, 16, 32, 48]) | U32),
+                    draw(st.sampled_from([0, 16, 32]) | U32),
+                )
+            )
         else:
             parts.append(vernaux(draw(st.integers(0, 0xFFFF)), draw(U32), draw(st.sampled_from([0, 16, 32]) | U32)))
     return b"".join(parts)
@@ -180,8 +186,10 @@ def test_many_sections_with_one_long_name_table_are_bounded() -> None:
     shoff = len(body)
     header = struct.pack("<IIQQQQIIQQ", 0, 1, 0, 0, 64, len(names), 0, 0, 1, 0)
     body += b"".join(struct.pack("<I", i % len(names)) + header[4:] for i in range(shnum))
-    body[0:64] = b"\x7fELF\x02\x01\x01" + b"\0" * 9 + struct.pack(
-        "<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, shnum, 1
+    body[0:64] = (
+        b"\x7fELF\x02\x01\x01"
+        + b"\0" * 9
+        + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, shnum, 1)
     )
     info = elf_ok(bytes(body))
     assert info.error is not None and "no .dynamic" in info.error
@@ -298,7 +306,8 @@ def fatbin_sections(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(0, 40))):
         entries = b"".join(
             struct.pack("<HHIQ", draw(st.integers(0, 3)), 0, draw(st.sampled_from([0, 32, 64]) | U32), draw(U64))
-            + b"\0" * 12 + struct.pack("<I", draw(st.integers(0, 200)))
+            + b"\0" * 12
+            + struct.pack("<I", draw(st.integers(0, 200)))
             for _ in range(draw(st.integers(0, 4)))
         )
         size = draw(st.one_of(st.just(len(entries)), U64))

@@ -15,9 +15,7 @@ from conftest import ROOT
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, /dev/zero and signals are POSIX")
 
 
-def _run(
-    args: list[str], env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "bnbdoctor", *args],
         capture_output=True,

@@ -170,11 +170,15 @@ def test_the_built_wheel_carries_machines_and_rule_pages(tmp_path: Path) -> None
     other.mkdir()
 
     def bnbdoctor(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(script), *args], capture_output=True, text=True, env=env,
-                              cwd=other, timeout=300)
+        return subprocess.run([str(script), *args], capture_output=True, text=True, env=env, cwd=other, timeout=300)
 
-    where = subprocess.run([str(python), "-c", "import bnbdoctor; print(bnbdoctor.__file__)"], capture_output=True,
-                           text=True, env=env, cwd=other).stdout
+    where = subprocess.run(
+        [str(python), "-c", "import bnbdoctor; print(bnbdoctor.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=other,
+    ).stdout
     assert where.startswith(str(purelib)), where
 
     listed = bnbdoctor("--list-fixtures")

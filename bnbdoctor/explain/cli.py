@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
+from bnbdoctor.argparsing import Parser
 from bnbdoctor.contract import guarded, note
 from bnbdoctor.explain.pipeline import ExplainError, explain_file
 from bnbdoctor.render import OutputFormat, ReportKind
@@ -37,14 +38,16 @@ if TYPE_CHECKING:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="bnbdoctor explain",
         description="Explain a console log of a bitsandbytes failure: the facts it shows, the findings the doctor "
         "would report on that machine, root cause first, and what to run there to confirm.",
         epilog="Exit status: 0 the log shows no error (or no known failure), 1 it shows an error finding "
         "(a warning too with --strict), 2 the file cannot be read or the arguments are wrong.",
     )
-    parser.add_argument("file", metavar="FILE", help="the log to explain, or - to read standard input")
+    parser.add_argument(
+        "file", metavar="FILE", help="the log to explain, or - to read standard input (paste, then Ctrl-D)"
+    )
     add_output_arguments(parser, ReportKind.EXPLAIN)
     parser.add_argument(
         "--rule", metavar="ID", action="append", default=[], help="run only this rule (repeatable), e.g. --rule BNB306"
@@ -73,6 +76,8 @@ def _rules(ids: list[str]) -> list[Rule]:
 
 def run(args: argparse.Namespace) -> ExitCode:
     rules = _rules(args.rule)
+    if args.file == "-" and sys.stdin.isatty():  # nothing piped in: the user is to paste the log
+        note("paste the log, then Ctrl-D (Ctrl-Z Enter on Windows)")
     report = explain_file(args.file, rules)
     if getattr(args, "no_redact", False):
         note("redaction is off (--no-redact): the output may contain names from the log")
@@ -92,11 +97,11 @@ def run(args: argparse.Namespace) -> ExitCode:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``bnbdoctor explain`` (see :data:`bnbdoctor.cli.SUBCOMMANDS`)."""
+    """Entry point of ``bnbdoctor explain`` (see :data:`bnbdoctor.cli.COMMANDS`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, one line on stderr)
         return int(exc.code or 0) if isinstance(exc.code, int) else int(ExitCode.FAILURE)
     return guarded(lambda: run(args), (ExplainError,), args.debug)
 

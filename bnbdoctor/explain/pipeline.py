@@ -41,6 +41,10 @@ class _Bounded:
         self._left -= len(data)
         return data
 
+    def isatty(self) -> bool:
+        """Whether the stream is a terminal, where one Ctrl-D ends the input (``logs.clean`` stops there)."""
+        return self._stream.isatty()
+
 
 def _printable(path: str) -> str:
     """A path as it can be shown and written: a name that is not UTF-8 keeps its bytes as escapes."""

@@ -8,6 +8,10 @@ transformers' rules are approximated by name: 2-D ``*.weight`` tensors of linear
 and bitsandbytes does not quantize) stay in the model dtype. No device map is computed: the
 verdict compares the total with the GPU budgets after from_pretrained's x0.9, so it is labelled
 ``likely_fits`` / ``likely_raises`` and never quoted as exact.
+
+Configs and headers are untrusted input: a size that is not a whole number in the range a real model
+has (:data:`MAX_DIM`, :data:`MAX_LAYERS`, :data:`MAX_EXPERTS`, :data:`MAX_RANK`) makes that source
+unusable (None), never an exception, so the work per input stays bounded by these limits.
 """
 
 from __future__ import annotations
@@ -44,6 +48,44 @@ _ELEMENT = {
 }
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 _HEADER_LIMIT = 100 * 1024 * 1024
+#: Largest width, vocabulary or tensor dimension believed (the largest published vocabularies are ~2**18).
+MAX_DIM = 1 << 24
+#: Most decoder layers believed (published models have at most a few hundred).
+MAX_LAYERS = 1024
+#: Most routed or shared experts believed (published MoE models have at most a few hundred).
+MAX_EXPERTS = 4096
+#: Most dimensions of one tensor in a safetensors header.
+MAX_RANK = 8
+
+
+def _whole(value: Any, limit: int) -> int | None:
+    """``value`` as a count in ``0..limit``: an int, an integral float or a string of digits; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        if not value.is_integer():
+            return None
+        value = int(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        if not (text.isascii() and text.isdigit() and len(text) <= 12):
+            return None
+        value = int(text)
+    if not isinstance(value, int) or not 0 <= value <= limit:
+        return None
+    return value
+
+
+def _field(c: dict[str, Any], limit: int, *keys: str) -> int | None:
+    """The first of ``keys`` that is set (not missing, null, 0 or empty) as a count; None if absent,
+    -1 if set but not a count in ``0..limit``."""
+    for key in keys:
+        raw = c.get(key)
+        if not raw:  # unset (null, 0, "", [], false): the caller's default, as ``c.get(key) or default``
+            continue
+        found = _whole(raw, limit)
+        return -1 if found is None else found
+    return None
 
 
 def safetensors_header(host: Host, path: str) -> dict[str, Any] | None:
@@ -59,7 +101,7 @@ def safetensors_header(host: Host, path: str) -> dict[str, Any] | None:
         return None
     try:
         header = json.loads(data[8:].decode("utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return header if isinstance(header, dict) else None
 
@@ -87,7 +129,13 @@ def tensors_from_headers(host: Host, files: list[str]) -> list[tuple[str, list[i
         for name, info in header.items():
             if name == "__metadata__" or not isinstance(info, dict):
                 continue
-            tensors.append((name, [int(s) for s in info.get("shape", [])], str(info.get("dtype", ""))))
+            raw = info.get("shape", [])
+            if not isinstance(raw, list) or len(raw) > MAX_RANK:
+                return None
+            shape = [_whole(s, MAX_DIM) for s in raw]
+            if None in shape:
+                return None  # not a safetensors header (a dimension that is not a size)
+            tensors.append((name, [s for s in shape if s is not None], str(info.get("dtype", ""))))
     return tensors
 
 
@@ -103,21 +151,23 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
 def tensors_from_config(config: dict[str, Any]) -> list[tuple[str, list[int], str]] | None:
     """A decoder-only LM's tensors from its config (Llama/Mistral/Qwen/DeepSeek-style fields)."""
     c = _text_config(config)
-    try:
-        hidden = int(c["hidden_size"])
-        layers = int(c["num_hidden_layers"])
-        vocab = int(c["vocab_size"])
-    except (KeyError, TypeError, ValueError):
+    hidden = _whole(c.get("hidden_size"), MAX_DIM)
+    layers = _whole(c.get("num_hidden_layers"), MAX_LAYERS)
+    vocab = _whole(c.get("vocab_size"), MAX_DIM)
+    if hidden is None or layers is None or vocab is None:
         return None
-    heads = int(c.get("num_attention_heads") or max(1, hidden // 128))
-    kv_heads = int(c.get("num_key_value_heads") or heads)
-    head_dim = int(c.get("head_dim") or hidden // heads)
-    inter = int(c.get("intermediate_size") or 4 * hidden)
-    experts = int(c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0)
-    moe_inter = int(c.get("moe_intermediate_size") or inter)
-    shared = int(c.get("n_shared_experts") or 0)
-    dense_first = int(c.get("first_k_dense_replace") or 0)
-    mlp_only = set(c.get("mlp_only_layers") or [])
+    heads = _field(c, MAX_DIM, "num_attention_heads") or max(1, hidden // 128)
+    kv_heads = _field(c, MAX_DIM, "num_key_value_heads") or heads
+    head_dim = _field(c, MAX_DIM, "head_dim") or (hidden // heads if heads > 0 else -1)
+    inter = _field(c, MAX_DIM, "intermediate_size") or 4 * hidden
+    experts = _field(c, MAX_EXPERTS, "num_experts", "n_routed_experts", "num_local_experts") or 0
+    moe_inter = _field(c, MAX_DIM, "moe_intermediate_size") or inter
+    shared = _field(c, MAX_EXPERTS, "n_shared_experts") or 0
+    dense_first = _field(c, MAX_LAYERS, "first_k_dense_replace") or 0
+    if min(heads, kv_heads, head_dim, inter, experts, moe_inter, shared, dense_first) < 0:
+        return None  # a size that is not a whole number a real model has
+    listed = c.get("mlp_only_layers")
+    mlp_only = {_whole(i, MAX_LAYERS) for i in listed[:MAX_LAYERS]} if isinstance(listed, list) else set()
     dtype = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}.get(
         str(c.get("torch_dtype") or c.get("dtype")), "F32"
     )
@@ -180,7 +230,7 @@ def estimate(
         element = override or _ELEMENT.get(st_dtype.upper(), 2)
         kind, is_quantized = _kind(name, shape, tied)
         if is_quantized:
-            quantized += int(numel * per_weight)
+            quantized += numel // 2 if per_weight == 0.5 else numel
             numel_quantized += numel
             continue
         size = numel * element

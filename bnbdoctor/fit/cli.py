@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import NoReturn
 
 from bnbdoctor import __version__
+from bnbdoctor.argparsing import Parser
 from bnbdoctor.contract import guarded, note
 from bnbdoctor.fit.options import (
     DEVICE_MAPS,
@@ -25,16 +25,8 @@ from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr, exit 2 (bnbdoctor's contract), not argparse's usage block."""
-
-    def error(self, message: str) -> NoReturn:
-        note(f"error: {message} (see bnbdoctor fit --help)")
-        raise SystemExit(int(ExitCode.FAILURE))
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="bnbdoctor fit",
         description=(
             "Predict, offline and without a GPU, whether from_pretrained(..., quantization_config="
@@ -72,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--python",
         metavar="PATH",
-        help="the interpreter whose transformers to run (default: chosen as bnbdoctor chooses it)",
+        help="the interpreter whose transformers to run: its path, a venv or conda folder, or a command on PATH "
+        "(default: chosen as bnbdoctor chooses it)",
     )
     parser.add_argument("--trust-remote-code", action="store_true", help="allow a model's own code to run")
     parser.add_argument(

@@ -67,10 +67,13 @@ def _version(text: str | None) -> Version | None:
 def choose_python(host: Host, python: str | None) -> tuple[str, str]:
     """The patient interpreter, chosen as the doctor chooses it."""
     from bnbdoctor.probes.base import ProbeContext, ProbeOptions
-    from bnbdoctor.probes.python_env import choose_interpreter
+    from bnbdoctor.probes.python_env import choose_interpreter, resolve_python
 
-    if python and not host.is_file(python):
-        raise FitInputError(f"--python {python}: no such file")
+    if python:
+        found = resolve_python(host, python)
+        if found is None:
+            raise FitInputError(f"--python {python}: no such file, venv or conda folder, or command on PATH")
+        python = found
     return choose_interpreter(ProbeContext(host, ProbeOptions(python=python)))
 
 

@@ -22,6 +22,8 @@ from bnbdoctor.hosts.base import Host
 #: Weight files from_pretrained would read, in its order of preference.
 _INDEX = "model.safetensors.index.json"
 _SINGLE = "model.safetensors"
+#: Longest file name believed in an index's weight_map.
+_MAX_NAME = 255
 
 
 @dataclass
@@ -87,15 +89,23 @@ def _model_folder(host: Host, path: str, repo_id: str | None = None) -> tuple[st
     raise FitInputError(f"{path}: no config.json in this folder")
 
 
+def _shards(index: str) -> list[str]:
+    """The shard file names an index's ``weight_map`` names (none when the index is not one)."""
+    try:
+        data = json.loads(index)
+    except (ValueError, RecursionError):
+        return []
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict):
+        return []
+    return sorted({v for v in weight_map.values() if isinstance(v, str) and v and len(v) <= _MAX_NAME})
+
+
 def _checkpoint_files(host: Host, folder: str) -> list[str]:
     join = host.pathmod.join
     index = host.read_text(join(folder, _INDEX))
     if index is not None:
-        try:
-            weight_map = json.loads(index).get("weight_map") or {}
-        except (ValueError, AttributeError):
-            weight_map = {}
-        shards = sorted({str(v) for v in weight_map.values()})
+        shards = _shards(index)
         files = [join(folder, s) for s in shards if host.is_file(join(folder, s))]
         if files:
             return files
@@ -124,8 +134,10 @@ def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> Mo
         raise FitInputError(f"{config_path}: cannot be read")
     try:
         config = json.loads(text)
+    except RecursionError:
+        raise FitInputError(f"{config_path}: nested too deeply to be a model config") from None
     except ValueError as exc:
-        raise FitInputError(f"{config_path}: not valid JSON ({exc})") from None
+        raise FitInputError(f"{config_path}: not valid JSON ({' '.join(str(exc).split())[:200]})") from None
     if not isinstance(config, dict):
         raise FitInputError(f"{config_path}: not a model config (a JSON object is expected)")
     architectures = config.get("architectures")
@@ -154,7 +166,8 @@ def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> Mo
         remote_code=remote_code,
         from_cache=cache_repo,
     )
-    model.config_dtype = config.get("dtype") or config.get("torch_dtype")
+    dtype = config.get("dtype") or config.get("torch_dtype")
+    model.config_dtype = dtype if isinstance(dtype, str) else None
     quant = config.get("quantization_config")
     if isinstance(quant, dict) and quant:
         method = str(quant.get("quant_method", "")).lower()
@@ -165,7 +178,8 @@ def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> Mo
                 "quantization only"
             )
         model.pre_quantized = QUANT_8BIT if quant.get("load_in_8bit") else QUANT_4BIT
-        model.pre_quant_type = quant.get("bnb_4bit_quant_type")
+        quant_type = quant.get("bnb_4bit_quant_type")
+        model.pre_quant_type = quant_type if isinstance(quant_type, str) else None
         model.pre_double_quant = bool(quant.get("bnb_4bit_use_double_quant"))
     model.checkpoint_files = _checkpoint_files(host, folder)
     return model

@@ -92,10 +92,14 @@ class FixtureHost(Host):
             raw = json.loads((self.folder / MANIFEST).read_text(encoding="utf-8"))
         except OSError as exc:
             raise FixtureError(f"cannot read {self.folder / MANIFEST}: {exc.strerror}") from None
-        except ValueError as exc:
-            raise FixtureError(f"{self.folder / MANIFEST} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise FixtureError(f"{self.folder / MANIFEST} is nested too deeply to be a manifest") from None
+        except ValueError as exc:  # also UnicodeDecodeError, and an integer of thousands of digits
+            why = " ".join(str(exc).split())[:200]
+            raise FixtureError(f"{self.folder / MANIFEST} is not valid JSON: {why}") from None
         if not isinstance(raw, dict):
             raise FixtureError(f"{self.folder / MANIFEST} must hold a JSON object")
+        _check_records(raw, self.folder)
         if raw.get("format") != FORMAT_VERSION:
             raise FixtureError(f"{self.folder / MANIFEST}: format {raw.get('format')!r} is not {FORMAT_VERSION}")
         self.manifest: dict[str, Any] = raw
@@ -258,8 +262,11 @@ class FixtureHost(Host):
     def _match(self, parts: list[str], name: str) -> str | None:
         parent = self.root.joinpath(*parts)
         candidate = parent / name
-        if candidate.exists() or candidate.is_symlink():
-            return name
+        try:
+            if candidate.exists() or candidate.is_symlink():
+                return name
+        except OSError:  # a name no file system holds (too long): not in the fixture
+            return None
         if self._os.system == "Windows" and parent.is_dir():
             for entry in parent.iterdir():
                 if entry.name.lower() == name.lower():
@@ -290,6 +297,73 @@ class FixtureHost(Host):
             if recorded and self.pathmod.basename(recorded[0]) == base and recorded[1:] == wanted[1:]:
                 return record
         return None
+
+
+#: The type each recorded field may have (a manifest is checked once, when it is read, so that the
+#: probes asking the host never meet a wrong type).
+_COMMAND_FIELDS: dict[str, tuple[type, ...]] = {
+    "argv": (list,),
+    "returncode": (int, type(None)),
+    "stdout": (str,),
+    "stderr": (str,),
+    "timed_out": (bool,),
+    "error": (str, type(None)),
+    "duration_s": (int, float),
+}
+_PYTHON_FIELDS: dict[str, tuple[type, ...]] = {
+    "executable": (str,),
+    "returncode": (int,),
+    "stdout": (str,),
+    "timed_out": (bool,),
+    "isolated_tool_env": (bool,),
+    "facts": (dict, type(None)),
+}
+_DEVICE_FIELDS: dict[str, tuple[type, ...]] = {
+    "memory_total_bytes": (int, type(None)),
+    "memory_free_bytes": (int, type(None)),
+    "uuid": (str, type(None)),
+    "pci_bus_id": (str, type(None)),
+}
+#: No recorded number (a return code, a byte count, seconds) comes near this.
+_MAX_NUMBER = 2**64
+
+
+def _check_fields(record: object, fields_: dict[str, tuple[type, ...]], where: str) -> None:
+    if not isinstance(record, dict):
+        raise FixtureError(f"{where} must be an object")
+    for key, types in fields_.items():
+        if key not in record:
+            continue
+        value = record[key]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise FixtureError(f"{where}: {key!r} must be {' or '.join(t.__name__ for t in types)}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) < _MAX_NUMBER:
+            raise FixtureError(f"{where}: {key!r} is not a plausible number")
+
+
+def _check_records(raw: dict[str, Any], folder: Path) -> None:
+    """Types of the recorded commands, interpreters and GPUs, checked before any probe reads them."""
+    where = f"{folder / MANIFEST}"
+    commands = raw.get("commands") or []
+    if isinstance(commands, list):
+        for index, record in enumerate(commands):
+            _check_fields(record, _COMMAND_FIELDS, f"{where}: commands[{index}]")
+            if not all(isinstance(a, str) for a in record.get("argv") or []):
+                raise FixtureError(f"{where}: commands[{index}]: 'argv' must be a list of strings")
+    others = raw.get("other_pythons") or []
+    if not isinstance(others, list):
+        raise FixtureError(f"{where}: 'other_pythons' must be a list of objects")
+    for index, python in enumerate([raw.get("python") or {}, *others]):
+        _check_fields(python, _PYTHON_FIELDS, f"{where}: python[{index}]")
+        for purpose, record in python.items():
+            if purpose not in _PYTHON_FIELDS and purpose != "error" and record is not None:
+                _check_fields(record, {"returncode": (int,), "timed_out": (bool,)}, f"{where}: python.{purpose}")
+    nvml = raw.get("nvml")
+    if isinstance(nvml, dict) and isinstance(nvml.get("devices"), list):
+        for index, device in enumerate(nvml["devices"]):
+            _check_fields(device, _DEVICE_FIELDS, f"{where}: nvml.devices[{index}]")
+    if "expect" in raw and not isinstance(raw["expect"], (dict, type(None))):
+        raise FixtureError(f"{where}: 'expect' must be an object")
 
 
 def _os_info_from(raw: object, folder: Path) -> OsInfo:
@@ -333,8 +407,9 @@ def _nvml_from(raw: object, folder: Path) -> NvmlAnswer:
             cuda_driver_version=raw.get("cuda_driver_version"),
             devices=devices,
         )
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise FixtureError(f"{folder / MANIFEST}: malformed 'nvml' device ({exc})") from None
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError) as exc:
+        why = " ".join(str(exc).split())[:200]
+        raise FixtureError(f"{folder / MANIFEST}: malformed 'nvml' device ({why})") from None
 
 
 def _command_from(record: dict[str, Any], argv: list[str]) -> CommandResult:

@@ -4,10 +4,13 @@ A pasted log is messy: ANSI colour codes from a terminal or a notebook, Windows 
 progress bars that rewrite a line with ``\\r``, Markdown fences around it, HTML entities from a
 web page, a UTF-16 file written by PowerShell, lines cut in the middle, binary garbage.
 
-The input is read in fixed-size blocks of bytes and split on ``\\n`` (the numbering users see in
-an editor). :func:`read_blocks` yields blocks of whole lines with colour codes and carriage
-returns removed, so the extractor can search a whole block at C speed and decode only the lines
-that matter; :func:`clean_line` finishes a decoded line (entities, control characters). Lines are
+The input is read in fixed-size blocks of bytes and split into lines on ``\\r\\n``, ``\\r`` and ``\\n``
+alike (Python's universal newlines, and the numbering most editors show): terminals turn the
+newlines of a paste into ``\\r`` (tmux, many emulators), so a log pasted there and the same log
+saved with LF or CRLF endings must read as the same lines. A progress bar that redraws itself
+with ``\\r`` is one line per redraw. :func:`read_blocks` yields blocks of whole lines joined by
+``\\n``, with colour codes removed, so the extractor can search a whole block at C speed and decode
+only the lines that matter; :func:`clean_line` finishes a decoded line (entities, control characters). Lines are
 capped at :data:`MAX_LINE` characters: the tail of a longer line is not matched. Nothing here
 backtracks: every expression is a single pass with a fixed first byte.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 import codecs
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -45,13 +48,36 @@ class ReadStats:
 
 
 def clean_bytes(block: bytes) -> bytes:
-    """Colour codes and carriage returns out of a block of whole lines (the line count is kept)."""
+    """Colour codes out of a block of whole lines, and any carriage return left in one line (a space)."""
     if b"\x1b" in block:
         block = _ANSI.sub(b"", block)
     if b"\r" in block:
-        # "\r\n" endings, and progress bars that redraw a line: keep every segment, in order.
         block = block.replace(b"\r\n", b"\n").replace(b"\r", b" ")
     return block
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` split on ``\\r\\n``, ``\\r`` and ``\\n`` only: the lines :func:`read_lines` numbers.
+
+    Unlike :meth:`str.splitlines`, form feeds, ``\\x1c``-``\\x1e``, NEL and the Unicode line
+    separators stay inside their line (the reader does not break there either)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def normalize_newlines(text: str) -> str:
+    """``text`` with every ``\\r\\n`` and lone ``\\r`` made ``\\n`` (a terminal's paste, an old Mac file)."""
+    return "\n".join(split_lines(text))
+
+
+def _universal_newlines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The chunks with ``\\r\\n`` and lone ``\\r`` made ``\\n``, also where a chunk ends between the two."""
+    after_cr = False  # the previous chunk ended with "\r": a "\n" starting this one is the same line end
+    for raw in chunks:
+        if not raw:
+            continue  # after_cr stays as it was: the "\n" may still come
+        chunk = raw[1:] if after_cr and raw.startswith(b"\n") else raw
+        after_cr = chunk.endswith(b"\r")
+        yield chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in chunk else chunk
 
 
 def clean_line(text: str) -> str:
@@ -82,9 +108,34 @@ def _sniff(head: bytes) -> str:
     return "utf-8"
 
 
+def _reader(stream: BinaryIO, block: int) -> Callable[[], bytes]:
+    """``stream.read(block)``, ending at the first end of input on a terminal.
+
+    On a terminal Ctrl-D ends the input once: a read that returned it returns what came before,
+    shorter than asked, and the next read waits for more typing. A file or a pipe returns a short
+    read only at its end too, so stopping there would also be right for them; they read on until
+    an empty read, as before."""
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    done = False
+
+    def read() -> bytes:
+        nonlocal done
+        if done:
+            return b""
+        data = stream.read(block)
+        done = terminal and len(data) < block
+        return data
+
+    return read
+
+
 def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[bytes]:
     """The input as UTF-8 bytes, chunk by chunk (UTF-16 input is transcoded)."""
-    head = stream.read(block)
+    read = _reader(stream, block)
+    head = read()
     stats.bytes += len(head)
     stats.encoding = _sniff(head)
     if stats.encoding != "utf-8":
@@ -92,7 +143,7 @@ def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[byte
         data = head
         while data:
             yield decoder.decode(data).encode("utf-8", "replace")
-            data = stream.read(block)
+            data = read()
             stats.bytes += len(data)
         yield decoder.decode(b"", final=True).encode("utf-8", "replace")
         return
@@ -100,21 +151,22 @@ def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[byte
     data = head
     while data:
         yield data
-        data = stream.read(block)
+        data = read()
         stats.bytes += len(data)
 
 
 def read_blocks(
     stream: BinaryIO, stats: ReadStats | None = None, max_line: int = MAX_LINE, block: int = BLOCK
 ) -> Iterator[tuple[int, bytes]]:
-    """``(number of the block's first line, block)``: whole lines joined by ``\\n``, cleaned of colour
-    codes and carriage returns, lines longer than ``max_line`` bytes cut. Memory stays bounded by
+    """``(number of the block's first line, block)``: whole lines joined by ``\\n`` (the input's
+    ``\\r\\n``, ``\\r`` and ``\\n`` alike), cleaned of colour codes, lines longer than ``max_line``
+    bytes cut. Memory stays bounded by
     the block size and ``max_line``, even for a file without a single newline."""
     stats = stats if stats is not None else ReadStats()
     number = 1
     carry = b""  # the start of a line whose end has not been read yet (at most max_line bytes)
     skipping = False  # the current line already exceeded max_line: drop bytes until its end
-    for raw in _raw_chunks(stream, stats, block):
+    for raw in _universal_newlines(_raw_chunks(stream, stats, block)):
         if not raw:
             continue
         chunk = raw

@@ -11,7 +11,9 @@ signature and fills the evidence in the shared :class:`~bnbdoctor.logs.state.Log
 Linear time and bounded memory: a few C-level scans per block, at most
 :data:`~bnbdoctor.logs.state.MAX_MATCHES_PER_SIGNATURE` lines kept per signature, and
 evidence-only patterns (``Pattern.evidence``) stop after their hit limit or after
-:data:`EVIDENCE_BLOCKS` blocks.
+:data:`EVIDENCE_BLOCKS` blocks, and every other pattern after :data:`MAX_HITS_PER_PATTERN` lines (a
+log that repeats one message thousands of times says nothing new after the first thousand; the
+counts of such a message are then lower bounds).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from bnbdoctor.logs.state import MAX_MATCHES_PER_SIGNATURE, MAX_TEXT, LogState
 
 #: Evidence-only patterns stop after this many blocks of the log (the machine is described early).
 EVIDENCE_BLOCKS = 4
+#: Lines any one pattern reads per log; far above any real log's repeats of one message.
+MAX_HITS_PER_PATTERN = 1000
 #: The indices of the evidence-only patterns, with their hit limits.
 _EVIDENCE: dict[int, int] = {i: p.evidence for i, p in enumerate(PATTERNS) if p.evidence is not None}
 #: An anchor none of whose patterns is evidence-only may bring any number of lines.
@@ -137,11 +141,9 @@ class LogExtractor:
             if match is None:
                 continue
             HANDLERS[index](state, match, number, line)
-            limit = pattern.evidence
-            if limit is not None:
-                hits = self._hits[index] = self._hits.get(index, 0) + 1
-                if hits >= limit:
-                    retired.add(index)
+            hits = self._hits[index] = self._hits.get(index, 0) + 1
+            if hits >= (pattern.evidence or MAX_HITS_PER_PATTERN):
+                retired.add(index)
 
     def feed_all(self, blocks: Iterable[tuple[int, bytes]]) -> None:
         for first, block in blocks:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from bnbdoctor.facts import AbiNeed, LogMatch
 from bnbdoctor.knowledge.signatures import SIGNATURES
@@ -27,6 +28,34 @@ ERAS = ("legacy", "fallback", "exact", "nearest")
 NEVER = -100
 #: Exception lines kept per log (the first ones, and always the last one).
 MAX_ERROR_LINES = 20
+#: Entries kept in any other list or table of evidence (libraries, load errors, symbol versions): a real
+#: log names a handful; a pathological one must not make every lookup in them cost its whole length.
+MAX_KEPT = 32
+
+_T = TypeVar("_T")
+_K = TypeVar("_K")
+
+
+def keep(items: list[_T], item: _T, cap: int = MAX_KEPT) -> None:
+    """Append ``item``; once ``cap`` entries are kept, it replaces the last one (the first ones and the
+    latest one survive, which is what the facts read)."""
+    if len(items) < cap:
+        items.append(item)
+    else:
+        items[-1] = item
+
+
+def keep_new(items: list[_T], item: _T, cap: int = MAX_KEPT) -> None:
+    """:func:`keep` for a list without repeats."""
+    if item not in items:
+        keep(items, item, cap)
+
+
+def put(table: dict[_K, _T], key: _K, value: _T, cap: int = MAX_KEPT) -> _T:
+    """``table.setdefault(key, value)`` while the table has room; past ``cap`` keys a new key is not kept."""
+    if key in table or len(table) < cap:
+        return table.setdefault(key, value)
+    return value
 
 
 @dataclass
@@ -69,7 +98,7 @@ class PythonEvidence:
     def add_site_packages(self, path: str) -> None:
         """The site-packages folder a path lies in, if any (at most five are kept)."""
         match = re.search(r"^(.{0,500}?[\\/](?:site|dist)-packages)(?=[\\/])", path)
-        if match and match.group(1) not in self.site_packages and len(self.site_packages) < 5:
+        if match and len(self.site_packages) < 5 and match.group(1) not in self.site_packages:
             self.site_packages.append(match.group(1))
 
 
@@ -106,12 +135,10 @@ class BnbEvidence:
         self.seen = True
 
     def library_exists(self, name: str) -> None:
-        if name not in self.existing:
-            self.existing.append(name)
+        keep_new(self.existing, name)
 
     def library_absent(self, name: str) -> None:
-        if name not in self.absent:
-            self.absent.append(name)
+        keep_new(self.absent, name)
 
 
 @dataclass

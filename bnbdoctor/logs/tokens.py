@@ -7,6 +7,7 @@ path or a ``cuda121`` tag is read the same way wherever it appears.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 #: A bitsandbytes native library name: its backend and the CUDA/ROCm digits in it.
 BNB_LIB = re.compile(r"libbitsandbytes_(?P<backend>cuda|rocm|hip|xpu|cpu|mps)(?P<digits>\d*)\w*\.(?:so|dll|dylib)")
@@ -52,3 +53,19 @@ def token_before(line: str, end: int) -> str:
     head = line[:end].rstrip().rstrip(":").rstrip()
     token = head.split()[-1] if head.split() else ""
     return token.strip("'\"`‘’()*[],")
+
+
+def heads_before(line: str, suffix: str, stops: str, limit: int = 500) -> Iterator[str]:
+    """For each occurrence of ``suffix`` in ``line``, left to right: the text just before it, at most
+    ``limit + 1`` characters and cut after the last of ``stops``.
+
+    The linear form of ``(X[^stops]{0,limit}?)suffix`` with a leftmost start ``X``: the caller finds ``X``
+    in the head. An expression of that shape scans up to ``limit`` characters from every candidate start,
+    which costs ``limit`` times the line on a line of slashes; this scans each character a bounded number
+    of times."""
+    pos = line.find(suffix)
+    while pos != -1:
+        head = line[max(0, pos - limit - 1) : pos]
+        cut = max(head.rfind(stop) for stop in stops) if stops else -1
+        yield head[cut + 1 :]
+        pos = line.find(suffix, pos + 1)

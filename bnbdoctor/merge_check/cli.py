@@ -9,25 +9,17 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import NoReturn
 
 from bnbdoctor import __version__
-from bnbdoctor.contract import guarded, note, write_output
+from bnbdoctor.argparsing import Parser
+from bnbdoctor.contract import guarded, write_output
 from bnbdoctor.merge_check.core import BLOCKSIZES, QUANT_TYPES, MergeInputError, MergeOptions
 from bnbdoctor.merge_check.result import LOW_KEPT, MergeCheck
 from bnbdoctor.report import ExitCode
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr, exit 2, not argparse's usage block."""
-
-    def error(self, message: str) -> NoReturn:
-        note(f"error: {message} (see bnbdoctor merge-check --help)")
-        raise SystemExit(int(ExitCode.FAILURE))
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="bnbdoctor merge-check",
         description=(
             "Measure, with your own torch and bitsandbytes (CPU is enough), how much of a LoRA adapter's update "

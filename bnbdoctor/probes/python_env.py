@@ -33,6 +33,18 @@ def _venv_python(host: Host, prefix: str) -> str | None:
     return None
 
 
+def resolve_python(host: Host, given: str) -> str | None:
+    """The interpreter ``--python`` names: a file as it is, a venv or conda folder's own python, or a
+    command found on PATH (``python3.11``); None when it is none of them."""
+    if host.is_file(given):
+        return given
+    if host.is_dir(given):
+        return _venv_python(host, given)
+    if "/" not in given and "\\" not in given:
+        return which(host, (given,))
+    return None
+
+
 def which(host: Host, names: tuple[str, ...]) -> str | None:
     """The first of ``names`` found on the host's PATH."""
     windows = host.os_info().system == "Windows"

@@ -64,8 +64,10 @@ def machine_lines(report: Report) -> list[tuple[str, str]]:
     if facts.gpu:
         g = facts.gpu
         if g.nvml_available and g.devices:
-            gpus = ", ".join(f"{count_text(len(group), group[0].name)} (cc {cc}{'' if visible else ', hidden'})"
-                             for (cc, visible), group in _same_gpus(g.devices))
+            gpus = ", ".join(
+                f"{count_text(len(group), group[0].name)} (cc {cc}{'' if visible else ', hidden'})"
+                for (cc, visible), group in _same_gpus(g.devices)
+            )
             rows.append(("GPU", f"{gpus}; driver {g.driver_version} (CUDA {g.driver_cuda_version})"))
         elif facts.platform and facts.platform.os == "macos":
             rows.append(("GPU", "no NVIDIA GPU (macOS)"))

@@ -14,10 +14,12 @@ import re
 
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import LIB
-from bnbdoctor.logs.state import MAX_TEXT, LogState
-from bnbdoctor.logs.tokens import BNB_LIB, basename, cuda_from_digits
+from bnbdoctor.logs.state import MAX_TEXT, LogState, keep
+from bnbdoctor.logs.tokens import BNB_LIB, basename, cuda_from_digits, heads_before
 
 COLLECTOR = Collector("bitsandbytes loader")
+#: What ends a path read backwards from a file name (``\\S`` in the expressions these loops replace).
+_SPACE = " \t\n\r\f\v"
 collects = COLLECTOR.collects
 
 
@@ -28,7 +30,7 @@ def _cuda_version_seen(state: LogState, cuda: str | None, number: int, line: str
 
 def _selected(state: LogState, path: str, number: int, line: str) -> None:
     state.bnb_path(path)
-    state.bnb.selected.append((path, number))
+    keep(state.bnb.selected, (path, number))
     state.recent.bnb_message = number
     state.match("bnb_library_selected", number, line)
     if "libbitsandbytes_cpu" in path:
@@ -83,7 +85,7 @@ def required_library_not_found(state: LogState, m: re.Match[str], number: int, l
     _library_cuda(state, name, number, line)
 
 
-@collects("loading_binary", "Loading binary", rf"Loading binary\s+(?P<path>.{{0,1000}}?{LIB})")
+@collects("loading_binary", "Loading binary", rf"Loading binary\s{{1,8}}(?P<path>.{{0,1000}}?{LIB})")
 def loading_binary(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.set_era("legacy")
     _selected(state, m.group("path").strip(), number, line)
@@ -113,9 +115,10 @@ def cpu_defaulting(state: LogState, m: re.Match[str], number: int, line: str) ->
 def compiled_without_gpu(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.match("compiled_without_gpu_support", number, line)
-    path = re.search(r"(\S{0,500}bitsandbytes[\\/])cextension\.py", line)
-    if path:
-        state.bnb_path(path.group(1) + "cextension.py")
+    for head in heads_before(line, "cextension.py", _SPACE, 513):
+        if head.endswith(("bitsandbytes/", "bitsandbytes\\")):
+            state.bnb_path(head + "cextension.py")
+            break
 
 
 @collects("none_attribute", "has no attribute", r"'NoneType' object has no attribute '(?P<attr>\w{1,80})'")
@@ -166,7 +169,7 @@ def load_error(state: LogState, m: re.Match[str], number: int, line: str) -> Non
     state.match("native_load_error", number, line)
     error = m.group("err").strip()
     if error:
-        state.load.errors.append(error)
+        keep(state.load.errors, error)
 
 
 @collects(
@@ -202,7 +205,7 @@ def override(state: LogState, m: re.Match[str], number: int, line: str) -> None:
             state.bnb.set_era("nearest")  # only 0.50+ validates the value
     loading = re.search(r"loading (libbitsandbytes_\w{1,80}\.(?:so|dll|dylib))", line)
     if loading:
-        state.bnb.selected.append((loading.group(1), number))
+        keep(state.bnb.selected, (loading.group(1), number))
     if "environment variable detected" in line:
         state.bnb.set_era("fallback")
     elif "Loading CUDA version" in line or "Manual override" in line:
@@ -331,9 +334,10 @@ def legacy_marker(state: LogState, m: re.Match[str], number: int, line: str) -> 
     state.bnb.legacy = True
     state.bnb.set_era("legacy")
     if "cuda_setup" in m.group(0):
-        path = re.search(r"(\S{0,500}bitsandbytes)[\\/]cuda_setup", line)
-        if path:
-            state.bnb.location = path.group(1).lstrip("'\"(")
-            state.python.add_site_packages(state.bnb.location + "/")
+        for head in heads_before(line, "cuda_setup", _SPACE, 513):
+            if head.endswith(("bitsandbytes/", "bitsandbytes\\")):
+                state.bnb.location = head[:-1].lstrip("'\"(")
+                state.python.add_site_packages(state.bnb.location + "/")
+                break
     if state.count("bnb_legacy_loader") < 3:
         state.match("bnb_legacy_loader", number, line)

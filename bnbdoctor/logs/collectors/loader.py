@@ -14,7 +14,7 @@ import re
 from bnbdoctor.facts import AbiNeed
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import Q
-from bnbdoctor.logs.state import MAX_TEXT, LogState
+from bnbdoctor.logs.state import MAX_TEXT, LogState, keep, keep_new, put
 from bnbdoctor.logs.tokens import basename, token_before
 
 #: A HIP/CUDA kernel launcher stub (``_Z36__device_stub__kOptimizer32bit1State...``): defined by the kernel's
@@ -105,8 +105,8 @@ def _missing_library(state: LogState, name: str, number: int, line: str) -> None
             state.match(signature, number, line)
         return
     state.match(signature, number, line)
-    state.load.missing_deps.setdefault(name, (kind, line.strip()[:MAX_TEXT]))
-    state.load.errors.append(line.strip())
+    put(state.load.missing_deps, name, (kind, line.strip()[:MAX_TEXT]))
+    keep(state.load.errors, line.strip())
     if kind == "oneapi" and _other_majors(state, name):
         state.match("sycl_runtime_other_major", number, line)
 
@@ -122,7 +122,7 @@ def oneapi_soname_present(state: LogState, m: re.Match[str], number: int, line: 
     """A path to a versioned SYCL runtime (``ls``, ``ldd`` or ``find`` output): the SONAME this machine provides."""
     for found in _ONEAPI_SONAME.finditer(line):
         if found.group("path").startswith("/"):
-            state.load.present.setdefault(found.group("name"), found.group("path"))
+            put(state.load.present, found.group("name"), found.group("path"))
     missing = [n for n, (kind, _) in state.load.missing_deps.items() if kind == "oneapi" and _other_majors(state, n)]
     if missing:
         state.match("sycl_runtime_other_major", number, line)
@@ -151,13 +151,12 @@ def version_not_found(state: LogState, m: re.Match[str], number: int, line: str)
         if requirer_name:
             state.bnb.library_exists(requirer_name)
             state.bnb_path(requirer)
-            state.bnb.selected.append((requirer, number))
+            keep(state.bnb.selected, (requirer, number))
         provider_path = provider if "/" in provider else None
-        need = state.load.abi.setdefault(library, AbiNeed(library=library, provider=provider_path, source="log"))
+        need = put(state.load.abi, library, AbiNeed(library=library, provider=provider_path, source="log"))
         for target in (need.required, need.missing):
-            if symver not in target:
-                target.append(symver)
-        state.load.errors.append(line.strip())
+            keep_new(target, symver)
+        keep(state.load.errors, line.strip())
 
 
 @collects("cannot_open", "cannot open shared object file", r":\s*cannot open shared object file")
@@ -203,7 +202,7 @@ def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) 
         path = token_before(line, m.start())
         if "/" in path:
             state.bnb_path(path)
-        state.load.errors.append(line[max(line.find(path), 0) :].strip())
+        keep(state.load.errors, line[max(line.find(path), 0) :].strip())
         state.load.undefined_symbol = symbol
     state.platform.os_votes["linux"] += 1
 
@@ -221,13 +220,13 @@ def could_not_find_module(state: LogState, m: re.Match[str], number: int, line: 
     if not name.startswith("libbitsandbytes"):
         return
     state.bnb_path(path)
-    state.bnb.selected.append((path, number))
+    keep(state.bnb.selected, (path, number))
     if "_cpu" in name:
         state.bnb.library_absent(name)
         state.match("bnb_cpu_library_not_found", number, line)
     else:
         state.match("windows_dll_not_loaded", number, line)
-        state.load.errors.append(line.strip())
+        keep(state.load.errors, line.strip())
 
 
 @collects(

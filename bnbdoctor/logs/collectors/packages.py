@@ -14,7 +14,7 @@ import re
 
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import VER
-from bnbdoctor.logs.state import LogState
+from bnbdoctor.logs.state import MAX_KEPT, LogState
 from bnbdoctor.logs.tokens import cuda_from_torch_version
 
 COLLECTOR = Collector("packages")
@@ -30,12 +30,13 @@ def _version(
     lowered = line.lower()
     if "existing installation" in lowered or "uninstall" in lowered:
         return  # the version being replaced, not the one in use
-    state.python.versions[package] = version
+    if package in state.python.versions or len(state.python.versions) < MAX_KEPT:
+        state.python.versions[package] = version
     state.match(signature, number, line)
 
 
 # The banner runs before the generic version line: a banner's version wins over other mentions.
-@collects("bnb_banner", "bitsandbytes v", r"=+\s*bitsandbytes v(?P<version>\d+\.\d+\.\d+[\w.]{0,20})\s*=+")
+@collects("bnb_banner", "bitsandbytes v", r"(?<!=)=+\s{0,8}bitsandbytes v(?P<version>\d+\.\d+\.\d+[\w.]{0,20})\s{0,8}=")
 def bnb_banner(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.seen = True
     state.bnb.banner_version = m.group("version")
@@ -83,7 +84,7 @@ def package_version(state: LogState, m: re.Match[str], number: int, line: str) -
 @collects(
     "torch_version_cuda",
     "torch.version.cuda",
-    r"torch\.version\.cuda\s*(?:=|==|:|is)?\s*'?(?P<cuda>None|\d{1,2}\.\d{1,2})",
+    r"torch\.version\.cuda\s{0,8}(?:=|==|:|is)?\s{0,8}'?(?P<cuda>None|\d{1,2}\.\d{1,2})",
 )
 def torch_version_cuda(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     value = m.group("cuda")

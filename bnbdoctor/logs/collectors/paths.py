@@ -11,10 +11,34 @@ are skipped. No line is recorded: these are evidence only.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.state import LogState
-from bnbdoctor.logs.tokens import ARCH
+from bnbdoctor.logs.tokens import ARCH, heads_before
+
+#: Characters that end a path in a log line (quotes, brackets, separators), by path style.
+_WINDOWS_STOPS = "'\"\n<>|*?"
+_LINUX_STOPS = " \t\n\r\f\v'\"():,"
+_DRIVE = re.compile(r"[A-Za-z]:\\")
+
+
+def _windows_folder(line: str, name: str) -> str | None:
+    """The first ``X:\\...\\<name>`` folder followed by ``\\`` (``[A-Za-z]:\\[^stops]{0,500}?\\<name>``)."""
+    for head in heads_before(line, f"\\{name}\\", _WINDOWS_STOPS, 502):
+        drive = _DRIVE.search(head)
+        if drive:
+            return head[drive.start() :] + "\\" + name
+    return None
+
+
+def _linux_folders(line: str, suffix: str) -> Iterator[str]:
+    """Folders ``/...<suffix>`` followed by ``/`` (``/[^stops]{0,500}?<suffix>``), leftmost start first."""
+    for head in heads_before(line, suffix + "/", _LINUX_STOPS, 500):
+        start = head.find("/")
+        if start != -1:
+            yield head[start:] + suffix
+
 
 COLLECTOR = Collector("paths")
 collects = COLLECTOR.collects
@@ -25,14 +49,14 @@ def _build_machine_path(line: str) -> bool:
 
 
 def _windows_paths(state: LogState, line: str) -> None:
-    for match in re.finditer(r"([A-Za-z]:\\[^'\"\n<>|*?]{0,500}?\\bitsandbytes)\\", line):
-        state.bnb.location = match.group(1)
+    bnb = _windows_folder(line, "bitsandbytes")
+    if bnb:
+        state.bnb.location = bnb
         state.bnb.seen = True
-        state.python.add_site_packages(match.group(1) + "\\")
-        break
-    for match in re.finditer(r"([A-Za-z]:\\[^'\"\n<>|*?]{0,500}?\\torch)\\", line):
-        state.torch.location = match.group(1)
-        break
+        state.python.add_site_packages(bnb + "\\")
+    torch = _windows_folder(line, "torch")
+    if torch:
+        state.torch.location = torch
     python = re.search(r"\\Python3(\d{1,2})\\", line)
     if python and not state.python.version:
         state.python.version = f"3.{python.group(1)}"
@@ -65,15 +89,16 @@ def linux_hint(state: LogState, m: re.Match[str], number: int, line: str) -> Non
     arch = ARCH.search(line)
     if arch and not state.platform.arch:
         state.platform.arch = arch.group(1)
-    for match in re.finditer(r"(/[^\s'\"():,]{0,500}?/bitsandbytes)/", line):
-        if not match.group(1).endswith("/csrc/bitsandbytes"):
-            state.bnb.location = match.group(1)
+    for folder in _linux_folders(line, "/bitsandbytes"):
+        if not folder.endswith("/csrc/bitsandbytes"):
+            state.bnb.location = folder
             state.bnb.seen = True
-            state.python.add_site_packages(match.group(1) + "/")
+            state.python.add_site_packages(folder + "/")
             break
-    for match in re.finditer(r"(/[^\s'\"():,]{0,500}?[/-]packages/torch)/", line):
-        state.torch.location = match.group(1)
-        break
+    for folder in _linux_folders(line, "packages/torch"):
+        if folder[: -len("packages/torch")].endswith(("/", "-")):
+            state.torch.location = folder
+            break
 
 
 @collects(

@@ -5,6 +5,10 @@ text, :func:`~bnbdoctor.explain.explain_file` for a file) runs in a thread worke
 findings are listed with how sure each is and the log lines it rests on; the detail pane is the
 Findings tab's, which adds the confidence and what to run on the machine for a finding from a log.
 Highlighting a finding selects its first log line in the log.
+
+Text enters the log box with ``\\n`` line ends whatever it came with (:func:`for_the_log_box`):
+terminals turn the newlines of a paste into ``\\r`` (tmux, many emulators), and the box's rows
+must be the lines ``bnbdoctor explain`` numbers, so that a finding selects its own line.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from textual.widgets.text_area import Selection
 
 from bnbdoctor.explain import ExplainError, explain_file, explain_text
 from bnbdoctor.findings import Finding, Severity
+from bnbdoctor.logs.clean import normalize_newlines
 from bnbdoctor.report import Report
 from bnbdoctor.tui.settings import UiSettings
 from bnbdoctor.tui.widgets.detail import CONFIDENCE, FindingDetail, log_lines_text
@@ -38,6 +43,25 @@ HOW = (
     "box), or type the path of a log file and press Enter. Ctrl+R explains the log box. Tab moves between "
     "the fields and the results; Esc leaves a field."
 )
+
+
+#: Characters :meth:`str.splitlines` (and so the log box) breaks a line at, but the log reader does not.
+_OTHER_LINE_BREAKS = str.maketrans(dict.fromkeys("\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
+def for_the_log_box(text: str) -> str:
+    """``text`` as the log box holds it: ``\\r\\n`` and lone ``\\r`` made ``\\n``, and the other characters
+    a text area breaks lines at made spaces, so that row N of the box is line N of the report."""
+    return normalize_newlines(text).translate(_OTHER_LINE_BREAKS)
+
+
+class LogArea(TextArea):
+    """The log box: a text area whose pastes arrive with the line ends the log reader numbers."""
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        # Textual calls each class's handler along the MRO, this one first: TextArea's own
+        # _on_paste then inserts the text as fixed here (calling it from here would insert it twice).
+        event.text = for_the_log_box(event.text)
 
 
 def failures(report: Report) -> list[Entry]:
@@ -111,7 +135,7 @@ class ExplainView(ToolView):
             yield Input(placeholder="path of a log file (Enter loads and explains it)", id="explain-path", compact=True)
             yield Button("Load", id="explain-load", compact=True)
             yield Button("Explain", id="explain-run", variant="primary", compact=True)
-        yield TextArea(
+        yield LogArea(
             id="explain-log",
             show_line_numbers=True,
             soft_wrap=False,
@@ -173,7 +197,7 @@ class ExplainView(ToolView):
             report = explain_file(target)  # ExplainError: no such file, a folder, unreadable
             with open(target, "rb") as handle:
                 data = handle.read(SHOW_AT_MOST + 1)
-            loaded[generation] = (os.path.basename(target) or target, data.decode("utf-8", "replace"))
+            loaded[generation] = (os.path.basename(target) or target, for_the_log_box(data.decode("utf-8", "replace")))
             return report
 
         return self.start(f"Explaining {given}", task)
@@ -257,7 +281,7 @@ class ExplainView(ToolView):
         if self.app.focused is self.log_area or isinstance(self.app.focused, Input):
             return  # the log box (or the path field) took it
         event.stop()
-        self.log_area.load_text(event.text)
+        self.log_area.load_text(for_the_log_box(event.text))
         self.log_area.focus()
 
     def action_leave_field(self) -> None:

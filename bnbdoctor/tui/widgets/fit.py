@@ -60,6 +60,8 @@ HOW = (
 )
 #: The device map is shown open when it has at most this many rows.
 OPEN_MAP_ROWS = 8
+
+
 def cpu_hint(free: int | None) -> str:
     """The CPU RAM field's placeholder: the default a fit uses when the field is empty."""
     from bnbdoctor.units import human
