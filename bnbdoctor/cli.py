@@ -58,6 +58,9 @@ COMMANDS: dict[str, Command] = {
         "bnbdoctor.fit.cli:main", "MODEL", "predict whether from_pretrained places a bnb-quantized model on the GPUs"
     ),
     "fleet": Command("bnbdoctor.fleet.cli:main", "REPORTS...", "group many machines' --json reports by what differs"),
+    "merge-check": Command(
+        "bnbdoctor.merge_check.cli:main", "ADAPTER", "measure how much of a LoRA adapter survives a merge into 4-bit"
+    ),
     "rule": Command("bnbdoctor.rule_page:main", "ID", "print a rule's page: what it detects, why, how to fix"),
     "mcp": Command("bnbdoctor.mcp_server:main", "", "serve diagnose/explain/fit/rule to coding agents (MCP, stdio)"),
     "help": Command("bnbdoctor.cli:help_main", "[COMMAND]", "show this help, or the help of one command"),
