@@ -214,6 +214,7 @@ def _redact(report: Report, redactor: Redactor, args: argparse.Namespace) -> Rep
 SUBCOMMANDS = {
     "explain": "bnbdoctor.explain:main",
     "fit": "bnbdoctor.fit.cli:main",
+    "lint": "bnbdoctor.lint.cli:main",
     "rule": "bnbdoctor.rule_page:main",
 }
 

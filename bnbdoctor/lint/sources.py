@@ -39,8 +39,10 @@ def files_under(paths: list[str]) -> Iterator[Path]:
                     continue
                 if found.is_file() and found.suffix in (".py", ".ipynb"):
                     yield found
-        else:
+        elif path.is_file():
             yield path
+        else:
+            raise SourceError(f"{name}: no such file or folder")
 
 
 def _ipython_free(line: str) -> str:

@@ -1,0 +1,32 @@
+"""Text for ``bnbdoctor lint``: one block per finding, headed ``file:line:col``, like a compiler's."""
+
+from __future__ import annotations
+
+from bnbdoctor.report import Report
+
+
+class LintTextRenderer:
+    """Findings first (location, severity, rule, title; then why and the fix as code), then a summary."""
+
+    def render(self, report: Report, *, color: bool) -> str:
+        lines: list[str] = []
+        for finding in report.findings:
+            where = finding.evidence[0].label if finding.evidence else "?"
+            lines.append(f"{where}: {finding.severity.value} {finding.rule_id} {finding.title}")
+            if finding.evidence and finding.evidence[0].value:
+                lines.append(f"    {finding.evidence[0].value}")
+            lines.append(f"  why: {finding.explanation}")
+            if finding.remediation.text:
+                lines.append("  fix: " + finding.remediation.text.replace("\n", "\n  "))
+            lines.append(f"  docs: {finding.doc}")
+            lines.append("")
+        lint = report.facts.lint
+        for file, reason in sorted((lint.unparsed if lint else {}).items()):
+            lines.append(f"{file}: not linted: {reason}")
+        counts = {s: sum(1 for f in report.findings if f.severity.value == s) for s in ("error", "warning", "info")}
+        files = len(lint.files) if lint else 0
+        lines.append(
+            f"bnbdoctor lint: {files} file{'s' if files != 1 else ''}, {counts['error']} error(s), "
+            f"{counts['warning']} warning(s), {counts['info']} info"
+        )
+        return "\n".join(lines) + "\n"
