@@ -90,6 +90,7 @@ class FileAnalysis:
         self.sites: list[LintSite] = []
         self.env: Env = {}
         self.text = ""
+        self.lines: list[str] = []
         self.cell: int | None = None
 
     # -- values ---------------------------------------------------------------------------------
@@ -173,7 +174,16 @@ class FileAnalysis:
     def source(self, node: ast.expr | None) -> str:
         if node is None:
             return ""
-        return ast.get_source_segment(self.text, node) or ast.unparse(node)
+        end_line, end_col = node.end_lineno, node.end_col_offset
+        if end_line is None or end_col is None or not self.lines:
+            return ast.unparse(node)
+        first, last = node.lineno - 1, end_line - 1
+        if last >= len(self.lines):
+            return ast.unparse(node)
+        lines = [line.encode("utf-8") for line in self.lines[first : last + 1]]  # ast offsets are UTF-8 bytes
+        lines[-1] = lines[-1][:end_col]
+        lines[0] = lines[0][node.col_offset :]
+        return "\n".join(line.decode("utf-8", errors="replace") for line in lines)
 
     # -- sites ----------------------------------------------------------------------------------
     def add(self, kind: str, node: ast.expr, **detail: str) -> None:
@@ -272,6 +282,7 @@ class FileAnalysis:
 
     def run(self, unit: Unit) -> None:
         self.text, self.cell = unit.text, unit.cell
+        self.lines = unit.text.splitlines()  # source segments by line (ast.get_source_segment re-splits per call)
         self.walk(ast.parse(unit.text, filename=unit.file).body, self.env)
 
 
