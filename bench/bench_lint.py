@@ -34,7 +34,8 @@ def main() -> None:
         elapsed = time.perf_counter() - started
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-    print(f"lint: {text.count(chr(10))} lines, {len(report.findings)} findings, {elapsed:.2f} s, peak {peak / 2**20:.1f} MiB")
+    lines = text.count("\n")
+    print(f"lint: {lines} lines, {len(report.findings)} findings, {elapsed:.2f} s, peak {peak / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

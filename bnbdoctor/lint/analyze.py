@@ -106,7 +106,7 @@ class FileAnalysis:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return Dtype(node.value) if node.value in (*SIXTEEN_BIT, "float32", "auto") else None
         if isinstance(node, ast.Dict):
-            keys = {k.value: v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)}
+            keys = {k.value: v for k, v in zip(node.keys, node.values, strict=True) if isinstance(k, ast.Constant)}
             return DictValue({str(k): v for k, v in keys.items()})
         if isinstance(node, ast.Call):
             return self.call_value(node, env)
