@@ -23,6 +23,7 @@ EXPECTED: dict[str, set[tuple[str, int]]] = {
     "trainer_ddp_fsdp.py": {("BNB605", 12), ("BNB607", 12)},
     "trainer_ddp_clean.py": set(),
     "qlora_notebook.ipynb": {("BNB601", 1)},
+    "merge_8bit_adapter.py": {("BNB601", 8)},
     "unparseable.py": set(),
 }
 
