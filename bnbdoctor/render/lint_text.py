@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from bnbdoctor.report import Report
 
+#: ANSI styles of the severity word (colour only on a terminal: ``color=True``).
+STYLES = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m", "info": "\x1b[1;36m"}
+RESET = "\x1b[0m"
+
 
 class LintTextRenderer:
     """Findings first (location, severity, rule, title; then why and the fix as code), then a summary."""
@@ -12,7 +16,9 @@ class LintTextRenderer:
         lines: list[str] = []
         for finding in report.findings:
             where = finding.evidence[0].label if finding.evidence else "?"
-            lines.append(f"{where}: {finding.severity.value} {finding.rule_id} {finding.title}")
+            severity = finding.severity.value
+            shown = f"{STYLES[severity]}{severity}{RESET}" if color else severity
+            lines.append(f"{where}: {shown} {finding.rule_id} {finding.title}")
             if finding.evidence and finding.evidence[0].value:
                 lines.append(f"    {finding.evidence[0].value}")
             lines.append(f"  why: {finding.explanation}")
