@@ -29,16 +29,16 @@ from bnbdoctor.explain import explain_file
 from bnbdoctor.facts import FitFacts
 from bnbdoctor.fit.cli import build_parser as fit_parser
 from bnbdoctor.hosts.fixture import FixtureHost
+from bnbdoctor.lint.cli import lint_report
 from bnbdoctor.render import OutputFormat, Renderer, ReportKind, render, renderer_for
 from bnbdoctor.render.explain_text import render_explain_text
 from bnbdoctor.render.fit_markdown import fit_markdown
 from bnbdoctor.render.fit_text import render_fit_text
 from bnbdoctor.render.json import render_json
+from bnbdoctor.render.lint_text import LintTextRenderer
 from bnbdoctor.render.markdown import render_markdown
 from bnbdoctor.render.options import FORMAT_HELP
 from bnbdoctor.render.text import render_text
-from bnbdoctor.lint.cli import lint_report
-from bnbdoctor.render.lint_text import LintTextRenderer
 from bnbdoctor.report import Report
 
 LOG = ROOT / "tests" / "data" / "real_logs" / "glibc_2_34_not_found.txt"
