@@ -58,6 +58,7 @@ COMMANDS: dict[str, Command] = {
         "bnbdoctor.fit.cli:main", "MODEL", "predict whether from_pretrained places a bnb-quantized model on the GPUs"
     ),
     "fleet": Command("bnbdoctor.fleet.cli:main", "REPORTS...", "group many machines' --json reports by what differs"),
+    "lint": Command("bnbdoctor.lint.cli:main", "PATH...", "check Python files and notebooks for bitsandbytes mistakes"),
     "merge-check": Command(
         "bnbdoctor.merge_check.cli:main", "ADAPTER", "measure how much of a LoRA adapter survives a merge into 4-bit"
     ),

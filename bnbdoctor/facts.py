@@ -480,6 +480,37 @@ class ProbeRun:
 
 
 @dataclass
+class LintSite:
+    """One place in the user's code that ``bnbdoctor lint`` read (static analysis, never run).
+
+    ``kind`` names the pattern (``merge``, ``kbit_kwarg``, ``offload_kwarg``, ``move``, ``device_map_auto``,
+    ``compute_dtype``, ``quant_storage``); ``detail`` holds what the pattern's rule needs (the bits
+    of the model, the method called, the names the fix uses), as strings."""
+
+    kind: str
+    file: str
+    line: int
+    col: int
+    code: str = ""  # the source text of the call
+    cell: int | None = None  # a notebook's cell number (1-based); line is then within the cell
+    detail: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        cell = f" cell {self.cell}" if self.cell is not None else ""
+        return f"{self.file}{cell}:{self.line}:{self.col}"
+
+
+@dataclass
+class LintFacts:
+    """What ``bnbdoctor lint`` read: the files, the sites found, the files it could not parse."""
+
+    files: list[str] = field(default_factory=list)
+    sites: list[LintSite] = field(default_factory=list)
+    unparsed: dict[str, str] = field(default_factory=dict)  # file -> one-line reason
+
+
+@dataclass
 class Facts:
     """Everything the probes gathered about one machine."""
 
@@ -495,6 +526,7 @@ class Facts:
     load: LoadCheck | None = None
     log: LogFacts | None = None
     fit: FitFacts | None = None
+    lint: LintFacts | None = None
     probes: list[ProbeRun] = field(default_factory=list)
 
     def probe_error(self, name: str) -> str | None:

@@ -29,11 +29,13 @@ from bnbdoctor.explain import explain_file
 from bnbdoctor.facts import FitFacts
 from bnbdoctor.fit.cli import build_parser as fit_parser
 from bnbdoctor.hosts.fixture import FixtureHost
+from bnbdoctor.lint.cli import lint_report
 from bnbdoctor.render import OutputFormat, Renderer, ReportKind, render, renderer_for
 from bnbdoctor.render.explain_text import render_explain_text
 from bnbdoctor.render.fit_markdown import fit_markdown
 from bnbdoctor.render.fit_text import render_fit_text
 from bnbdoctor.render.json import render_json
+from bnbdoctor.render.lint_text import LintTextRenderer
 from bnbdoctor.render.markdown import render_markdown
 from bnbdoctor.render.options import FORMAT_HELP
 from bnbdoctor.render.text import render_text
@@ -55,7 +57,13 @@ def reports() -> dict[ReportKind, Report]:
         error_text="Some modules are dispatched on the CPU or the disk.",
         placement={"model.layers.0": 0, "model.layers.1": 0, "lm_head": "cpu"},
     )
-    return {ReportKind.DOCTOR: doctor, ReportKind.EXPLAIN: explain_file(str(LOG)), ReportKind.FIT: fit}
+    lint = lint_report([str(ROOT / "tests" / "data" / "lint" / "bare_kwargs.py")], read_python=False)
+    return {
+        ReportKind.DOCTOR: doctor,
+        ReportKind.EXPLAIN: explain_file(str(LOG)),
+        ReportKind.FIT: fit,
+        ReportKind.LINT: lint,
+    }
 
 
 def expected(report: Report, fmt: OutputFormat, kind: ReportKind) -> str:
@@ -67,6 +75,7 @@ def expected(report: Report, fmt: OutputFormat, kind: ReportKind) -> str:
             ReportKind.DOCTOR: render_text,
             ReportKind.EXPLAIN: render_explain_text,
             ReportKind.FIT: render_fit_text,
+            ReportKind.LINT: lambda r: LintTextRenderer().render(r, color=False),
         }[kind](report)
     if kind is ReportKind.FIT:
         return fit_markdown(report) + "\n" + render_markdown(report)

@@ -47,6 +47,7 @@ class ReportKind(str, Enum):
     DOCTOR = "doctor"
     EXPLAIN = "explain"
     FIT = "fit"
+    LINT = "lint"
 
 
 class Renderer(Protocol):
@@ -87,6 +88,10 @@ def _text_renderer(kind: ReportKind) -> Renderer:
         from bnbdoctor.render.fit_text import FitTextRenderer
 
         return FitTextRenderer()
+    if kind is ReportKind.LINT:
+        from bnbdoctor.render.lint_text import LintTextRenderer
+
+        return LintTextRenderer()
     assert_never(kind)
 
 
@@ -97,7 +102,7 @@ def _markdown_renderer(kind: ReportKind) -> Renderer:
         from bnbdoctor.render.markdown import MarkdownRenderer
 
         return MarkdownRenderer()
-    if kind is ReportKind.EXPLAIN:
+    if kind in (ReportKind.EXPLAIN, ReportKind.LINT):
         try:
             from bnbdoctor.render.markdown import MarkdownRenderer
         except ImportError:

@@ -36,6 +36,11 @@ FORMAT_HELP: Mapping[ReportKind, Mapping[OutputFormat, str]] = {
         OutputFormat.JSON: "one JSON document on stdout",
         OutputFormat.MARKDOWN: "Markdown for a GitHub issue",
     },
+    ReportKind.LINT: {
+        OutputFormat.TEXT: "file:line:col findings (default)",
+        OutputFormat.JSON: "one JSON document on stdout (for CI)",
+        OutputFormat.MARKDOWN: "Markdown for a pull request or an issue",
+    },
 }
 OUTPUT_HELP = "write the report to FILE instead of stdout (%%N in FILE: the node name, %%h: the host name)"
 

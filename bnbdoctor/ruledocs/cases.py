@@ -87,8 +87,8 @@ def load_case(path: Path) -> RuleCase:
     if not isinstance(data, dict) or not isinstance(data.get("base"), dict) or not isinstance(data.get("expect"), dict):
         raise CaseError(f"{path}: a case needs 'base' and 'expect' objects")
     base = data["base"]
-    if len(base) != 1 or next(iter(base)) not in ("fixture", "log", "facts"):
-        raise CaseError(f"{path}: 'base' names exactly one of fixture, log, facts")
+    if len(base) != 1 or next(iter(base)) not in ("fixture", "log", "lint", "facts"):
+        raise CaseError(f"{path}: 'base' names exactly one of fixture, log, lint, facts")
     raw = data["expect"]
     severity = raw.get("severity")
     expect = Expect(
@@ -136,12 +136,37 @@ def _log_facts(path: str) -> str:
     return json.dumps(to_jsonable(facts))
 
 
+@lru_cache(maxsize=64)
+def _lint_facts(path: str) -> str:
+    """The facts ``bnbdoctor lint PATH --no-python`` judges (a path relative to the checkout)."""
+    from bnbdoctor.lint.analyze import lint_facts
+
+    facts = Facts(source={"kind": "lint", "label": f"bnbdoctor lint {path}"})
+    facts.lint = lint_facts([path]) if Path(path).is_absolute() else _relative_lint(path)
+    return json.dumps(to_jsonable(facts))
+
+
+def _relative_lint(path: str) -> Any:
+    import os
+
+    from bnbdoctor.lint.analyze import lint_facts
+
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return lint_facts([path])
+    finally:
+        os.chdir(here)
+
+
 def base_data(case: RuleCase) -> dict[str, Any]:
     kind, value = next(iter(case.base.items()))
     if kind == "fixture":
         return dict(json.loads(_fixture_facts(str(value))))
     if kind == "log":
         return dict(json.loads(_log_facts(str(value))))
+    if kind == "lint":
+        return dict(json.loads(_lint_facts(str(value))))
     if not isinstance(value, dict):
         raise CaseError(f"{case.path}: 'facts' must be an object")
     return copy.deepcopy(value)

@@ -148,6 +148,9 @@ def example_output(case: RuleCase) -> tuple[str, str]:
         return intro, render(redact_report(report, redactor), OutputFormat.TEXT, ReportKind.EXPLAIN).rstrip() + "\n"
     facts = case_facts(case)
     report = redact_report(diagnose_facts(facts, [rule]), Redactor())
+    if "lint" in rule.needs:
+        intro = f"{about}\n\n`bnbdoctor lint {value} --no-python` prints:"
+        return intro, render(report, OutputFormat.TEXT, ReportKind.LINT)
     if "fit" in rule.needs:
         intro = f"{about}\n\n`bnbdoctor fit` on the model and GPUs of {source} prints:"
         return intro, _cut_after_findings(render(report, OutputFormat.TEXT, ReportKind.FIT))
@@ -175,6 +178,8 @@ def header_line(rule: Rule, prose: Prose) -> str:
         line += " · reads: a log (`bnbdoctor explain`)"
     elif "fit" in rule.needs:
         line += " · reads: a placement (`bnbdoctor fit`)"
+    elif "lint" in rule.needs:
+        line += " · reads: your code (`bnbdoctor lint`)"
     return line
 
 
@@ -237,10 +242,12 @@ def render_index(rules: list[Rule]) -> str:
     machine = [r for r in rules if r.machine_checkable]
     fit = [r for r in rules if "fit" in r.needs]
     logs = [r for r in rules if r.reads_log]
+    lint = [r for r in rules if "lint" in r.needs]
     return (
         template.replace("{machine_rules}", "\n".join(_table(machine)))
         .replace("{fit_rules}", "\n".join(_table(fit)))
         .replace("{log_rules}", "\n".join(_table(logs)))
+        .replace("{lint_rules}", "\n".join(_table(lint)))
     )
 
 

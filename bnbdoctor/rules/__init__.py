@@ -26,6 +26,7 @@ RULE_MODULES = (
     "bnbdoctor.rules.workflow",
     "bnbdoctor.rules.placement_logs",
     "bnbdoctor.rules.workflow_logs",
+    "bnbdoctor.rules.lint_code",
 )
 
 __all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "run_rules"]

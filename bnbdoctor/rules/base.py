@@ -95,7 +95,7 @@ class Rule:
     @property
     def machine_checkable(self) -> bool:
         """``bnbdoctor --rule ID`` on the machine can confirm this rule's findings."""
-        return not self.reads_log and "fit" not in self.needs
+        return not self.reads_log and "fit" not in self.needs and "lint" not in self.needs
 
 
 _REGISTRY: dict[str, Rule] = {}

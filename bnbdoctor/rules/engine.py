@@ -29,7 +29,7 @@ class Diagnosis:
 #: Sections that only some commands produce (a pasted log, a fit run, probes of a machine: a log's
 #: facts ran none). A rule that needs one is simply not part of a diagnosis without it, rather than
 #: a check that "could not run".
-MODE_SECTIONS = frozenset({"log", "fit", "probes"})
+MODE_SECTIONS = frozenset({"log", "fit", "lint", "probes"})
 
 
 def _missing_sections(rule: Rule, facts: Facts) -> list[str]:

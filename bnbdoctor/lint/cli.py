@@ -1,0 +1,83 @@
+"""``bnbdoctor lint PATH...``: the command line of the code check.
+
+bnbdoctor's contract: stdout is data (``--json`` is one JSON document), messages on stderr, exit 0
+without error findings, 1 with them (or with warnings under ``--strict``), 2 for bad input. A file
+that cannot be parsed is one line in the report; the other files are still linted. The examined
+interpreter (``--python``, else as the doctor chooses it) is read only when a finding's severity
+depends on its transformers or bitsandbytes (``--no-python`` skips it).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from bnbdoctor import __version__
+from bnbdoctor.contract import guarded, note
+from bnbdoctor.facts import Facts
+from bnbdoctor.lint.sources import SourceError
+from bnbdoctor.render import OutputFormat, ReportKind
+from bnbdoctor.render.options import add_output_arguments, emit
+from bnbdoctor.report import ExitCode, Report
+
+#: Site kinds whose rules read installed versions.
+VERSIONED_KINDS = frozenset({"kbit_kwarg", "move"})
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        note(f"error: {message} (see bnbdoctor lint --help)")
+        raise SystemExit(int(ExitCode.FAILURE))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="bnbdoctor lint",
+        description="Find bitsandbytes mistakes in Python files, folders and notebooks before they run "
+        "(static analysis: the code is never imported or run).",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="a .py file, a .ipynb notebook or a folder")
+    parser.add_argument("--python", metavar="PATH", help="the interpreter whose transformers/bitsandbytes to read")
+    parser.add_argument("--no-python", action="store_true", help="do not read an interpreter's versions")
+    add_output_arguments(parser, ReportKind.LINT)
+    parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
+    return parser
+
+
+def _python_facts(facts: Facts, python: str | None) -> None:
+    from bnbdoctor.hosts.live import LiveHost
+    from bnbdoctor.probes import PROBES, ProbeContext, ProbeOptions, run_probes
+
+    wanted = [probe for probe in PROBES if probe.name in ("env", "python")]
+    gathered = run_probes(wanted, ProbeContext(LiveHost(), ProbeOptions(python=python, load=False)))
+    facts.python, facts.probes = gathered.python, gathered.probes
+
+
+def lint_report(paths: list[str], *, python: str | None = None, read_python: bool = True) -> Report:
+    """Lint ``paths`` and judge them with the BNB6xx rules; raises SourceError when nothing can be read."""
+    from bnbdoctor.doctor import diagnose_facts
+    from bnbdoctor.lint.analyze import lint_facts
+    from bnbdoctor.rules import all_rules
+
+    facts = Facts(source={"kind": "lint", "label": "bnbdoctor lint " + " ".join(paths)})
+    facts.lint = lint_facts(paths)
+    if read_python and any(site.kind in VERSIONED_KINDS for site in facts.lint.sites):
+        _python_facts(facts, python)
+    return diagnose_facts(facts, [r for r in all_rules() if "lint" in r.needs])
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else int(ExitCode.FAILURE)
+    fmt = args.format or OutputFormat.TEXT
+
+    def body() -> int:
+        report = lint_report(list(args.paths), python=args.python, read_python=not args.no_python)
+        emit(report, fmt, ReportKind.LINT, args.output, error=SourceError)
+        return int(report.exit_code(args.strict))
+
+    return guarded(body, (SourceError,), args.debug)
