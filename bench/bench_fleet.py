@@ -19,8 +19,16 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURES = ("a100-healthy", "cuda11-first-ld-path-torch-cu12", "driver-cuda118-torch-cu124", "rtx4090-torch-cpu",
-            "dgx2-v100x16-bnb0461-cu128", "mixed-v100-t4", "centos7-cxxabi", "libcudart-missing-ld-path")
+FIXTURES = (
+    "a100-healthy",
+    "cuda11-first-ld-path-torch-cu12",
+    "driver-cuda118-torch-cu124",
+    "rtx4090-torch-cpu",
+    "dgx2-v100x16-bnb0461-cu128",
+    "mixed-v100-t4",
+    "centos7-cxxabi",
+    "libcudart-missing-ld-path",
+)
 DRIVERS = ("535.129.03", "535.161.08", "550.54.15")
 
 
@@ -31,8 +39,13 @@ def _env() -> dict[str, str]:
 def _base_reports() -> list[dict[str, object]]:
     reports = []
     for name in FIXTURES:
-        done = subprocess.run([sys.executable, "-m", "bnbdoctor", "--fixture", name, "--json"], capture_output=True,
-                              text=True, env=_env(), check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "bnbdoctor", "--fixture", name, "--json"],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            check=False,
+        )
         reports.append(json.loads(done.stdout))
     return reports
 
@@ -64,8 +77,12 @@ def main() -> None:
         size = _write(folder, args.reports)
         with tempfile.TemporaryFile("w+", encoding="utf-8") as out:
             started = time.perf_counter()
-            process = subprocess.Popen([sys.executable, "-m", "bnbdoctor", "fleet", folder, "--json"], stdout=out,
-                                       stderr=subprocess.DEVNULL, env=_env())
+            process = subprocess.Popen(
+                [sys.executable, "-m", "bnbdoctor", "fleet", folder, "--json"],
+                stdout=out,
+                stderr=subprocess.DEVNULL,
+                env=_env(),
+            )
             _, status, usage = os.wait4(process.pid, 0)
             wall = time.perf_counter() - started
             process.returncode = os.waitstatus_to_exitcode(status)
@@ -73,8 +90,10 @@ def main() -> None:
             result = json.load(out)
         peak_mib = usage.ru_maxrss / 1024  # KiB on Linux
         cpu = usage.ru_utime + usage.ru_stime
-    print(f"reports: {args.reports} ({size / 2**20:.0f} MiB of JSON), groups: {len(result['groups'])}, "
-          f"exit {process.returncode}")
+    print(
+        f"reports: {args.reports} ({size / 2**20:.0f} MiB of JSON), groups: {len(result['groups'])}, "
+        f"exit {process.returncode}"
+    )
     print(f"fleet: {wall:.2f} s wall, {cpu:.2f} s CPU (target <= 3 s), peak RSS {peak_mib:.0f} MiB (target <= 200 MiB)")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall time includes waiting)")
 

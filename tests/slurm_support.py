@@ -55,8 +55,9 @@ def installed_versions() -> dict[str, str]:
     """Debian package -> installed version (``dpkg-query``), for the test's report."""
     found: dict[str, str] = {}
     for package in sorted({*APT_PACKAGES, *BINARIES.values()}):
-        done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, check=False
+        )
         if done.returncode == 0 and done.stdout:
             found[package] = done.stdout
     return found
@@ -69,13 +70,17 @@ def ensure_installed() -> None:
         return
     apt = shutil.which("apt-get")
     if apt is None:
-        raise SlurmUnavailable(f"{', '.join(missing)} not found and there is no apt-get to install "
-                               f"{' '.join(APT_PACKAGES)}")
+        raise SlurmUnavailable(
+            f"{', '.join(missing)} not found and there is no apt-get to install {' '.join(APT_PACKAGES)}"
+        )
     if os.geteuid() != 0:
-        raise SlurmUnavailable(f"{', '.join(missing)} not found; installing {' '.join(APT_PACKAGES)} "
-                               "needs root (run: sudo apt-get install -y slurm-wlm munge)")
-    sys.stderr.write(f"slurm_support: {', '.join(missing)} missing; installing with "
-                     f"apt-get install -y {' '.join(APT_PACKAGES)}\n")
+        raise SlurmUnavailable(
+            f"{', '.join(missing)} not found; installing {' '.join(APT_PACKAGES)} "
+            "needs root (run: sudo apt-get install -y slurm-wlm munge)"
+        )
+    sys.stderr.write(
+        f"slurm_support: {', '.join(missing)} missing; installing with apt-get install -y {' '.join(APT_PACKAGES)}\n"
+    )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for command in ([apt, "update"], [apt, "install", "-y", *APT_PACKAGES]):
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
@@ -95,42 +100,44 @@ def _free_port() -> int:
 
 def _slurm_conf(root: Path, node: str, ctld_port: int, slurmd_port: int, socket_path: Path) -> str:
     """The smallest configuration that runs jobs in a container: no cgroups, no accounting."""
-    return "\n".join([
-        "ClusterName=bnbdoctor-test",
-        f"SlurmctldHost={node}(127.0.0.1)",
-        f"SlurmctldPort={ctld_port}",
-        f"SlurmdPort={slurmd_port}",
-        "SlurmUser=root",
-        "SlurmdUser=root",
-        "AuthType=auth/munge",
-        "CredType=cred/munge",
-        f"AuthInfo=socket={socket_path}",
-        f"StateSaveLocation={root / 'state'}",
-        f"SlurmdSpoolDir={root / 'spool'}",
-        f"SlurmctldPidFile={root / 'slurmctld.pid'}",
-        f"SlurmdPidFile={root / 'slurmd.pid'}",
-        f"SlurmctldLogFile={root / 'slurmctld.log'}",
-        f"SlurmdLogFile={root / 'slurmd.log'}",
-        "SlurmctldDebug=info",
-        "SlurmdDebug=info",
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "SelectType=select/cons_tres",
-        "SelectTypeParameters=CR_Core",
-        "SwitchType=switch/none",
-        "MpiDefault=none",
-        "JobAcctGatherType=jobacct_gather/none",
-        "AccountingStorageType=accounting_storage/none",
-        "ReturnToService=2",
-        "SlurmdParameters=config_overrides",
-        "SchedulerType=sched/builtin",
-        "InactiveLimit=0",
-        "KillWait=5",
-        "MinJobAge=10",
-        f"NodeName={node} NodeAddr=127.0.0.1 CPUs=1 RealMemory=100 State=UNKNOWN",
-        f"PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP",
-        "",
-    ])
+    return "\n".join(
+        [
+            "ClusterName=bnbdoctor-test",
+            f"SlurmctldHost={node}(127.0.0.1)",
+            f"SlurmctldPort={ctld_port}",
+            f"SlurmdPort={slurmd_port}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"AuthInfo=socket={socket_path}",
+            f"StateSaveLocation={root / 'state'}",
+            f"SlurmdSpoolDir={root / 'spool'}",
+            f"SlurmctldPidFile={root / 'slurmctld.pid'}",
+            f"SlurmdPidFile={root / 'slurmd.pid'}",
+            f"SlurmctldLogFile={root / 'slurmctld.log'}",
+            f"SlurmdLogFile={root / 'slurmd.log'}",
+            "SlurmctldDebug=info",
+            "SlurmdDebug=info",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core",
+            "SwitchType=switch/none",
+            "MpiDefault=none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
+            "ReturnToService=2",
+            "SlurmdParameters=config_overrides",
+            "SchedulerType=sched/builtin",
+            "InactiveLimit=0",
+            "KillWait=5",
+            "MinJobAge=10",
+            f"NodeName={node} NodeAddr=127.0.0.1 CPUs=1 RealMemory=100 State=UNKNOWN",
+            f"PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP",
+            "",
+        ]
+    )
 
 
 class LocalSlurm:
@@ -161,8 +168,9 @@ class LocalSlurm:
             raise
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.stop()
 
     def _start(self) -> None:
@@ -174,30 +182,40 @@ class LocalSlurm:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
         self.conf.write_text(_slurm_conf(self.root, self.node, _free_port(), _free_port(), self.munge_socket))
-        self._spawn("munged", [
-            str(_which("munged")), "--foreground", "--force", f"--socket={self.munge_socket}",
-            f"--key-file={key}", f"--pid-file={munge_dir / 'munged.pid'}",
-            f"--log-file={self.root / 'munged.log'}", f"--seed-file={munge_dir / 'munged.seed'}",
-        ], None)
+        self._spawn(
+            "munged",
+            [
+                str(_which("munged")),
+                "--foreground",
+                "--force",
+                f"--socket={self.munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={munge_dir / 'munged.pid'}",
+                f"--log-file={self.root / 'munged.log'}",
+                f"--seed-file={munge_dir / 'munged.seed'}",
+            ],
+            None,
+        )
         self._wait(self.munge_socket.exists, "munged to open its socket", "munged")
-        self._spawn("slurmctld", [str(_which("slurmctld")), "-D", "-i", "-f", str(self.conf)],
-                    self.root / "slurmctld.pid")
-        self._wait(lambda: self._client("sinfo", "-h").returncode == 0, "slurmctld to answer sinfo",
-                   "slurmctld")
-        self._spawn("slurmd", [str(_which("slurmd")), "-D", "-f", str(self.conf), "-N", self.node],
-                    self.root / "slurmd.pid")
+        self._spawn(
+            "slurmctld", [str(_which("slurmctld")), "-D", "-i", "-f", str(self.conf)], self.root / "slurmctld.pid"
+        )
+        self._wait(lambda: self._client("sinfo", "-h").returncode == 0, "slurmctld to answer sinfo", "slurmctld")
+        self._spawn(
+            "slurmd", [str(_which("slurmd")), "-D", "-f", str(self.conf), "-N", self.node], self.root / "slurmd.pid"
+        )
         self._wait(self._node_ready, f"node {self.node} to become idle", "slurmd")
 
     def _spawn(self, name: str, command: list[str], pid_file: Path | None) -> None:
         out = open(self.root / f"{name}.out", "wb")  # noqa: SIM115 - closed when the daemon is reaped
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=self.env,
-                                   start_new_session=True)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         out.close()
         self._daemons.append((name, process, pid_file))
 
     def _client(self, name: str, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(_which(name)), *args], capture_output=True, text=True, env=self.env,
-                              timeout=30, check=False)
+        return subprocess.run(
+            [str(_which(name)), *args], capture_output=True, text=True, env=self.env, timeout=30, check=False
+        )
 
     def _node_ready(self) -> bool:
         state = self._client("sinfo", "-h", "-N", "-o", "%T").stdout.strip().lower()
@@ -208,13 +226,16 @@ class LocalSlurm:
         while time.monotonic() < deadline:
             for name, process, _ in self._daemons:
                 if process.poll() is not None:
-                    raise SlurmUnavailable(f"{name} exited ({process.returncode}) while waiting for {what}:\n"
-                                           f"{self.log(name)}\n{self._out(name)}")
+                    raise SlurmUnavailable(
+                        f"{name} exited ({process.returncode}) while waiting for {what}:\n"
+                        f"{self.log(name)}\n{self._out(name)}"
+                    )
             if ready():
                 return
             time.sleep(0.3)
-        raise SlurmUnavailable(f"timed out after {timeout:.0f} s waiting for {what}:\n{self.log(daemon)}\n"
-                               f"{self._out(daemon)}")
+        raise SlurmUnavailable(
+            f"timed out after {timeout:.0f} s waiting for {what}:\n{self.log(daemon)}\n{self._out(daemon)}"
+        )
 
     def _out(self, name: str) -> str:
         path = self.root / f"{name}.out"

@@ -50,8 +50,9 @@ def _walk(node: object) -> Iterator[dict[str, Any]]:
 
 
 def _pod_specs(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return [node["spec"] for node in _walk(document) if isinstance(node.get("spec"), dict)
-            and "containers" in node["spec"]]
+    return [
+        node["spec"] for node in _walk(document) if isinstance(node.get("spec"), dict) and "containers" in node["spec"]
+    ]
 
 
 def test_every_manifest_parses_and_names_its_kind() -> None:
@@ -123,8 +124,7 @@ def doctor(tmp_path: Path) -> Doctor:
     def make(behaviour: str) -> Path:
         path = tmp_path / f"bnbdoctor-{behaviour.replace(' ', '-')}"
         if behaviour.startswith("fixture "):
-            body = (f'PYTHONPATH="{ROOT}" exec "{sys.executable}" -m bnbdoctor '
-                    f'--fixture {behaviour.split()[1]} "$@"')
+            body = f'PYTHONPATH="{ROOT}" exec "{sys.executable}" -m bnbdoctor --fixture {behaviour.split()[1]} "$@"'
         elif behaviour == "hang":
             body = "exec sleep 30"
         else:
@@ -138,8 +138,9 @@ def doctor(tmp_path: Path) -> Doctor:
 
 def _npd(doctor: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "BNBDOCTOR": str(doctor), "BNBDOCTOR_REPORTS": str(tmp_path / "npd")}
-    return subprocess.run(["bash", str(NPD / "bnbdoctor-check.sh")], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    return subprocess.run(
+        ["bash", str(NPD / "bnbdoctor-check.sh")], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
 
 
 def test_npd_monitor_config_points_at_its_plugin() -> None:
@@ -158,13 +159,17 @@ def test_npd_monitor_config_points_at_its_plugin() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("behaviour", "code", "message"), [
-    (f"fixture {HEALTHY}", 0, "bnbdoctor found no error"),
-    (f"fixture {BROKEN}", 1, "bnbdoctor: BNB306 (see "),
-    ("exit 2", 2, "bnbdoctor failed (exit 2)"),
-])
-def test_npd_plugin_speaks_npd_exit_codes(doctor: Doctor, tmp_path: Path, behaviour: str, code: int,
-                                          message: str) -> None:
+@pytest.mark.parametrize(
+    ("behaviour", "code", "message"),
+    [
+        (f"fixture {HEALTHY}", 0, "bnbdoctor found no error"),
+        (f"fixture {BROKEN}", 1, "bnbdoctor: BNB306 (see "),
+        ("exit 2", 2, "bnbdoctor failed (exit 2)"),
+    ],
+)
+def test_npd_plugin_speaks_npd_exit_codes(
+    doctor: Doctor, tmp_path: Path, behaviour: str, code: int, message: str
+) -> None:
     done = _npd(doctor(behaviour), tmp_path)
     assert done.returncode == code, done.stdout + done.stderr
     assert done.stdout.startswith(message) and done.stdout.count("\n") == 1, done.stdout
@@ -172,11 +177,12 @@ def test_npd_plugin_speaks_npd_exit_codes(doctor: Doctor, tmp_path: Path, behavi
 
 def _nhc(doctor: Path, tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
     """Source the check as NHC does, with NHC's ``die``/``log`` stubbed to print what NHC would record."""
-    script = (f'die() {{ echo "DIE $1 $2"; }}; log() {{ echo "LOG $*"; }}; . "{NHC}"; '
-              f'check_bnbdoctor -o "{tmp_path / "nhc"}" {" ".join(options)}; echo "RC $?"')
+    script = (
+        f'die() {{ echo "DIE $1 $2"; }}; log() {{ echo "LOG $*"; }}; . "{NHC}"; '
+        f'check_bnbdoctor -o "{tmp_path / "nhc"}" {" ".join(options)}; echo "RC $?"'
+    )
     env = {"PATH": "/usr/bin:/bin", "BNBDOCTOR": str(doctor), "HOSTNAME": "gpu017.cluster.example"}
-    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120, check=False)
 
 
 @pytest.mark.slow
@@ -196,12 +202,16 @@ def test_nhc_check_passes_a_healthy_node(doctor: Doctor, tmp_path: Path) -> None
     assert (tmp_path / "nhc" / "gpu017.json").is_file()
 
 
-@pytest.mark.parametrize(("behaviour", "logged"), [
-    ("exit 2", "bnbdoctor failed (exit 2); not checked"),
-    ("hang", "no answer within 1s; not checked"),
-])
-def test_nhc_check_never_drains_for_its_own_failure(doctor: Doctor, tmp_path: Path, behaviour: str,
-                                                    logged: str) -> None:
+@pytest.mark.parametrize(
+    ("behaviour", "logged"),
+    [
+        ("exit 2", "bnbdoctor failed (exit 2); not checked"),
+        ("hang", "no answer within 1s; not checked"),
+    ],
+)
+def test_nhc_check_never_drains_for_its_own_failure(
+    doctor: Doctor, tmp_path: Path, behaviour: str, logged: str
+) -> None:
     done = _nhc(doctor(behaviour), tmp_path, "-t", "1")
     lines = done.stdout.splitlines()
     assert len(lines) == 2 and logged in lines[0] and lines[0].startswith("LOG ") and lines[1] == "RC 0", lines
@@ -247,8 +257,9 @@ def _fake_ray(nodes: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[
 
 
 @pytest.mark.slow
-def test_ray_driver_pins_one_task_to_each_alive_node(doctor: Doctor, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_driver_pins_one_task_to_each_alive_node(
+    doctor: Doctor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[dict[str, Any]] = []
     nodes = [{"NodeID": "a1", "Alive": True}, {"NodeID": "b2", "Alive": False}]
     for name, module in _fake_ray(nodes, calls).items():
@@ -277,5 +288,10 @@ def test_every_deploy_file_the_fleet_page_names_exists() -> None:
     assert len(linked) >= 5
     for target in linked:
         assert (ROOT / target).exists(), target
-    assert not [f for f in DEPLOY.rglob("*") if f.is_file() and f.relative_to(ROOT).as_posix() not in page
-                and f.parent.relative_to(ROOT).as_posix() + "/" not in page], "a deploy/ file docs/fleet.md never names"
+    assert not [
+        f
+        for f in DEPLOY.rglob("*")
+        if f.is_file()
+        and f.relative_to(ROOT).as_posix() not in page
+        and f.parent.relative_to(ROOT).as_posix() + "/" not in page
+    ], "a deploy/ file docs/fleet.md never names"

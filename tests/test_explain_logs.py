@@ -30,7 +30,14 @@ def ids(text: str) -> list[str]:
 # ------------------------------------------------------------------------------------------ reading
 def test_lines_are_numbered_as_in_an_editor() -> None:
     text = "a\r\nb\x1b[31mred\x1b[0m\n\nprogress 10%\rprogress 100%\nlast"
-    assert list(read_text(text)) == [(1, "a"), (2, "bred"), (3, ""), (4, "progress 10%"), (5, "progress 100%"), (6, "last")]
+    assert list(read_text(text)) == [
+        (1, "a"),
+        (2, "bred"),
+        (3, ""),
+        (4, "progress 10%"),
+        (5, "progress 100%"),
+        (6, "last"),
+    ]
 
 
 def test_html_entities_and_control_bytes_are_cleaned() -> None:

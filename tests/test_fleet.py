@@ -176,7 +176,6 @@ def test_the_doctor_writes_to_a_node_named_file(tmp_path: Path, monkeypatch: pyt
     assert json.loads((tmp_path / "gpu42.json").read_text(encoding="utf-8"))["tool"] == "bnbdoctor"
 
 
-
 def test_a_report_unlike_the_layout_is_decoded_whole(reports: dict[str, str]) -> None:
     data = json.loads(reports["driver-cuda118-torch-cu124"])
     del data["findings"][0]["title"]

@@ -217,9 +217,23 @@ def test_without_the_extra_the_command_says_how_to_install_it() -> None:
 
 
 def test_fit_arguments_become_the_command_line() -> None:
-    options = {"quant": "8bit", "double_quant": True, "fp32_offload": False, "skip_modules": ["lm_head", "gate"],
-               "gpus": None, "timeout": 30.0}
+    options = {
+        "quant": "8bit",
+        "double_quant": True,
+        "fp32_offload": False,
+        "skip_modules": ["lm_head", "gate"],
+        "gpus": None,
+        "timeout": 30.0,
+    }
     assert fit_argv("org/model", options) == [
-        "fit", "org/model", "--json", "--quant", "8bit", "--double-quant", "--skip-modules", "lm_head,gate",
-        "--timeout", "30.0",
+        "fit",
+        "org/model",
+        "--json",
+        "--quant",
+        "8bit",
+        "--double-quant",
+        "--skip-modules",
+        "lm_head,gate",
+        "--timeout",
+        "30.0",
     ]

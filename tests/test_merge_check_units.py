@@ -30,8 +30,12 @@ def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int], int]
 
 def _engine() -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "merge_engine"}
-    exec(compile(  # noqa: S102 - the engine's own source, to test its stdlib-only helpers
-engine_source(), "engine_script.py", "exec"), namespace)
+    exec(
+        compile(  # noqa: S102 - the engine's own source, to test its stdlib-only helpers
+            engine_source(), "engine_script.py", "exec"
+        ),
+        namespace,
+    )
     return namespace
 
 
@@ -110,9 +114,19 @@ def test_answer_parsing() -> None:
 
 def _check(kept_4bit: float) -> MergeCheck:
     check = MergeCheck(
-        adapter="out/adapter", base="org/base", base_dir="/cache/base", base_ref="org/base", python="python",
-        quant_type="nf4", blocksize=64, double_quant=True, rank=8, alpha=16, base_bytes=2_000_000_000,
-        largest_tensor_bytes=100, adapter_bytes=10,
+        adapter="out/adapter",
+        base="org/base",
+        base_dir="/cache/base",
+        base_ref="org/base",
+        python="python",
+        quant_type="nf4",
+        blocksize=64,
+        double_quant=True,
+        rank=8,
+        alpha=16,
+        base_bytes=2_000_000_000,
+        largest_tensor_bytes=100,
+        adapter_bytes=10,
     )
     check.overall = {way: WayResult(kept=1.0, unmoved=0.1) for way in WAYS}
     check.overall["4bit"] = WayResult(kept=kept_4bit, unmoved=0.62)

@@ -25,6 +25,7 @@ from slurm_support import LocalSlurm, SlurmUnavailable
 ROOT = Path(__file__).resolve().parents[1]
 SBATCH_RECIPE = ROOT / "deploy" / "slurm" / "bnbdoctor-fleet.sbatch"
 
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlurm]:
     local = LocalSlurm(tmp_path_factory.mktemp("slurm"))
@@ -54,8 +55,12 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 18
 
 def _expands_node_name(bin_dir: Path, tmp_path: Path) -> bool:
     """Whether this bnbdoctor expands ``%N`` in ``-o`` (another part of issue 16; lands separately)."""
-    done = _run([str(bin_dir / "bnbdoctor"), "--fixture", "centos7-cxxabi", "--json", "-o", "probe-%N.json"],
-                tmp_path, {"PATH": "/usr/bin:/bin"}, timeout=60)
+    done = _run(
+        [str(bin_dir / "bnbdoctor"), "--fixture", "centos7-cxxabi", "--json", "-o", "probe-%N.json"],
+        tmp_path,
+        {"PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
     return done.returncode in (0, 1) and not (tmp_path / "probe-%N.json").exists() and any(tmp_path.glob("probe-*"))
 
 

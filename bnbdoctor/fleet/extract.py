@@ -144,8 +144,9 @@ def summarize_dict(data: dict[str, Any], source: str = "report") -> NodeSummary:
         raise ReportError(f"{source}: the report carries no facts object")
     findings = tuple(_finding(f) for f in _list(data.get("findings")) if isinstance(f, dict))
     python = _dict(facts.get("python"))
-    return NodeSummary(findings, _key_facts(facts.get("gpu"), facts.get("platform"), python.get("torch"),
-                                            python.get("bitsandbytes")))
+    return NodeSummary(
+        findings, _key_facts(facts.get("gpu"), facts.get("platform"), python.get("torch"), python.get("bitsandbytes"))
+    )
 
 
 def summarize(text: str, source: str = "report") -> NodeSummary:

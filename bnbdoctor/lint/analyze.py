@@ -142,9 +142,13 @@ class FileAnalysis:
         if name == "from_pretrained" and _owner(node) in ("PeftModel", "AutoPeftModelForCausalLM"):
             wrapped = self.value(node.args[0], env) if node.args else None
             if isinstance(wrapped, Model):
-                adapter = self.source(node.args[1]) if len(node.args) > 1 else self.source(node.keywords[0].value) if (
-                    node.keywords
-                ) else ""
+                adapter = (
+                    self.source(node.args[1])
+                    if len(node.args) > 1
+                    else self.source(node.keywords[0].value)
+                    if (node.keywords)
+                    else ""
+                )
                 return replace(wrapped, peft=True, adapter=adapter)
             return None
         if name == "from_pretrained":
@@ -201,8 +205,14 @@ class FileAnalysis:
             target = self.source(node.func.value)
             if name in ("merge_and_unload", "merge_adapter") and receiver.peft:
                 self.add(
-                    "merge", node, bits=str(receiver.bits), method=name, model=target, base=receiver.base,
-                    loader=receiver.loader, adapter=receiver.adapter,
+                    "merge",
+                    node,
+                    bits=str(receiver.bits),
+                    method=name,
+                    model=target,
+                    base=receiver.base,
+                    loader=receiver.loader,
+                    adapter=receiver.adapter,
                 )
             elif name in MOVES:
                 args = [self.source(a) for a in node.args] + [self.source(k.value) for k in node.keywords]
@@ -210,8 +220,15 @@ class FileAnalysis:
                     k.arg == "dtype" for k in node.keywords
                 )
                 cast = name in CASTS or dtype_arg
-                self.add("move", node, bits=str(receiver.bits), method=name, model=target,
-                         args=", ".join(args), cast="yes" if cast else "no")
+                self.add(
+                    "move",
+                    node,
+                    bits=str(receiver.bits),
+                    method=name,
+                    model=target,
+                    args=", ".join(args),
+                    cast="yes" if cast else "no",
+                )
 
     def check_load(self, node: ast.Call, env: Env) -> None:
         kw = self.kwargs(node, env)

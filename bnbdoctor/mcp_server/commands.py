@@ -143,8 +143,9 @@ def summarize(document: Mapping[str, Any], exit_code: int, label: str) -> str:
     lines = [f"bnbdoctor {label} ({source}): {head}; exit {exit_code} ({verdict})."]
     findings = list(document.get("findings") or [])
     for finding in findings[:SUMMARY_FINDINGS]:
-        lines.append(f"- {finding.get('severity')} {finding.get('rule_id')} {finding.get('rule_name')}: "
-                     f"{finding.get('title')}")
+        lines.append(
+            f"- {finding.get('severity')} {finding.get('rule_id')} {finding.get('rule_name')}: {finding.get('title')}"
+        )
         commands = (finding.get("remediation") or {}).get("commands") or []
         if commands:
             lines.append(f"  first step: {commands[0]}")
@@ -152,6 +153,8 @@ def summarize(document: Mapping[str, Any], exit_code: int, label: str) -> str:
         lines.append(f"- ... and {len(findings) - SUMMARY_FINDINGS} more in the document")
     if not findings:
         lines.append("No findings.")
-    lines.append("The whole report is the JSON document (structured content); a rule's page: the `rule` tool "
-                 "or the resource bnbdoctor://rules/ID.")
+    lines.append(
+        "The whole report is the JSON document (structured content); a rule's page: the `rule` tool "
+        "or the resource bnbdoctor://rules/ID."
+    )
     return "\n".join(lines)

@@ -48,9 +48,7 @@ INSTRUCTIONS = (
 )
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-RuleIds = Annotated[
-    list[str] | None, Field(description="run only these rules, e.g. ['BNB306']; default: all rules")
-]
+RuleIds = Annotated[list[str] | None, Field(description="run only these rules, e.g. ['BNB306']; default: all rules")]
 
 
 def _result(done: CommandResult) -> CallToolResult:
@@ -73,8 +71,11 @@ async def _run(argv: list[str], *, stdin: str | None = None, timeout_s: float, l
 
 async def diagnose(
     python: Annotated[
-        str | None, Field(description="path of the interpreter whose torch/bitsandbytes to examine (default: "
-                                      "the active virtual or conda environment's, else the server's)")
+        str | None,
+        Field(
+            description="path of the interpreter whose torch/bitsandbytes to examine (default: "
+            "the active virtual or conda environment's, else the server's)"
+        ),
     ] = None,
     fixture: Annotated[
         str | None, Field(description="a recorded machine instead of this one (names: bnbdoctor --list-fixtures)")
@@ -104,16 +105,22 @@ async def explain(
 
 
 async def fit(
-    model: Annotated[str, Field(description="a Hugging Face model id (read from the local cache, no network), "
-                                            "a local model folder or its config.json")],
+    model: Annotated[
+        str,
+        Field(
+            description="a Hugging Face model id (read from the local cache, no network), "
+            "a local model folder or its config.json"
+        ),
+    ],
     quant: Annotated[str | None, Field(description="4bit or 8bit (default: 4bit or the checkpoint's own)")] = None,
     double_quant: bool = False,
     quant_type: Annotated[str | None, Field(description="bnb_4bit_quant_type: nf4 (default) or fp4")] = None,
     dtype: Annotated[str | None, Field(description="auto (default), bfloat16, float16, float32")] = None,
     device_map: Annotated[str | None, Field(description="device_map= (default auto)")] = None,
     max_memory: Annotated[str | None, Field(description='max_memory= as "0=24GiB,1=24GiB,cpu=64GiB"')] = None,
-    gpus: Annotated[str | None, Field(description="simulate GPUs with this much free memory: 24GiB,24GiB or 8x80GB")]
-    = None,
+    gpus: Annotated[
+        str | None, Field(description="simulate GPUs with this much free memory: 24GiB,24GiB or 8x80GB")
+    ] = None,
     cpu_memory: Annotated[str | None, Field(description="free CPU RAM when max_memory is not given")] = None,
     fp32_offload: Annotated[bool, Field(description="llm_int8_enable_fp32_cpu_offload=True")] = False,
     skip_modules: Annotated[list[str] | None, Field(description="llm_int8_skip_modules")] = None,
@@ -148,8 +155,9 @@ async def fit(
 
 
 def rule_page(
-    rule: Annotated[str | None, Field(description="a rule id (BNB306) or name (libstdcxx-too-old); none: the index")]
-    = None,
+    rule: Annotated[
+        str | None, Field(description="a rule id (BNB306) or name (libstdcxx-too-old); none: the index")
+    ] = None,
 ) -> str:
     """A rule's documentation page (Markdown): what it detects, why it matters, how to fix and confirm it."""
     try:
@@ -164,11 +172,19 @@ def _page_resource(rule_id: str | None) -> FunctionResource:
 
     if rule_id is None:
         return FunctionResource.from_function(
-            read, INDEX_URI, name="rules", title="bnbdoctor rules (index)", mime_type="text/markdown",
+            read,
+            INDEX_URI,
+            name="rules",
+            title="bnbdoctor rules (index)",
+            mime_type="text/markdown",
             description="Every rule bnbdoctor checks, with its id, severity and summary.",
         )
     return FunctionResource.from_function(
-        read, f"{INDEX_URI}/{rule_id}", name=rule_id, title=f"bnbdoctor rule {rule_id}", mime_type="text/markdown",
+        read,
+        f"{INDEX_URI}/{rule_id}",
+        name=rule_id,
+        title=f"bnbdoctor rule {rule_id}",
+        mime_type="text/markdown",
         description=f"The documentation page of rule {rule_id}.",
     )
 

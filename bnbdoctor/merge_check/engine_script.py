@@ -135,16 +135,34 @@ def _run(request: dict[str, Any], torch: Any, safe_open: Any, bnbf: Any, bnb_ver
             lora_b = adapter.get_tensor(roles["B"]).float()
             scale = _scale(config, module, int(lora_a.shape[0]))
             magnitude = adapter.get_tensor(roles["m"]).float() if "m" in roles else None
-            layer = _measure(torch, bnbf, weight, lora_a, lora_b, magnitude, scale, fan_in_fan_out,
-                             quant_type, blocksize, double_quant)
+            layer = _measure(
+                torch,
+                bnbf,
+                weight,
+                lora_a,
+                lora_b,
+                magnitude,
+                scale,
+                fan_in_fan_out,
+                quant_type,
+                blocksize,
+                double_quant,
+            )
             del weight, lora_a, lora_b, magnitude
             for way in WAYS:
                 for key in ("dot", "norm2", "unmoved", "numel"):
                     totals[way][key] += layer["sums"][way][key]
-            results.append({"module": module, "base_weight": base_name, "shape": layer["shape"],
-                            "dtype": layer["dtype"], "delta_rel": layer["delta_rel"],
-                            "ways": {way: _way(layer["sums"][way]) for way in WAYS},
-                            "seconds": round(time.perf_counter() - t0, 4)})
+            results.append(
+                {
+                    "module": module,
+                    "base_weight": base_name,
+                    "shape": layer["shape"],
+                    "dtype": layer["dtype"],
+                    "delta_rel": layer["delta_rel"],
+                    "ways": {way: _way(layer["sums"][way]) for way in WAYS},
+                    "seconds": round(time.perf_counter() - t0, 4),
+                }
+            )
             sys.stderr.write(f"merge-check: layer {position + 1}/{len(layers)} {module}\n")
             sys.stderr.flush()
     answer: dict[str, Any] = {
@@ -177,14 +195,26 @@ def _way(sums: dict[str, float]) -> dict[str, float | None]:
     }
 
 
-def _measure(torch: Any, bnbf: Any, weight: Any, lora_a: Any, lora_b: Any, magnitude: Any, scale: float,
-             fan_in_fan_out: bool, quant_type: str, blocksize: int, double_quant: bool) -> dict[str, Any]:
+def _measure(
+    torch: Any,
+    bnbf: Any,
+    weight: Any,
+    lora_a: Any,
+    lora_b: Any,
+    magnitude: Any,
+    scale: float,
+    fan_in_fan_out: bool,
+    quant_type: str,
+    blocksize: int,
+    double_quant: bool,
+) -> dict[str, Any]:
     """One layer's sums for every way of merging."""
     dtype = weight.dtype
 
     def roundtrip(tensor: Any) -> Any:
-        packed, state = bnbf.quantize_4bit(tensor.to(dtype).contiguous(), blocksize=blocksize,
-                                           compress_statistics=double_quant, quant_type=quant_type)
+        packed, state = bnbf.quantize_4bit(
+            tensor.to(dtype).contiguous(), blocksize=blocksize, compress_statistics=double_quant, quant_type=quant_type
+        )
         return bnbf.dequantize_4bit(packed, state).to(dtype)
 
     lora = (lora_b @ lora_a) * scale
@@ -216,5 +246,9 @@ def _measure(torch: Any, bnbf: Any, weight: Any, lora_a: Any, lora_b: Any, magni
         }
         del update, target, merged, moved
     delta_rel = float(lora.norm() / w16.norm().clamp_min(1e-12))
-    return {"sums": sums, "shape": list(weight.shape), "dtype": str(dtype).replace("torch.", ""),
-            "delta_rel": delta_rel}
+    return {
+        "sums": sums,
+        "shape": list(weight.shape),
+        "dtype": str(dtype).replace("torch.", ""),
+        "delta_rel": delta_rel,
+    }

@@ -96,8 +96,7 @@ def verdict(check: MergeCheck) -> str:
             f"then quantize once (keeps {_percent(once)})"
         )
     return (
-        f"merging into 4-bit keeps {_percent(four)} of the update; "
-        f"merging into the 16-bit base keeps {_percent(once)}"
+        f"merging into 4-bit keeps {_percent(four)} of the update; merging into the 16-bit base keeps {_percent(once)}"
     )
 
 

@@ -38,8 +38,11 @@ def _pct(share: float | None) -> str:
 def render_text(check: MergeCheck) -> str:
     lines = [f"bnbdoctor merge-check {check.adapter}", f"  base: {check.base} ({check.base_dir})"]
     settings = f"{check.quant_type}, blocksize {check.blocksize}, double quant {'on' if check.double_quant else 'off'}"
-    lines.append(f"  quantization: {settings}; rank {check.rank}, alpha {check.alpha}"
-                 + (", rslora" if check.use_rslora else "") + (", DoRA" if check.use_dora else ""))
+    lines.append(
+        f"  quantization: {settings}; rank {check.rank}, alpha {check.alpha}"
+        + (", rslora" if check.use_rslora else "")
+        + (", DoRA" if check.use_dora else "")
+    )
     lines += ["", verdict(check), ""]
     if check.error:
         return "\n".join(lines) + "\n"
@@ -53,8 +56,10 @@ def render_text(check: MergeCheck) -> str:
     if worst:
         lines += ["", f"  {len(measured)} layers measured; least kept by the 4-bit merge:"]
         for layer in worst:
-            lines.append(f"    {layer.module}: kept {_pct(layer.ways['4bit'].kept)}, "
-                         f"update {_pct(layer.delta_rel)} of the weight")
+            lines.append(
+                f"    {layer.module}: kept {_pct(layer.ways['4bit'].kept)}, "
+                f"update {_pct(layer.delta_rel)} of the weight"
+            )
     failed = [layer for layer in check.layers if layer.error]
     for layer in failed:
         lines.append(f"    {layer.module}: {layer.error}")

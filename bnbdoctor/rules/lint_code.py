@@ -197,7 +197,9 @@ def fp32_offload_misplaced(facts: Facts) -> list[Hit]:
             evidence=_evidence(site),
             remediation=Remediation(
                 "Move it into the quantization config:\n"
-                + _code("quantization_config=BitsAndBytesConfig(load_in_8bit=True, llm_int8_enable_fp32_cpu_offload=True)")
+                + _code(
+                    "quantization_config=BitsAndBytesConfig(load_in_8bit=True, llm_int8_enable_fp32_cpu_offload=True)"
+                )
             ),
         )
         for site in _sites(facts, "offload_kwarg")

@@ -37,8 +37,14 @@ def diagnose(command: list[str]) -> tuple[str, int, str, str]:
         del env["CUDA_VISIBLE_DEVICES"]
     try:
         # The command is the operator's own --bnbdoctor, not untrusted input.
-        done = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env,  # noqa: S603
-                              timeout=DOCTOR_SECONDS, check=False)
+        done = subprocess.run(
+            [*command, "--json"],
+            capture_output=True,
+            text=True,
+            env=env,  # noqa: S603
+            timeout=DOCTOR_SECONDS,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return socket.gethostname().split(".")[0], 2, "", str(error)
     return socket.gethostname().split(".")[0], done.returncode, done.stdout, done.stderr[-2000:]
@@ -56,8 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     ray.init(address=args.address)
     nodes = [node for node in ray.nodes() if node.get("Alive")]
     pending = [
-        diagnose.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False))
-        .remote(command)
+        diagnose.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)).remote(
+            command
+        )
         for node in nodes
     ]
     args.out.mkdir(parents=True, exist_ok=True)
