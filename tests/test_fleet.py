@@ -23,7 +23,7 @@ from bnbdoctor.probes import ProbeOptions
 from bnbdoctor.redact import Redactor
 from bnbdoctor.render.json import render_json
 from bnbdoctor.report_io import ReportError, redact_report
-from tests.conftest import ROOT, fixture_names
+from conftest import ROOT, fixture_names
 
 
 def _report_text(name: str) -> str:

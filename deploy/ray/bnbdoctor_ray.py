@@ -37,11 +37,11 @@ def diagnose(command: list[str]) -> tuple[str, int, str, str]:
         del env["CUDA_VISIBLE_DEVICES"]
     try:
         # The command is the operator's own --bnbdoctor, not untrusted input.
-        done = subprocess.run(
+        done = subprocess.run(  # noqa: S603 - the operator's own command line
             [*command, "--json"],
             capture_output=True,
             text=True,
-            env=env,  # noqa: S603
+            env=env,
             timeout=DOCTOR_SECONDS,
             check=False,
         )

@@ -1,6 +1,6 @@
 # An 8-bit model with a LoRA adapter merged in (old PEFT raised ValueError here).
 # must: BNB601 (line 8)
-from peft import get_peft_model, LoraConfig
+from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
 model = AutoModelForCausalLM.from_pretrained(
