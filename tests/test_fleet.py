@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from conftest import ROOT, fixture_names
 
 from bnbdoctor.contract import expand_output_path
 from bnbdoctor.doctor import diagnose
@@ -23,7 +24,6 @@ from bnbdoctor.probes import ProbeOptions
 from bnbdoctor.redact import Redactor
 from bnbdoctor.render.json import render_json
 from bnbdoctor.report_io import ReportError, redact_report
-from conftest import ROOT, fixture_names
 
 
 def _report_text(name: str) -> str:

@@ -4,7 +4,9 @@ import torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
-bnb_config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
+bnb_config = BitsAndBytesConfig(
+    load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16
+)
 base_model = AutoModelForCausalLM.from_pretrained(
     "meta-llama/Llama-2-7b-hf", quantization_config=bnb_config, torch_dtype=torch.bfloat16, device_map="auto"
 )

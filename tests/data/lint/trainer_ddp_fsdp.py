@@ -3,7 +3,7 @@
 import os
 
 import torch
-from peft import LoraConfig, get_peft_model
+from peft import get_peft_model, LoraConfig
 from transformers import AutoModelForCausalLM, BitsAndBytesConfig, TrainingArguments
 
 local_rank = int(os.environ["LOCAL_RANK"])
