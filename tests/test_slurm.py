@@ -81,13 +81,16 @@ def _check_report(path: Path) -> dict[str, Any]:
 
 
 def _fleet_summary(bin_dir: Path, reports: Path, cluster: LocalSlurm) -> None:
-    """``bnbdoctor fleet reports/`` over what came back, where that subcommand exists yet."""
-    if not _has_fleet(bin_dir):
-        return
-    done = _run([str(bin_dir / "bnbdoctor"), "fleet", str(reports)], reports.parent, _env(cluster, bin_dir))
+    """``bnbdoctor fleet reports/`` over what came back: one group, naming this node."""
+    assert _has_fleet(bin_dir), "bnbdoctor fleet is missing from this install"
+    done = _run([str(bin_dir / "bnbdoctor"), "fleet", "--json", str(reports)], reports.parent, _env(cluster, bin_dir))
     assert done.returncode in (0, 1), done.stderr
-    # TODO(lead, at merge): assert the groups `bnbdoctor fleet` prints name this node, e.g.
-    # assert cluster.node in done.stdout
+    summary = json.loads(done.stdout)
+    assert summary["kind"] == "fleet" and not summary["unreadable"]
+    (group,) = summary["groups"]
+    assert group["count"] == 1 and group["nodes"] == [cluster.node], group
+    text = _run([str(bin_dir / "bnbdoctor"), "fleet", str(reports)], reports.parent, _env(cluster, bin_dir))
+    assert "1 node" in text.stdout and cluster.node in text.stdout, text.stdout
 
 
 @pytest.mark.slow
