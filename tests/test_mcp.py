@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 needs_mcp = pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the mcp extra is not installed")
 
 FIXTURE = "centos7-cxxabi"
+LINT_SCRIPT = ROOT / "tests" / "data" / "lint" / "qlora_merge_notebook_style.py"
 LOG = ROOT / "tests" / "data" / "real_logs" / "cxxabi_not_found.txt"
 TINY_MODEL = ROOT / "tests" / "data" / "fit" / "tiny-llama.json"
 #: What differs between two runs of the same report: when it was made and how long its parts took.
@@ -81,6 +82,8 @@ async def _every_call(session: ClientSession) -> dict[str, Any]:
         "rule_by_name": await session.call_tool("rule", {"rule": "libstdcxx-too-old"}),
         "rule_index": await session.call_tool("rule", {}),
         "rule_unknown": await session.call_tool("rule", {"rule": "BNB999"}),
+        "lint": await session.call_tool("lint", {"paths": [str(LINT_SCRIPT)]}),
+        "lint_nothing": await session.call_tool("lint", {"paths": []}),
     }
 
 
@@ -124,7 +127,7 @@ def test_the_server_names_itself_and_offers_every_tool(session: dict[str, Any]) 
     assert session["init"].server_info.name == "bnbdoctor"
     assert session["init"].instructions and "diagnose" in session["init"].instructions
     tools = {tool.name: tool for tool in session["tools"].tools}
-    assert set(tools) == {"diagnose", "explain", "fit", "rule"}
+    assert set(tools) == {"diagnose", "explain", "fit", "lint", "rule"}
     assert {"python", "fixture", "rules", "load"} <= set(tools["diagnose"].input_schema["properties"])
     assert tools["explain"].input_schema["required"] == ["log"]
     assert "trust_remote_code" not in tools["fit"].input_schema["properties"]  # an agent never runs a model's code
@@ -237,3 +240,12 @@ def test_fit_arguments_become_the_command_line() -> None:
         "--timeout",
         "30.0",
     ]
+
+
+def test_lint_is_the_cli_document(session: dict[str, Any]) -> None:
+    result: CallToolResult = session["lint"]
+    assert not result.is_error
+    expected = cli_json("lint", str(LINT_SCRIPT), "--json")
+    assert stable(result.structured_content) == stable(expected)
+    assert {f["rule_id"] for f in expected["findings"]} >= {"BNB601"}  # the 4-bit merge the script does
+    assert session["lint_nothing"].is_error and "at least one path" in texts(session["lint_nothing"])[0]

@@ -62,6 +62,16 @@ def explain_argv(rules: Sequence[str] = ()) -> list[str]:
     return ["explain", "-", "--json", *_rule_args(rules)]
 
 
+def lint_argv(paths: Sequence[str], python: str | None = None, rules: Sequence[str] = ()) -> list[str]:
+    """``bnbdoctor lint PATH... --json``: static analysis of the caller's files (never imported or run)."""
+    if not paths:
+        raise ToolInputError("lint needs at least one path: a .py file, a .ipynb notebook or a folder")
+    argv = ["lint", *paths, "--json"]
+    if python:
+        argv += ["--python", python]
+    return argv + _rule_args(rules)
+
+
 def fit_argv(model: str, options: Mapping[str, Any]) -> list[str]:
     """``bnbdoctor fit MODEL --json`` with the options a caller set (None, False and empty mean "not given").
 

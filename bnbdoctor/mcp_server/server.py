@@ -35,6 +35,7 @@ from bnbdoctor.mcp_server.commands import (
     diagnose_argv,
     explain_argv,
     fit_argv,
+    lint_argv,
     run_report,
 )
 from bnbdoctor.rule_page import RulePageError, known_ids, page_text, pages_dir
@@ -102,6 +103,26 @@ async def explain(
 
     Returns `bnbdoctor explain --json`'s document; the matched log lines are in facts.log.matches."""
     return await _run(explain_argv(rules or ()), stdin=log, timeout_s=EXPLAIN_TIMEOUT_S, label="explain")
+
+
+async def lint(
+    paths: Annotated[
+        list[str], Field(description="Python files, Jupyter notebooks or folders to check (read, never run)")
+    ],
+    python: Annotated[
+        str | None, Field(description="the interpreter whose transformers/bitsandbytes versions decide severities")
+    ] = None,
+    rules: RuleIds = None,
+) -> CallToolResult:
+    """Check the caller's code for bitsandbytes mistakes before it runs: LoRA merged into 4-bit weights, bare
+    load_in_4bit kwargs, .to()/.half() on a quantized model, device_map="auto" under DDP, and more.
+
+    Returns `bnbdoctor lint --json`'s document (findings with file:line:col evidence and fixes as code)."""
+    try:
+        argv = lint_argv(paths, python, rules or ())
+    except ToolInputError as exc:
+        raise ToolError(str(exc)) from None
+    return await _run(argv, timeout_s=EXPLAIN_TIMEOUT_S, label="lint")
 
 
 async def fit(
@@ -197,6 +218,7 @@ def build_server() -> MCPServer[Any]:
     server.add_tool(diagnose, title="Diagnose bitsandbytes", annotations=_READ_ONLY)
     server.add_tool(explain, title="Explain a bitsandbytes failure log", annotations=_READ_ONLY)
     server.add_tool(fit, title="Will the quantized model fit the GPUs", annotations=_READ_ONLY)
+    server.add_tool(lint, title="Check code for bitsandbytes mistakes", annotations=_READ_ONLY)
     server.add_tool(rule_page, name="rule", title="A rule's page", annotations=_READ_ONLY)
     folder = pages_dir()
     if folder is not None:
