@@ -34,7 +34,15 @@ from bnbdoctor.tui.widgets.detail import CONFIDENCE, FindingDetail, log_lines_te
 from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE, Entry, EntryList, entry_prompt
 from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
 
-NO_FAILURE = "No known bitsandbytes failure found in this log."
+NO_FAILURE = "No error in this log: no known bitsandbytes failure found."
+EMPTY_LOG = "Nothing to explain: the log is empty."
+
+
+def nothing_found(report: Report) -> str:
+    """The answer for a log without a failure, as the CLI says it: an empty log is not a clean one."""
+    return EMPTY_LOG if report.source.get("empty") == "true" else NO_FAILURE
+
+
 #: Logs larger than this are explained whole but shown only in part.
 SHOW_AT_MOST = 2 * 1024 * 1024
 IDLE = "Paste a log (or type the path of a log file) and press Ctrl+R."
@@ -109,7 +117,11 @@ class ExplainList(EntryList):
         if report is not None:
             if not known_failure(report):
                 options.append(
-                    Option(Content.styled(f"✔ {NO_FAILURE}", "$text-success bold"), id="head-none", disabled=True)
+                    Option(
+                        Content.styled(f"✔ {nothing_found(report)}", "$text-success bold"),
+                        id="head-none",
+                        disabled=True,
+                    )
                 )
             for entry in failures(report):
                 found[entry.key] = entry
@@ -236,7 +248,7 @@ class ExplainView(ToolView):
             )
             parts.append(", root cause first")
         else:
-            parts.append((f"✔ {NO_FAILURE}", "$text-success bold"))
+            parts.append((f"✔ {nothing_found(report)}", "$text-success bold"))
         parts.append((f"  {label}: {lines} line{'s' if lines != 1 else ''}, {matched} recognised", "$text-muted"))
         if self.settings.show_timings:
             parts.append((f" ({elapsed:.2f} s)", "$text-muted"))
@@ -251,7 +263,9 @@ class ExplainView(ToolView):
             self.detail.show(None, HOW)
             return
         self.detail.show(
-            event.entry, NO_FAILURE + " Facts from a log are partial: run bnbdoctor on the machine itself to check it."
+            event.entry,
+            nothing_found(self.report)
+            + " Facts from a log are partial: run bnbdoctor on the machine itself to check it.",
         )
         finding = event.entry.finding if event.entry is not None else None
         if finding is not None and finding.log_lines and self.explained_text == self.log_area.text:
