@@ -149,3 +149,27 @@ def test_malformed_fixtures_raise_one_clear_error(tmp_path: Path, content: str, 
 def test_unknown_fixture_names_known_ones() -> None:
     with pytest.raises(FixtureError, match="no recorded machine named 'nope'"):
         FixtureHost.named("nope")
+
+
+def test_reading_a_small_file_does_not_reserve_the_read_limit(tmp_path: Path) -> None:
+    """read_bytes(limit=256 MiB) on a 4 KiB library allocated 256 MiB first (found by the fuzz campaign:
+    every diagnosis of a recorded machine peaked at 256-512 MiB); it reads what the file holds."""
+    import tracemalloc
+
+    from bnbdoctor.hosts.base import DEFAULT_READ_LIMIT, read_at_most
+    from bnbdoctor.hosts.live import LiveHost
+
+    small = tmp_path / "libsmall.so"
+    small.write_bytes(b"\x7fELF" + b"\0" * 4092)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        assert LiveHost().read_bytes(str(small)) == small.read_bytes()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    with open(small, "rb") as handle:
+        assert read_at_most(handle, 10) == small.read_bytes()[:10]
+    with open("/proc/self/status", "rb") as handle:  # a file that reports no size
+        assert b"Name:" in read_at_most(handle, DEFAULT_READ_LIMIT)

@@ -236,3 +236,26 @@ class CurrentPython:
 
     executable: str
     isolated_tool_env: bool  # pipx / uv tool: its site-packages are not the user's
+
+
+def read_at_most(handle: BinaryIO, limit: int) -> bytes:
+    """The file's bytes, at most ``limit`` of them, without reserving ``limit`` bytes first.
+
+    ``handle.read(limit)`` allocates a buffer of ``limit`` bytes before it reads (256 MiB for every small
+    library the native probe opens); this asks for the file's size instead, and reads files that report
+    none (``/proc``, pipes) in 1 MiB chunks."""
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except (OSError, ValueError, AttributeError):
+        size = 0
+    if size > 0:
+        return handle.read(min(limit, size + 1))[:limit]
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit:
+        chunk = handle.read(min(1 << 20, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)

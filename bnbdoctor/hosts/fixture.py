@@ -30,6 +30,7 @@ from bnbdoctor.hosts.base import (
     NvmlDevice,
     OsInfo,
     open_file_reader,
+    read_at_most,
 )
 
 MANIFEST = "machine.json"
@@ -140,7 +141,7 @@ class FixtureHost(Host):
             return None
         try:
             with open(local, "rb") as handle:
-                return handle.read(limit)
+                return read_at_most(handle, limit)
         except OSError:
             return None
 

@@ -29,6 +29,7 @@ from bnbdoctor.hosts.base import (
     NvmlDevice,
     OsInfo,
     open_file_reader,
+    read_at_most,
 )
 from bnbdoctor.hosts.command import run_command
 
@@ -53,7 +54,7 @@ class LiveHost(Host):
     def read_bytes(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> bytes | None:
         try:
             with open(path, "rb") as handle:
-                return handle.read(limit)
+                return read_at_most(handle, limit)
         except (OSError, ValueError):
             return None
 
