@@ -98,12 +98,20 @@ def run_command(argv: list[str], timeout: float, max_output: int = MAX_OUTPUT) -
     drains = (_Drain(proc.stdout, max_output, overflow), _Drain(proc.stderr, max_output, overflow))
     deadline = started + timeout
     timed_out = False
-    while proc.poll() is None:
-        if overflow.wait(min(0.05, max(0.0, deadline - time.perf_counter()))):
+    # proc.wait polls with a delay that starts at 0.5 ms and grows, so a command that ends in 30 ms is
+    # seen within a millisecond or two (a fixed 50 ms poll added up to 50 ms to every probe command);
+    # between waits, a flood the drains flagged stops it.
+    while True:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            timed_out = proc.poll() is None
             break
-        if time.perf_counter() >= deadline:
-            timed_out = True
+        try:
+            proc.wait(timeout=min(0.05, remaining))
             break
+        except subprocess.TimeoutExpired:
+            if overflow.is_set():
+                break
     flooded = overflow.is_set() and proc.returncode is None
     if proc.returncode is None:
         kill_group(proc)
