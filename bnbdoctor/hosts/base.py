@@ -8,6 +8,7 @@ same probe runs against this machine (:class:`~bnbdoctor.hosts.live.LiveHost`) o
 
 from __future__ import annotations
 
+import json
 import ntpath
 import os
 import posixpath
@@ -45,6 +46,18 @@ class CommandResult:
             return f"`{' '.join(self.argv)}` could not run: {self.error}"
         tail = (self.stderr or self.stdout).strip().splitlines()[-1:] or [""]
         return f"`{' '.join(self.argv)[:200]}` exited with {self.returncode}: {tail[0][:160]}"
+
+    def marked_answer(self, marker: str) -> dict[str, Any] | None:
+        """The JSON object on the last stdout line that starts with ``marker``: how the engine scripts
+        run in the patient interpreter (fit, merge-check) answer, among whatever else they print."""
+        for line in reversed(self.stdout.splitlines()):
+            if line.startswith(marker):
+                try:
+                    data = json.loads(line[len(marker) :])
+                except ValueError:
+                    return None
+                return data if isinstance(data, dict) else None
+        return None
 
 
 @dataclass(frozen=True)

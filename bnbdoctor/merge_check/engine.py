@@ -46,15 +46,9 @@ class EngineAnswer:
 
 
 def parse_answer(result: CommandResult) -> EngineAnswer:
-    for line in reversed(result.stdout.splitlines()):
-        if line.startswith(MARKER):
-            try:
-                data = json.loads(line[len(MARKER) :])
-            except ValueError:
-                break
-            if isinstance(data, dict):
-                return EngineAnswer(data=data, duration_s=result.duration_s)
-            break
+    data = result.marked_answer(MARKER)
+    if data is not None:
+        return EngineAnswer(data=data, duration_s=result.duration_s)
     if result.ok:
         return EngineAnswer(failure="the merge-check engine printed no answer", duration_s=result.duration_s)
     return EngineAnswer(failure=result.describe_failure(), duration_s=result.duration_s)

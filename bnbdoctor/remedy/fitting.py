@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from bnbdoctor.facts import Facts
@@ -34,6 +34,9 @@ from bnbdoctor.knowledge.published import (
 from bnbdoctor.remedy.commands import PipCall, Segment, parse, programs, render
 from bnbdoctor.remedy.installable import Blocked, blocked, describe, installable
 from bnbdoctor.remedy.target import Target, target_of
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 BNB = "bitsandbytes"
 _INDEX = re.compile(r"download\.pytorch\.org/whl/cu(\d{2,3})\b")

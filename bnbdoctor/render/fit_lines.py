@@ -6,7 +6,9 @@ model's sizes, a device's label. No ``rich`` here: the app and Markdown use thes
 
 from __future__ import annotations
 
-from bnbdoctor.facts import FitFacts
+from collections.abc import Callable
+
+from bnbdoctor.facts import FitDevice, FitFacts
 from bnbdoctor.units import human
 
 #: FitFacts.verdict -> (the line shown, its rich style).
@@ -24,6 +26,34 @@ VERDICT_LINE: dict[str, tuple[str, str]] = {
 def device_label(device: str) -> str:
     """A device as shown: "GPU 0" for a GPU index, the name itself for cpu and disk."""
     return f"GPU {device}" if device.isdigit() else device
+
+
+#: The columns of the per-device budget table (text, Markdown and the app show the same ones).
+BUDGET_COLUMNS = ("device", "given", "balanced cap", "x0.9", "reserved", "used", "why the packer moved on")
+
+
+def budget_rows(devices: list[FitDevice], module: Callable[[str], str] = str) -> list[tuple[str, ...]]:
+    """One row per device under :data:`BUDGET_COLUMNS`; ``module`` formats the module the packer
+    moved on at (Markdown puts it in backticks)."""
+    rows: list[tuple[str, ...]] = []
+    for d in devices:
+        why = (
+            f"{module(d.skipped_at)} ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left"
+            if d.skipped_at
+            else ""
+        )
+        rows.append(
+            (
+                device_label(d.device),
+                human(d.given_bytes) if d.given_bytes is not None else "-",
+                human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else "-",
+                human(d.budget_bytes) if d.budget_bytes is not None else "-",
+                human(d.reserved_bytes) if d.reserved_bytes else "-",
+                human(d.used_bytes),
+                why,
+            )
+        )
+    return rows
 
 
 def request_line(fit: FitFacts) -> str:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bnbdoctor.fit.snippets import device_map_lines
-from bnbdoctor.render.fit_lines import VERDICT_LINE, device_label, engine_line, request_line, size_line
+from bnbdoctor.render.fit_lines import BUDGET_COLUMNS, VERDICT_LINE, budget_rows, engine_line, request_line, size_line
 from bnbdoctor.report import Report
-from bnbdoctor.units import human
 
 if TYPE_CHECKING:
     from bnbdoctor.render import Renderer
@@ -26,22 +25,8 @@ def fit_markdown(report: Report) -> str:
         out += ["```text", f"ValueError: {fit.error_text.strip()}", "```", ""]
     out += [f"- Request: `{request_line(fit)}`", f"- Engine: {engine_line(fit)}", f"- Size: {size_line(fit)}", ""]
     if fit.devices:
-        out += [
-            "| device | given | balanced cap | x0.9 | reserved | used | why the packer moved on |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for d in fit.devices:
-            why = (
-                f"`{d.skipped_at}` ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left"
-                if d.skipped_at
-                else ""
-            )
-            out.append(
-                f"| {device_label(d.device)} | {human(d.given_bytes) if d.given_bytes is not None else '-'} | "
-                f"{human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else '-'} | "
-                f"{human(d.budget_bytes) if d.budget_bytes is not None else '-'} | "
-                f"{human(d.reserved_bytes) if d.reserved_bytes else '-'} | {human(d.used_bytes)} | {why} |"
-            )
+        out += ["| " + " | ".join(BUDGET_COLUMNS) + " |", "|---" * len(BUDGET_COLUMNS) + "|"]
+        out += ["| " + " | ".join(row) + " |" for row in budget_rows(fit.devices, module=lambda name: f"`{name}`")]
         out.append("")
     if fit.placement:
         out += ["<details><summary>Predicted device map</summary>", "", "```text"]

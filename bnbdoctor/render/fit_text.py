@@ -11,7 +11,14 @@ from rich.text import Text
 
 from bnbdoctor.facts import FitDevice
 from bnbdoctor.fit.snippets import device_map_lines
-from bnbdoctor.render.fit_lines import VERDICT_LINE, device_label, engine_line, request_line, size_line
+from bnbdoctor.render.fit_lines import (
+    BUDGET_COLUMNS,
+    VERDICT_LINE,
+    budget_rows,
+    engine_line,
+    request_line,
+    size_line,
+)
 from bnbdoctor.render.text import finished_text, print_finding, report_console
 from bnbdoctor.report import Report
 from bnbdoctor.units import human
@@ -21,21 +28,10 @@ _MAX_MAP_ROWS = 40
 
 def _budget_table(devices: list[FitDevice]) -> Table:
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
-    for name in ("device", "given", "balanced cap", "x0.9", "reserved", "used", "why the packer moved on"):
-        table.add_column(name, no_wrap=name != "why the packer moved on", overflow="fold")
-    for d in devices:
-        why = ""
-        if d.skipped_at:
-            why = f"{d.skipped_at} ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left"
-        table.add_row(
-            device_label(d.device),
-            human(d.given_bytes) if d.given_bytes is not None else "-",
-            human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else "-",
-            human(d.budget_bytes) if d.budget_bytes is not None else "-",
-            human(d.reserved_bytes) if d.reserved_bytes else "-",
-            human(d.used_bytes),
-            why,
-        )
+    for name in BUDGET_COLUMNS:
+        table.add_column(name, no_wrap=name != BUDGET_COLUMNS[-1], overflow="fold")
+    for row in budget_rows(devices):
+        table.add_row(*row)
     return table
 
 

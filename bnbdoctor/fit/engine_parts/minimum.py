@@ -46,6 +46,21 @@ def minimum_memory(engine: Engine, main_scenario: Json, main_rec: Placement, mor
         rec = engine.place(built, device_map, args[0], args[1])
         return rec["verdict"] == VERDICT_FITS, rec
 
+    def remedy(kind: str, per_gpu: int, count: int, rec: Placement) -> Json:
+        """The remedy as reported: ``count`` GPUs of ``per_gpu`` bytes in the scenario, and where it places."""
+        memory: Memory = {k: v for k, v in base.items() if not isinstance(k, int)}
+        memory.update(dict.fromkeys(range(count), per_gpu))
+        return {
+            "kind": kind,
+            "scenario": strip_none(dict(scenario, **{field: memory_to_json(memory)})),
+            "verdict": rec["verdict"],
+            "error": rec.get("error"),
+            "device_map": {k: jsonable_device(v) for k, v in rec["result"].items()},
+            "per_gpu_bytes": int(per_gpu),
+            "gpus": count,
+            "field": field,
+        }
+
     mib = 1 << 20
     hi = max(64 * mib, int(model_bytes / n))
     ok, rec = fits(hi, n)
@@ -63,60 +78,13 @@ def minimum_memory(engine: Engine, main_scenario: Json, main_rec: Placement, mor
                 lo = mid
         hi = ((hi + mib - 1) // mib) * mib
         good, rec = fits(hi, n)
-        out.append(
-            {
-                "kind": REMEDY_MIN_GPU_MEMORY,
-                "scenario": strip_none(
-                    dict(
-                        scenario,
-                        **{
-                            field: memory_to_json(
-                                {
-                                    **{k: v for k, v in base.items() if not isinstance(k, int)},
-                                    **dict.fromkeys(range(n), hi),
-                                }
-                            )
-                        },
-                    )
-                ),
-                "verdict": rec["verdict"],
-                "error": rec.get("error"),
-                "device_map": {k: jsonable_device(v) for k, v in rec["result"].items()},
-                "per_gpu_bytes": int(hi),
-                "gpus": n,
-                "field": field,
-            }
-        )
+        out.append(remedy(REMEDY_MIN_GPU_MEMORY, hi, n, rec))
     if gpus and more_gpus:
         size = min(base[k] for k in gpus)
         for count in range(n + 1, max(n + 1, 16) + 1):
             good, rec = fits(size, count)
             if good:
-                out.append(
-                    {
-                        "kind": REMEDY_MORE_GPUS,
-                        "scenario": strip_none(
-                            dict(
-                                scenario,
-                                **{
-                                    field: memory_to_json(
-                                        {
-                                            **{k: v for k, v in base.items() if not isinstance(k, int)},
-                                            **dict.fromkeys(range(count), size),
-                                        }
-                                    )
-                                },
-                            )
-                        ),
-                        "verdict": rec["verdict"],
-                        "error": rec.get("error"),
-                        "device_map": {k: jsonable_device(v) for k, v in rec["result"].items()},
-                        "per_gpu_bytes": int(size),
-                        "gpus": count,
-                        "original_gpus": len(gpus),
-                        "field": field,
-                    }
-                )
+                out.append(dict(remedy(REMEDY_MORE_GPUS, size, count, rec), original_gpus=len(gpus)))
                 break
     engine.timings["min_memory"] = round(time.perf_counter() - started, 4)
     engine.timings["min_memory_steps"] = steps[0]

@@ -35,6 +35,7 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
+from bnbdoctor.render.fit_lines import BUDGET_COLUMNS, budget_rows, device_label
 from bnbdoctor.report import Report
 from bnbdoctor.tui.clipboard import copy_and_tell
 from bnbdoctor.tui.hostmem import free_ram_bytes
@@ -42,13 +43,12 @@ from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE
 from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
 
 if TYPE_CHECKING:
-    from bnbdoctor.facts import FitDevice, FitFacts, FitRemedy
+    from bnbdoctor.facts import FitFacts, FitRemedy
     from bnbdoctor.fit.options import FitOptions
 
 #: The choices of the form (``bnbdoctor.fit.options`` has the same; a test checks it).
 QUANTS = ("4bit", "8bit")
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
-BUDGET_COLUMNS = ("device", "given", "balanced cap", "x0.9", "reserved", "used", "why the packer moved on")
 #: The last column wraps at this width (rows grow), so that the table fits 100 columns.
 WHY_WIDTH = 26
 IDLE = "Type a model folder (or its config.json) and GPUs or max memory, then press Ctrl+R."
@@ -74,33 +74,6 @@ def verdict_style(line: str) -> str:
     return {"✔": "$text-success bold", "✖": "$text-error bold", "▲": "$text-warning bold"}.get(
         line[:1], "$text-warning bold"
     )
-
-
-def device_label(device: str) -> str:
-    return f"GPU {device}" if device.isdigit() else device
-
-
-def budget_rows(devices: list[FitDevice]) -> list[tuple[str, ...]]:
-    """One row per device, as ``bnbdoctor fit``'s budget table."""
-    from bnbdoctor.units import human
-
-    rows: list[tuple[str, ...]] = []
-    for d in devices:
-        why = (
-            f"{d.skipped_at} ({human(d.skipped_atom_bytes)}) > {human(d.remaining_bytes)} left" if d.skipped_at else ""
-        )
-        rows.append(
-            (
-                device_label(d.device),
-                human(d.given_bytes) if d.given_bytes is not None else "-",
-                human(d.balanced_cap_bytes) if d.balanced_cap_bytes is not None else "-",
-                human(d.budget_bytes) if d.budget_bytes is not None else "-",
-                human(d.reserved_bytes) if d.reserved_bytes else "-",
-                human(d.used_bytes),
-                why,
-            )
-        )
-    return rows
 
 
 def passing(fit: FitFacts) -> list[FitRemedy]:
