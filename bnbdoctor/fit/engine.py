@@ -10,13 +10,13 @@ The engine is one script, assembled once per process from its typed parts
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from bnbdoctor.fit.script_assembly import assemble
 from bnbdoctor.fit_protocol import ERROR_RUN_FAILED, MARKER
 from bnbdoctor.hosts.base import CommandResult, Host
+from bnbdoctor.hosts.base import EngineAnswer as HostEngineAnswer
 
 
 @lru_cache(maxsize=1)
@@ -30,34 +30,16 @@ def script_with_request(request: dict[str, Any]) -> str:
     return engine_script() + f"\n\nmain(json.loads({json.dumps(request)!r}))\n"
 
 
-@dataclass
-class EngineAnswer:
-    """The engine's JSON answer, or why there is none (``failure``)."""
-
-    data: dict[str, Any] = field(default_factory=dict)
-    failure: str | None = None
-    duration_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None and bool(self.data.get("ok"))
+class EngineAnswer(HostEngineAnswer):
+    """The fit engine's JSON answer, or why there is none (``failure``)."""
 
     @property
     def error_kind(self) -> str | None:
         return self.data.get("error_kind") if self.failure is None else ERROR_RUN_FAILED
 
-    @property
-    def error(self) -> str | None:
-        return self.failure or self.data.get("error")
-
 
 def parse_answer(result: CommandResult) -> EngineAnswer:
-    data = result.marked_answer(MARKER)
-    if data is not None:
-        return EngineAnswer(data=data, duration_s=result.duration_s)
-    if result.ok:
-        return EngineAnswer(failure="the engine printed no answer", duration_s=result.duration_s)
-    return EngineAnswer(failure=result.describe_failure(), duration_s=result.duration_s)
+    return EngineAnswer.from_result(result, MARKER, "the engine")
 
 
 def run_engine(host: Host, python: str, request: dict[str, Any], timeout: float) -> EngineAnswer:

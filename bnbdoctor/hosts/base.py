@@ -14,7 +14,7 @@ import os
 import posixpath
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 #: How long a command may run before it is killed, unless a probe asks for less.
 DEFAULT_TIMEOUT_S = 10.0
@@ -58,6 +58,36 @@ class CommandResult:
                     return None
                 return data if isinstance(data, dict) else None
         return None
+
+
+_Answer = TypeVar("_Answer", bound="EngineAnswer")
+
+
+@dataclass
+class EngineAnswer:
+    """What an engine script run in the patient interpreter answered (its marked JSON line), or why it
+    did not (``failure``): fit's engine and merge-check's read their answers the same way."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and bool(self.data.get("ok"))
+
+    @property
+    def error(self) -> str | None:
+        return self.failure or self.data.get("error")
+
+    @classmethod
+    def from_result(cls: type[_Answer], result: CommandResult, marker: str, what: str) -> _Answer:
+        """The answer ``result`` carries after ``marker``; else why there is none (``what`` names the engine)."""
+        data = result.marked_answer(marker)
+        if data is not None:
+            return cls(data=data, duration_s=result.duration_s)
+        failure = f"{what} printed no answer" if result.ok else result.describe_failure()
+        return cls(failure=failure, duration_s=result.duration_s)
 
 
 @dataclass(frozen=True)

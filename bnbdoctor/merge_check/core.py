@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bnbdoctor.hosts.base import Host
-from bnbdoctor.merge_check.engine import EngineAnswer, run_engine
+from bnbdoctor.hosts.base import EngineAnswer, Host
+from bnbdoctor.merge_check.engine import run_engine
 from bnbdoctor.merge_check.result import WAYS, LayerResult, MergeCheck, WayResult
 
 QUANT_TYPES = ("nf4", "fp4")

@@ -8,12 +8,11 @@ imports torch in its own process), with one ``main(request)`` call appended, sen
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bnbdoctor.hosts.base import CommandResult, Host
+from bnbdoctor.hosts.base import CommandResult, EngineAnswer, Host
 
 MARKER = "@@BNBDOCTOR-MERGE@@"
 
@@ -28,30 +27,8 @@ def script_with_request(request: dict[str, Any]) -> str:
     return engine_source() + f"\n\nmain(json.loads({json.dumps(request)!r}))\n"
 
 
-@dataclass
-class EngineAnswer:
-    """The engine's answer, or why there is none (``failure``)."""
-
-    data: dict[str, Any] = field(default_factory=dict)
-    failure: str | None = None
-    duration_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None and bool(self.data.get("ok"))
-
-    @property
-    def error(self) -> str | None:
-        return self.failure or self.data.get("error")
-
-
 def parse_answer(result: CommandResult) -> EngineAnswer:
-    data = result.marked_answer(MARKER)
-    if data is not None:
-        return EngineAnswer(data=data, duration_s=result.duration_s)
-    if result.ok:
-        return EngineAnswer(failure="the merge-check engine printed no answer", duration_s=result.duration_s)
-    return EngineAnswer(failure=result.describe_failure(), duration_s=result.duration_s)
+    return EngineAnswer.from_result(result, MARKER, "the merge-check engine")
 
 
 def run_engine(host: Host, python: str, request: dict[str, Any], timeout: float) -> EngineAnswer:
