@@ -358,6 +358,10 @@ def build_facts(state: LogState, stats: ReadStats | None = None) -> Facts:
             source["truncated_lines"] = stats.truncated_lines
         if stats.binary_lines:
             source["binary_lines"] = stats.binary_lines
+    if state.repeated_lines:
+        source["repeated_lines"] = state.repeated_lines
+    if state.lines_not_matched:
+        source["lines_not_matched"] = state.lines_not_matched
     dropped = sum(max(0, c - MAX_MATCHES_PER_SIGNATURE) for c in state.counts.values())
     if dropped:
         source["matches_not_kept"] = dropped

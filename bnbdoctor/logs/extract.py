@@ -25,16 +25,30 @@ from typing import BinaryIO
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.logs.build import build_facts
+from bnbdoctor.logs.candidates import (
+    MAX_BYTES_PER_BLOCK,
+    MAX_LINES_PER_BLOCK,
+    MAX_OCCURRENCES_PER_ANCHOR,
+    Candidates,
+    line_bytes,
+    scan_anchor,
+    select,
+)
 from bnbdoctor.logs.clean import ReadStats, decode_line, read_blocks
 from bnbdoctor.logs.collectors import ANCHORS, HANDLERS, PATTERNS
 from bnbdoctor.logs.gpus import compute_capability
 from bnbdoctor.logs.patterns import EXCEPTION
+from bnbdoctor.logs.repeats import blank_repeats
 from bnbdoctor.logs.state import MAX_MATCHES_PER_SIGNATURE, MAX_TEXT, LogState
 
+#: Lines holding "Error" (or "Exception", "Interrupt") read backwards per block for its last exception.
+EXCEPTION_TRIES = 2000
 #: Evidence-only patterns stop after this many blocks of the log (the machine is described early).
 EVIDENCE_BLOCKS = 4
 #: Lines any one pattern reads per log; far above any real log's repeats of one message.
 MAX_HITS_PER_PATTERN = 1000
+#: Lines holding an anchor in one block above which its repeated lines are blanked (:mod:`bnbdoctor.logs.repeats`).
+REPEATS_CHECKED_AFTER = 256
 #: The indices of the evidence-only patterns, with their hit limits.
 _EVIDENCE: dict[int, int] = {i: p.evidence for i, p in enumerate(PATTERNS) if p.evidence is not None}
 #: An anchor none of whose patterns is evidence-only may bring any number of lines.
@@ -65,35 +79,50 @@ class LogExtractor:
             self.state.content = True
         if self._blocks > EVIDENCE_BLOCKS:
             self._retired.update(_EVIDENCE)  # the machine's facts are known by now
-        candidates: dict[int, set[int]] = {}
-        find, rfind = block.find, block.rfind
-        retired = self._retired
-        for anchor, indices in ANCHORS.items():
-            live = [i for i in indices if i not in retired]
-            if not live:
-                continue
-            budget = self._budget(live)
-            pos, seen = find(anchor), 0
-            while pos != -1:
-                start = rfind(b"\n", 0, pos) + 1
-                found = candidates.get(start)
-                if found is None:
-                    candidates[start] = set(live)
-                else:
-                    found.update(live)
-                seen += 1
-                end = find(b"\n", pos)
-                if end == -1 or seen >= budget:
-                    break
-                pos = find(anchor, end + 1)
+        lines_in_block = block.count(b"\n")
+        absent: set[bytes] = set()  # anchors the block does not hold: blanking lines cannot add them
+        found = self._candidates(block, REPEATS_CHECKED_AFTER, absent)
+        if found is None or line_bytes(block, found.lines) > MAX_BYTES_PER_BLOCK // 2:
+            # Many lines to match: blank the copies of repeated ones first (logs.repeats).
+            block, blanked = blank_repeats(block, self._holds_anchor)
+            self.state.repeated_lines += blanked
+            if blanked or found is None:
+                found = self._candidates(block, None, absent) or Candidates()  # never None without a limit
         self._last_exception(block)
+        starts, cut = select(block, found)
+        self.state.lines_not_matched += max(cut, found.unread)  # an estimate: see docs/explain.md
+        find, lines = block.find, found.lines
         number, previous = first, 0
-        for start in sorted(candidates):
+        for start in starts:
             number += block.count(b"\n", previous, start)
             previous = start
             end = find(b"\n", start)
-            self._feed_line(number, decode_line(block[start:] if end == -1 else block[start:end]), candidates[start])
-        self.state.lines = max(self.state.lines, first + block.count(b"\n"))
+            self._feed_line(number, decode_line(block[start:] if end == -1 else block[start:end]), lines[start])
+        self.state.lines = max(self.state.lines, first + lines_in_block)
+
+    def _candidates(self, block: bytes, give_up_after: int | None, absent: set[bytes]) -> Candidates | None:
+        """The lines of ``block`` that hold a live anchor (:mod:`bnbdoctor.logs.candidates`); ``None`` as
+        soon as there are more than ``give_up_after`` of them. Anchors in ``absent`` are not searched;
+        those found nowhere are added to it."""
+        found = Candidates()
+        retired = self._retired
+        for anchor, indices in ANCHORS.items():
+            live = [i for i in indices if i not in retired]
+            if not live or anchor in absent:
+                continue
+            budget = min(self._budget(live), MAX_OCCURRENCES_PER_ANCHOR)
+            if give_up_after is not None:
+                budget = min(budget, give_up_after + 1 - len(found.lines))
+            if not scan_anchor(block, anchor, live, budget, found):
+                absent.add(anchor)
+            if give_up_after is not None and len(found.lines) > give_up_after:
+                return None
+        return found
+
+    def _holds_anchor(self, line: bytes) -> bool:
+        """Whether a line holds an anchor some pattern still reads (only such lines reach a matcher)."""
+        retired = self._retired
+        return any(anchor in line and any(i not in retired for i in indices) for anchor, indices in ANCHORS.items())
 
     def _budget(self, indices: list[int]) -> int:
         """How many more lines an anchor may bring: unlimited unless all its patterns are evidence-only."""
@@ -106,11 +135,14 @@ class LogExtractor:
         return 8 * remaining + 32
 
     def _last_exception(self, block: bytes) -> None:
-        """The last Python exception line of the block (``ValueError: ...``), if any."""
+        """The last Python exception line of the block (``ValueError: ...``), if any: of the lines that
+        hold each word, the last :data:`EXCEPTION_TRIES` are looked at (a log of 100,000 lines that say
+        "Error" but are not exceptions would otherwise be decoded line by line)."""
         best = -1
         for word in (b"Error", b"Exception", b"Interrupt"):
-            pos = block.rfind(word)
-            while pos > best:
+            pos, tries = block.rfind(word), 0
+            while pos > best and tries < EXCEPTION_TRIES:
+                tries += 1
                 start = block.rfind(b"\n", 0, pos) + 1
                 end = block.find(b"\n", pos)
                 line = decode_line(block[start:] if end == -1 else block[start:end]).strip()
@@ -167,4 +199,11 @@ def extract_text(text: str, label: str = "log") -> Facts:
     return extract(io.BytesIO(text.encode("utf-8", "surrogatepass")), label)[0]
 
 
-__all__ = ["MAX_MATCHES_PER_SIGNATURE", "LogExtractor", "compute_capability", "extract", "extract_text"]
+__all__ = [
+    "MAX_LINES_PER_BLOCK",
+    "MAX_MATCHES_PER_SIGNATURE",
+    "LogExtractor",
+    "compute_capability",
+    "extract",
+    "extract_text",
+]

@@ -181,6 +181,8 @@ class LogState:
         self.recent = Recent()
         self.errors: list[tuple[int, str]] = []  # (line, text) of exception lines, named or not
         self.content = False  # the log holds something besides whitespace
+        self.repeated_lines = 0  # copies of a much-repeated line that were not matched (logs.repeats)
+        self.lines_not_matched = 0  # lines holding an anchor past a block's budget (logs.extract)
 
     # ------------------------------------------------------------------ recognised lines
     def match(self, signature: str, number: int, line: str) -> None:
