@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from unprivileged import as_unprivileged, shared_folder
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, /dev/zero and signals are POSIX")
 
@@ -70,15 +72,28 @@ def test_hostile_files_end_in_one_line_or_a_report(hostile: dict[str, str], comm
         json.loads(run.stdout)  # a whole report, whatever the file's name
 
 
-def test_unreadable_file(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root reads every file")
-    path = tmp_path / "secret.log"
-    path.write_text("x")
-    path.chmod(0)
-    for command in (["explain"], ["--from"]):
-        run = _run([*command, str(path)])
-        assert run.returncode == 2 and "ermission denied" in run.stderr
+def test_unreadable_file() -> None:
+    """A file the user may not read (run as ``nobody`` when the suite runs as root): one line, exit 2."""
+    folder = shared_folder()
+    try:
+        path = folder / "secret.log"
+        path.write_text("x")
+        path.chmod(0)
+        for command in (["explain"], ["--from"]):
+            run = subprocess.run(
+                as_unprivileged([sys.executable, "-m", "bnbdoctor", *command, str(path)]),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                cwd=ROOT,
+                env={**os.environ, "HOME": str(folder)},
+                timeout=60,
+                check=False,
+            )
+            assert run.returncode == 2 and "ermission denied" in run.stderr, run.stderr
+            assert len(run.stderr.strip().splitlines()) == 1 and run.stdout == ""
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _fake(folder: Path, name: str, body: str) -> str:

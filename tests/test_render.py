@@ -12,6 +12,8 @@ import argparse
 import builtins
 import copy
 import os
+import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -20,6 +22,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
+from unprivileged import as_unprivileged, shared_folder
 
 from bnbdoctor.cli import build_parser as doctor_parser
 from bnbdoctor.contract import write_file, write_output
@@ -242,11 +245,34 @@ def test_write_errors_are_one_line(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0, reason="needs POSIX permissions, not root")
-def test_a_read_only_report_stays_unwritten(tmp_path: Path) -> None:
-    read_only = tmp_path / "read-only.json"
-    read_only.write_text("keep")
-    read_only.chmod(0o444)
-    with pytest.raises(Usage, match=r"^cannot write .*read-only.json: Permission denied$"):
-        write_output("text", str(read_only), Usage)
-    assert read_only.read_text() == "keep"
+@pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX permissions")
+def test_a_read_only_report_stays_unwritten() -> None:
+    """``-o`` onto a file the user may not write (as ``nobody`` when the suite runs as root)."""
+    folder = shared_folder()
+    try:
+        read_only = folder / "read-only.json"
+        read_only.write_text("keep")
+        read_only.chmod(0o444)
+        program = (
+            "import sys\n"
+            "from bnbdoctor.contract import write_output\n"
+            "class Usage(Exception): pass\n"
+            "try:\n"
+            "    write_output('text', sys.argv[1], Usage)\n"
+            "except Usage as exc:\n"
+            "    print(exc)\n"
+        )
+        run = subprocess.run(
+            as_unprivileged([sys.executable, "-c", program, str(read_only)]),
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+        assert re.match(r"^cannot write .*read-only.json: Permission denied$", run.stdout.strip()), run.stdout
+        assert read_only.read_text() == "keep"
+        assert sorted(p.name for p in folder.iterdir()) == ["read-only.json"]  # no temporary file left
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
