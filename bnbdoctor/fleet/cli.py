@@ -109,7 +109,9 @@ def _run_app(args: argparse.Namespace) -> int:
                          "--text, --json and --markdown work without it")
     from bnbdoctor.tui import run_fleet
 
-    return run_fleet(paths, pseudonymize=args.pseudonymize_nodes, strict=args.strict, nagios=args.nagios)
+    return run_fleet(
+        paths, label=" ".join(args.paths), pseudonymize=args.pseudonymize_nodes, strict=args.strict, nagios=args.nagios
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

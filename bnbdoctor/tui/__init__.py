@@ -59,7 +59,9 @@ def run(
     return int(app.exit_code)
 
 
-def run_fleet(paths: list[str], *, pseudonymize: bool = False, strict: bool = False, nagios: bool = False) -> int:
+def run_fleet(
+    paths: list[str], *, label: str = "", pseudonymize: bool = False, strict: bool = False, nagios: bool = False
+) -> int:
     """The fleet app on the resolved report ``paths`` until the user quits; returns ``bnbdoctor fleet``'s
     exit code for what it read (FAILURE when the user quit before, or the app crashed). After the app,
     the fleet's headline and its groups with findings are printed."""
@@ -69,7 +71,7 @@ def run_fleet(paths: list[str], *, pseudonymize: bool = False, strict: bool = Fa
     from bnbdoctor.tui.fleet_app import FleetApp
     from bnbdoctor.tui.fleet_session import FleetSession, farewell_lines
 
-    app = FleetApp(FleetSession(tuple(paths), pseudonymize=pseudonymize, strict=strict, nagios=nagios))
+    app = FleetApp(FleetSession(tuple(paths), pseudonymize=pseudonymize, strict=strict, nagios=nagios, name=label))
     app.run()
     if app.return_code not in (None, 0):  # the app itself crashed (Textual printed the traceback)
         return int(ExitCode.FAILURE)

@@ -101,10 +101,12 @@ class FleetApp(App[None]):
     def _read(self) -> None:
         """Runs in the worker thread: everything reaches the app as messages."""
         worker = get_current_worker()
+
+        def progress(count: int) -> None:
+            self.post_message(FleetProgress(count))
+
         try:
-            report = self.session.read(
-                progress=lambda count: self.post_message(FleetProgress(count)), cancelled=lambda: worker.is_cancelled
-            )
+            report = self.session.read(progress, cancelled=lambda: worker.is_cancelled)
         except ReadCancelled:
             return
         except Exception as exc:  # noqa: BLE001 - shown in the app, never a traceback over the screen

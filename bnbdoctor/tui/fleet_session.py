@@ -34,10 +34,14 @@ class FleetSession:
     strict: bool = False  # --strict: warnings count as errors in the exit code
     nagios: bool = False  # --nagios: the exit code is the plugin's state
     progress_s: float = 0.1
+    #: What is read, as the user named it (the command line's paths); default: the files, or how many.
+    name: str = ""
 
     @property
     def label(self) -> str:
-        """What is read: one path, or how many."""
+        """The app's subtitle: :attr:`name`, else the one file, else how many."""
+        if self.name:
+            return self.name
         return self.paths[0] if len(self.paths) == 1 else f"{len(self.paths)} report files"
 
     def read(
@@ -68,7 +72,7 @@ class FleetSession:
 def farewell_lines(report: FleetReport | None, failed: str | None = None) -> list[str]:
     """What the app leaves on the terminal: the headline and each group with findings (five at most)."""
     if report is None:
-        return [f"bnbdoctor fleet failed: {failed}" if failed else "bnbdoctor fleet: quit before the groups were ready."]
+        return [f"bnbdoctor fleet failed: {failed}" if failed else "bnbdoctor fleet: quit before the groups were ready"]
     lines = [f"bnbdoctor fleet: {headline(report)}"]
     flagged = [(number, g) for number, g in enumerate(report.groups, start=1) if g.findings]
     for number, group in flagged[:5]:

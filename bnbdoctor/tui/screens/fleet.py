@@ -47,15 +47,16 @@ def compared_rows(report: FleetReport, index: int) -> list[list[str]]:
 
 
 def apart(report: FleetReport, index: int) -> str:
-    """One line: the group's finding ids, and the key facts in which it differs from the largest group."""
+    """One line: the group's finding ids, and the names of the key facts in which it differs from the
+    largest group (``BNB102 · ≠ driver, cuda, torch``); the pane beside the table shows their values."""
     rows = compared_rows(report, index)
     column = len(rows[0]) - 1
     findings = rows[-1][column]
     text = "no findings" if findings == "-" else findings
     if index == 0:
-        return f"{text} (the largest group)"
-    facts = [f"{row[0]} {row[column]}" for row in rows[3:-1] if row[1] != row[column]]
-    return text + ("  ·  " + ", ".join(facts) if facts else "")
+        return text
+    facts = [row[0] for row in rows[3:-1] if row[1] != row[column]]
+    return text + (" · ≠ " + ", ".join(facts) if facts else "")
 
 
 def unreadable_text(report: FleetReport) -> Text | None:
@@ -103,7 +104,7 @@ def group_detail(report: FleetReport, index: int) -> RenderableType:
         parts.append(facts)
     else:
         parts.append(Text("What differs from group 1 (the largest)", style="bold underline"))
-        table = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
+        table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
         table.add_column("")
         for header in rows[0][1:]:
             table.add_column(header, overflow="fold")
@@ -160,10 +161,10 @@ class FleetScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#fleet-groups", DataTable)
-        table.add_column("group", width=5)
-        table.add_column("nodes", width=6)
-        table.add_column("status", width=9)
-        table.add_column("findings · what differs from group 1")
+        table.add_column("#", width=3)
+        table.add_column("nodes", width=5)
+        table.add_column("status", width=7)
+        table.add_column("findings · ≠ group 1")
         table.focus()
 
     # -- what the app tells us -----------------------------------------------------------------

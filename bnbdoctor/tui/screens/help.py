@@ -81,11 +81,11 @@ VIEWS_TEXT = Text.assemble(
 )
 
 
-def help_table(keys: list[tuple[str, list[tuple[str, str]]]] | None = None) -> Table:
+def help_table(groups: list[tuple[str, list[tuple[str, str]]]] | None = None) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    for group, rows in KEYS if keys is None else keys:
+    for group, rows in KEYS if groups is None else groups:
         table.add_row(Text.assemble((group, "bold underline")), "")
         for keys, what in rows:
             table.add_row(keys, what)
