@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from textual.binding import Binding
 from textual.widgets import DataTable, Static
 from tui_support import SIZE, SMALL, _quiet_app, asynctest  # noqa: F401 - _quiet_app: the autouse fixture
 
@@ -29,7 +30,7 @@ from bnbdoctor.probes import ProbeOptions
 from bnbdoctor.redact import Redactor
 from bnbdoctor.render.json import render_json
 from bnbdoctor.report_io import redact_report
-from bnbdoctor.tui.fleet_app import FleetApp
+from bnbdoctor.tui.fleet_app import FLEET_KEYS, FleetApp
 from bnbdoctor.tui.fleet_session import FleetSession, farewell_lines
 from bnbdoctor.tui.screens.export import ExportScreen
 from bnbdoctor.tui.screens.help import HelpScreen
@@ -78,11 +79,13 @@ def table(app: FleetApp) -> DataTable[Any]:
 
 
 def shown(app: FleetApp, widget: str) -> str:
-    """The plain text of a Static as the app renders it (Rich renderables included)."""
+    """The plain text of a Static on the current screen as the app renders it (Rich renderables included)."""
+    import io
+
     from rich.console import Console
 
-    console = Console(width=200, record=True, file=open(__import__("os").devnull, "w"), color_system=None)  # noqa: SIM115
-    console.print(app.main.query_one(widget, Static).content)
+    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    console.print(app.screen.query_one(widget, Static).content)
     return console.export_text()
 
 
@@ -199,6 +202,12 @@ async def test_help_and_export(tmp_path: Path, reports: dict[str, str]) -> None:
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
+        assert "export the fleet report" in shown(app, "#help-keys")
+        described = {keys for _, rows in FLEET_KEYS for keys, _ in rows}
+        for binding in FleetApp.BINDINGS:
+            assert isinstance(binding, Binding)
+            if binding.show:  # every key in the footer is in the help
+                assert any((binding.key_display or binding.key.split(",")[0]) in keys for keys in described), binding
         await pilot.press("escape", "e")
         await pilot.pause()
         assert isinstance(app.screen, ExportScreen)

@@ -26,7 +26,7 @@ from bnbdoctor.tui.screens.export import ExportScreen
 from bnbdoctor.tui.screens.fleet import FleetScreen
 from bnbdoctor.tui.screens.help import HelpScreen
 
-#: (keys, what they do) for the help screen; docs/fleet.md repeats them.
+#: (keys, what they do) for the help screen; docs/fleet.md ("In the app") says the same in prose.
 FLEET_KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "Groups",
