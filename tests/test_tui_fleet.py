@@ -321,3 +321,20 @@ def test_snapshot_fleet_at_80x24(
         await ready(app, pilot)
 
     assert snap_compare(app, terminal_size=SMALL, run_before=wait)
+
+
+def test_a_large_group_shows_its_first_nodes_and_how_many_more() -> None:
+    import io
+
+    from rich.console import Console
+
+    from bnbdoctor.fleet.model import FleetReport, Group
+    from bnbdoctor.tui.screens.fleet import NODES_SHOWN, group_detail
+
+    nodes = [f"n{i:05d}" for i in range(NODES_SHOWN + 42)]
+    group = Group("a", "ok", len(nodes), {"driver": "550"}, [], nodes)
+    report = FleetReport("bnbdoctor", "fleet", "0", 1, "", len(nodes), [group], [], [], False)
+    console = Console(width=120, record=True, file=io.StringIO(), color_system=None)
+    console.print(group_detail(report, 0))
+    text = console.export_text()
+    assert nodes[NODES_SHOWN - 1] in text and nodes[NODES_SHOWN] not in text and "… and 42 more" in text

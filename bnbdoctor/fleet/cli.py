@@ -96,8 +96,10 @@ def _run_app(args: argparse.Namespace) -> int:
     from bnbdoctor.fleet.inputs import InputError, resolve_paths
 
     if "-" in args.paths:
-        raise UsageError("--tui reads its keys from the terminal, so reports cannot come on stdin: save them to a "
-                         ".jsonl file and name it")
+        raise UsageError(
+            "--tui reads its keys from the terminal, so reports cannot come on stdin: save them to a "
+            ".jsonl file and name it"
+        )
     try:
         paths = resolve_paths(args.paths)
     except InputError as exc:
@@ -105,8 +107,10 @@ def _run_app(args: argparse.Namespace) -> int:
     if not paths:
         raise UsageError(f"no reports (*.json, *.jsonl, *.ndjson) in {', '.join(args.paths)}")
     if not textual_installed():
-        raise UsageError("--tui needs Textual, which is not installed (pip install textual); "
-                         "--text, --json and --markdown work without it")
+        raise UsageError(
+            "--tui needs Textual, which is not installed (pip install textual); "
+            "--text, --json and --markdown work without it"
+        )
     from bnbdoctor.tui import run_fleet
 
     return run_fleet(

@@ -38,9 +38,7 @@ def headline(report: FleetReport) -> str:
     return line
 
 
-def comparison_rows(
-    report: FleetReport, groups: list[Group], numbers: Sequence[int] | None = None
-) -> list[list[str]]:
+def comparison_rows(report: FleetReport, groups: list[Group], numbers: Sequence[int] | None = None) -> list[list[str]]:
     """The side-by-side table: a header row, then nodes, status, one row per differing fact, findings.
 
     ``numbers`` are the groups' numbers in the report (default 1, 2, ...): the app compares one

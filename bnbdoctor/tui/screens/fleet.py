@@ -25,6 +25,9 @@ from bnbdoctor.fleet.render import comparison_rows, headline, same_facts
 
 #: Unreadable reports whose errors are shown above the table (the count is always shown).
 ERRORS_SHOWN = 3
+#: Node names the pane shows for one group (a group of 10,000 would take most of a second to lay out
+#: at each key press); the exports (``e``) name every node.
+NODES_SHOWN = 500
 #: A status's mark and style (Rich styles: this pane is Rich renderables).
 STATUS_STYLE: dict[str, tuple[str, str]] = {
     "error": ("✖", "bold red"),
@@ -117,7 +120,10 @@ def group_detail(report: FleetReport, index: int) -> RenderableType:
             )
         parts.append(table)
     parts += [Text(""), Text(f"Nodes ({group.count})", style="bold underline")]
-    parts.append(Text(", ".join(group.nodes) or "-"))
+    nodes = Text(", ".join(group.nodes[:NODES_SHOWN]) or "-")
+    if len(group.nodes) > NODES_SHOWN:
+        nodes.append(f", … and {len(group.nodes) - NODES_SHOWN} more (e exports them all)", style="dim")
+    parts.append(nodes)
     parts += [Text(""), Text(f"Findings ({len(group.findings)})", style="bold underline")]
     if not group.findings:
         parts.append(Text("none", style="dim"))
