@@ -167,11 +167,19 @@ class FleetScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#fleet-groups", DataTable)
+        self._columns(table, [])
+        table.focus()
+
+    @staticmethod
+    def _columns(table: DataTable[Text | str], summaries: list[str]) -> None:
+        """The columns, each as wide as its widest cell: set here, not measured by the table as rows
+        arrive (which, at times, happens after the first paint)."""
+        table.clear(columns=True)
         table.add_column("#", width=3)
         table.add_column("nodes", width=5)
         table.add_column("status", width=7)
-        table.add_column("findings · ≠ group 1")
-        table.focus()
+        header = "findings · ≠ group 1"
+        table.add_column(header, width=max([len(header), *(len(s) for s in summaries)]))
 
     # -- what the app tells us -----------------------------------------------------------------
 
@@ -188,13 +196,14 @@ class FleetScreen(Screen[None]):
         self.report = report
         self.query_one("#fleet-summary", Static).update(summary(report))
         table = self.query_one("#fleet-groups", DataTable)
-        table.clear()
+        summaries = [apart(report, index) for index in range(len(report.groups))]
+        self._columns(table, summaries)
         for index, group in enumerate(report.groups):
             table.add_row(
                 Text(str(index + 1), justify="right"),
                 Text(str(group.count), justify="right"),
                 status_text(group.status),
-                apart(report, index),
+                summaries[index],
                 key=str(index),
             )
         self.set_class(not report.groups, "-empty")
