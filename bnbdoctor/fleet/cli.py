@@ -29,7 +29,7 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bnbdoctor fleet",
-        description="Group many nodes' reports (bnbdoctor --json -o DIR/%%N.json) by what they found; "
+        description="Group many nodes' reports (bnbdoctor --json -o DIR/%N.json) by what they found; "
         "show what differs between the groups.",
     )
     parser.add_argument(
