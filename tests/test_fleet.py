@@ -209,3 +209,18 @@ def test_a_report_of_the_wrong_shape_is_a_group_or_one_line_never_a_crash(
         path.write_text(text, encoding="utf-8")
         fleet = aggregate(iter_reports([str(path)]))
         assert fleet.nodes + len(fleet.unreadable) == 1
+
+
+def test_a_json_line_whose_node_name_was_redacted_is_named_by_its_line(reports: dict[str, str]) -> None:
+    """Redaction turns a node name that is also the host name into <host>; no other name survives it
+    (the env allowlist carries only SLURMD_NODENAME and NODE_NAME), so such a line is ``stdin:N``,
+    and an unredacted NODE_NAME (a Kubernetes node, not the pod's host name) is used instead."""
+    data = json.loads(reports["a100-healthy"])
+    data["facts"]["env"]["SLURMD_NODENAME"] = "gpu017"
+    redacted = Redactor(host="gpu017.cluster.example").walk(data)
+    assert redacted["facts"]["env"]["SLURMD_NODENAME"] == "<host>"
+    assert "gpu017" not in json.dumps(redacted)
+    kubernetes = json.loads(json.dumps(redacted))
+    kubernetes["facts"]["env"]["NODE_NAME"] = "k8s-node-3"
+    stdin = io.StringIO(json.dumps(redacted) + "\n" + json.dumps(kubernetes) + "\n")
+    assert [item.node for item in iter_reports(["-"], stdin=stdin)] == ["stdin:1", "k8s-node-3"]

@@ -58,5 +58,7 @@ def test_every_ignored_import_is_explained() -> None:
     lines = (ROOT / "pyproject.toml").read_text(encoding="utf-8").splitlines()
     for c in contracts().values():
         for ignored in c.get("ignore_imports", []):
-            (at,) = [i for i, line in enumerate(lines) if line.strip().startswith(f'"{ignored}"')]
-            assert lines[at - 1].strip().startswith("#"), f"{ignored}: say why it is allowed"
+            found = [i for i, line in enumerate(lines) if line.strip().startswith(f'"{ignored}"')]
+            assert found, ignored
+            for at in found:  # one import may be allowed by two contracts: each says why
+                assert lines[at - 1].strip().startswith("#"), f"{ignored}: say why it is allowed"

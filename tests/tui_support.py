@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 
 from bnbdoctor.hosts.fixture import FixtureHost
 from bnbdoctor.tui.app import DoctorApp
+from bnbdoctor.tui.fleet_app import FleetApp
 from bnbdoctor.tui.session import Session
 
 SIZE = (100, 34)
@@ -34,8 +35,9 @@ def asynctest(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
 @pytest.fixture(autouse=True)
 def _quiet_app(monkeypatch: pytest.MonkeyPatch) -> None:
     """No blinking cursor, spinner or animation: pilot runs and snapshots stay deterministic."""
-    monkeypatch.setattr(DoctorApp, "CURSOR_BLINK", False)
-    monkeypatch.setattr(DoctorApp, "ANIMATE", False)
+    for app in (DoctorApp, FleetApp):
+        monkeypatch.setattr(app, "CURSOR_BLINK", False)
+        monkeypatch.setattr(app, "ANIMATE", False)
 
 
 async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 10.0) -> bool:

@@ -1,7 +1,8 @@
 """``bnbdoctor fleet PATH...``: the command, under the shared command-line contract (bnbdoctor.contract).
 
 Exit codes: :mod:`.status` (bnbdoctor's 0/1/2, or with ``--nagios`` a plugin's 0/1/2/3 and its one
-status line on stdout).
+status line on stdout). ``--tui`` shows the same report in the app (:func:`bnbdoctor.tui.run_fleet`,
+imported only then), with the same exit code; without Textual it is one line and exit 2.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ FORMAT_HELP = {
     OutputFormat.TEXT: "the groups side by side (default)",
     OutputFormat.JSON: "one JSON document (docs/fleet.schema.json)",
     OutputFormat.MARKDOWN: "Markdown to paste into an issue",
+    OutputFormat.TUI: "the groups in the interactive app (same exit code; needs a terminal)",
 }
 
 
@@ -27,7 +29,7 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bnbdoctor fleet",
-        description="Group many nodes' reports (bnbdoctor --json -o DIR/%%N.json) by what they found; "
+        description="Group many nodes' reports (bnbdoctor --json -o DIR/%N.json) by what they found; "
         "show what differs between the groups.",
     )
     parser.add_argument(
@@ -52,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
     from bnbdoctor.fleet.render import render_fleet
     from bnbdoctor.fleet.status import exit_code, nagios_line, nagios_state
 
+    fmt: OutputFormat = args.format or OutputFormat.TEXT
+    if fmt is OutputFormat.TUI and args.output:
+        fmt = OutputFormat.TEXT  # -o FILE asks for a report in a file; the app is for the terminal (as the doctor's)
+    if fmt is OutputFormat.TUI:
+        return _run_app(args)
     try:
         report = aggregate(iter_reports(args.paths), pseudonymize=args.pseudonymize_nodes)
     except InputError as exc:
@@ -63,7 +70,6 @@ def run(args: argparse.Namespace) -> int:
         note(f"unreadable: {bad.error}")
     if len(report.unreadable) > 20:
         note(f"... and {len(report.unreadable) - 20} more unreadable reports")
-    fmt: OutputFormat = args.format or OutputFormat.TEXT
     if args.nagios and args.format is None and not args.output:
         sys.stdout.write(nagios_line(report))
         return int(nagios_state(report))
@@ -76,6 +82,40 @@ def run(args: argparse.Namespace) -> int:
     if args.nagios:
         return int(nagios_state(report))
     return int(exit_code(report, args.strict))
+
+
+def textual_installed() -> bool:
+    """Whether the app can run (Textual is found); it is not imported here."""
+    import importlib.util
+
+    return importlib.util.find_spec("textual") is not None
+
+
+def _run_app(args: argparse.Namespace) -> int:
+    """``--tui``: the paths resolved here (a mistyped path, an empty folder: one line, no app), the app reads them."""
+    from bnbdoctor.fleet.inputs import InputError, resolve_paths
+
+    if "-" in args.paths:
+        raise UsageError(
+            "--tui reads its keys from the terminal, so reports cannot come on stdin: save them to a "
+            ".jsonl file and name it"
+        )
+    try:
+        paths = resolve_paths(args.paths)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    if not paths:
+        raise UsageError(f"no reports (*.json, *.jsonl, *.ndjson) in {', '.join(args.paths)}")
+    if not textual_installed():
+        raise UsageError(
+            "--tui needs Textual, which is not installed (pip install textual); "
+            "--text, --json and --markdown work without it"
+        )
+    from bnbdoctor.tui import run_fleet
+
+    return run_fleet(
+        paths, label=" ".join(args.paths), pseudonymize=args.pseudonymize_nodes, strict=args.strict, nagios=args.nagios
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -108,14 +108,23 @@ def _file(path: str) -> Iterator[Item]:
     yield Item(_node_of_path(path), path, text=data.decode("utf-8", errors="replace"))
 
 
-def iter_reports(arguments: list[str], stdin: IO[str] | None = None) -> Iterator[Item]:
-    """Each report named by ``arguments`` in turn; raises :class:`InputError` for a path naming nothing.
+def resolve_paths(arguments: list[str]) -> list[str]:
+    """The files (and ``-``) that ``arguments`` name; raises :class:`InputError` for a path naming nothing."""
+    return [path for argument in arguments for path in _expand(argument)]
 
-    Every argument is resolved before the first report is read, so a mistyped path fails at once.
-    """
-    paths = [path for argument in arguments for path in _expand(argument)]
+
+def iter_paths(paths: list[str], stdin: IO[str] | None = None) -> Iterator[Item]:
+    """Each report in the resolved ``paths`` (:func:`resolve_paths`) in turn."""
     for path in paths:
         if path == "-":
             yield from _lines(stdin if stdin is not None else sys.stdin, "stdin")
         else:
             yield from _file(path)
+
+
+def iter_reports(arguments: list[str], stdin: IO[str] | None = None) -> Iterator[Item]:
+    """Each report named by ``arguments`` in turn; raises :class:`InputError` for a path naming nothing.
+
+    Every argument is resolved before the first report is read, so a mistyped path fails at once.
+    """
+    yield from iter_paths(resolve_paths(arguments), stdin)

@@ -8,6 +8,7 @@ its findings and its nodes. JSON is the whole :class:`~.model.FleetReport` (docs
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from bnbdoctor.fleet.model import FleetReport, Group
 from bnbdoctor.render import OutputFormat
@@ -29,16 +30,22 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _headline(report: FleetReport) -> str:
+def headline(report: FleetReport) -> str:
+    """``9 nodes in 3 groups, 1 unreadable``: the fleet in one line (text, Markdown, the app)."""
     line = f"{_plural(report.nodes, 'node')} in {_plural(len(report.groups), 'group')}"
     if report.unreadable:
         line += f", {len(report.unreadable)} unreadable"
     return line
 
 
-def _rows(report: FleetReport, groups: list[Group]) -> list[list[str]]:
-    """The side-by-side table: a header row, then one row per differing fact, findings, nodes."""
-    rows = [[""] + [f"group {i + 1}" for i in range(len(groups))]]
+def comparison_rows(report: FleetReport, groups: list[Group], numbers: Sequence[int] | None = None) -> list[list[str]]:
+    """The side-by-side table: a header row, then nodes, status, one row per differing fact, findings.
+
+    ``numbers`` are the groups' numbers in the report (default 1, 2, ...): the app compares one
+    group with the largest. Text, Markdown and the app show these same rows.
+    """
+    numbers = list(numbers) if numbers is not None else list(range(1, len(groups) + 1))
+    rows = [[""] + [f"group {number}" for number in numbers]]
     rows.append(["nodes"] + [str(g.count) for g in groups])
     rows.append(["status"] + [g.status for g in groups])
     shown_facts = [name for name in report.differs if name != "findings"] if len(groups) > 1 else []
@@ -48,7 +55,7 @@ def _rows(report: FleetReport, groups: list[Group]) -> list[list[str]]:
     return rows
 
 
-def _same(report: FleetReport) -> list[str]:
+def same_facts(report: FleetReport) -> list[str]:
     """Key facts every group shares: shown once."""
     if not report.groups:
         return []
@@ -57,13 +64,13 @@ def _same(report: FleetReport) -> list[str]:
 
 
 def render_text(report: FleetReport) -> str:
-    out = [f"bnbdoctor fleet: {_headline(report)}", ""]
+    out = [f"bnbdoctor fleet: {headline(report)}", ""]
     if report.groups:
-        same = _same(report)
+        same = same_facts(report)
         if same:
             out += ["same on every node: " + "; ".join(same), ""]
         groups = report.groups[:SIDE_BY_SIDE]
-        rows = _rows(report, groups)
+        rows = comparison_rows(report, groups)
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
         out.append("")
@@ -83,12 +90,12 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(report: FleetReport) -> str:
-    out = ["## bnbdoctor fleet", "", f"**{_headline(report)}**", ""]
-    same = _same(report)
+    out = ["## bnbdoctor fleet", "", f"**{headline(report)}**", ""]
+    same = same_facts(report)
     if same:
         out += ["Same on every node: " + "; ".join(f"`{s}`" for s in same), ""]
     if report.groups:
-        rows = _rows(report, report.groups[:SIDE_BY_SIDE])
+        rows = comparison_rows(report, report.groups[:SIDE_BY_SIDE])
         out.append("| " + " | ".join(_cell(c) for c in rows[0]) + " |")
         out.append("|" + "---|" * len(rows[0]))
         out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[1:]]

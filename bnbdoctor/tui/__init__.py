@@ -1,5 +1,6 @@
 """The interactive app (``bnbdoctor`` on a terminal, or ``--tui``): the only package that imports
-Textual. :func:`run` is what the CLI calls; the headless paths never import this package.
+Textual. :func:`run` is what the CLI calls, :func:`run_fleet` what ``bnbdoctor fleet --tui`` calls;
+the headless paths never import this package.
 """
 
 from __future__ import annotations
@@ -58,4 +59,24 @@ def run(
     return int(app.exit_code)
 
 
-__all__ = ["run"]
+def run_fleet(
+    paths: list[str], *, label: str = "", pseudonymize: bool = False, strict: bool = False, nagios: bool = False
+) -> int:
+    """The fleet app on the resolved report ``paths`` until the user quits; returns ``bnbdoctor fleet``'s
+    exit code for what it read (FAILURE when the user quit before, or the app crashed). After the app,
+    the fleet's headline and its groups with findings are printed."""
+    import sys
+
+    from bnbdoctor.report import ExitCode
+    from bnbdoctor.tui.fleet_app import FleetApp
+    from bnbdoctor.tui.fleet_session import FleetSession, farewell_lines
+
+    app = FleetApp(FleetSession(tuple(paths), pseudonymize=pseudonymize, strict=strict, nagios=nagios, name=label))
+    app.run()
+    if app.return_code not in (None, 0):  # the app itself crashed (Textual printed the traceback)
+        return int(ExitCode.FAILURE)
+    sys.stdout.write("\n".join(farewell_lines(app.report, app.failed)) + "\n")
+    return app.exit_code
+
+
+__all__ = ["run", "run_fleet"]

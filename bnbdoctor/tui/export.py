@@ -3,6 +3,8 @@
 The text is rendered by the same dispatch as ``--json``/``--markdown`` (:func:`bnbdoctor.render.renderer_for`,
 the doctor's layout) and written whole or not at all (:func:`bnbdoctor.contract.write_file`). A format
 whose renderer is not in this build is simply not offered, so adding a format is one line here.
+The fleet app writes the fleet report as ``bnbdoctor fleet --text/--json/--markdown`` would
+(:data:`FLEET_EXPORT_FORMATS`, :func:`export_fleet`), through :func:`bnbdoctor.fleet.render.render_fleet`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnbdoctor.contract import write_file
+from bnbdoctor.fleet.model import FleetReport
 from bnbdoctor.render import OutputFormat, ReportKind, renderer_for
 from bnbdoctor.report import Report
 
@@ -94,6 +97,35 @@ def export_report(report: Report, path: str | Path, fmt: str | None = None) -> P
     text = render_export(report, chosen)
     try:
         write_file(target, text)
+    except OSError as exc:
+        raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
+    return target
+
+
+#: The fleet app's formats, in menu order: a file suffix and what ``bnbdoctor fleet`` renders.
+FLEET_EXPORT_FORMATS: dict[str, tuple[str, OutputFormat]] = {
+    "text": (".txt", OutputFormat.TEXT),
+    "json": (".json", OutputFormat.JSON),
+    "markdown": (".md", OutputFormat.MARKDOWN),
+}
+
+
+def fleet_suffixes() -> dict[str, str]:
+    """Each fleet format's file suffix (the export dialog changes the file name with the format)."""
+    return {name: suffix for name, (suffix, _) in FLEET_EXPORT_FORMATS.items()}
+
+
+def export_fleet(report: FleetReport, path: str | Path, fmt: str | None = None) -> Path:
+    """Write the fleet report to ``path`` in ``fmt`` (default: from the suffix, else text); returns the path."""
+    from bnbdoctor.fleet.render import render_fleet
+
+    target = Path(path).expanduser()
+    suffix = target.suffix.lower()
+    chosen = fmt or next((name for name, (s, _) in FLEET_EXPORT_FORMATS.items() if s == suffix), "text")
+    if chosen not in FLEET_EXPORT_FORMATS:
+        raise ExportError(f"unknown export format {chosen!r} (known: {', '.join(FLEET_EXPORT_FORMATS)})")
+    try:
+        write_file(target, render_fleet(report, FLEET_EXPORT_FORMATS[chosen][1]))
     except OSError as exc:
         raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
     return target

@@ -1,5 +1,5 @@
 """Messages the workers post (dataclasses, thread-safe to post): the diagnosis worker to the app,
-the Explain and Fit workers to their tab.
+the Explain and Fit workers to their tab, the fleet app's reading worker to the fleet app.
 
 ``generation`` numbers each run, so that news from a run the app has moved on from is dropped.
 """
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from bnbdoctor.facts import ProbeRun
+from bnbdoctor.fleet.model import FleetReport
 from bnbdoctor.report import Report
 
 
@@ -62,3 +63,24 @@ class ToolFailed(Message):
     error: str
     generation: int
     bad_input: bool = False
+
+
+@dataclass
+class FleetProgress(Message):
+    """The fleet app's worker has read ``count`` reports so far."""
+
+    count: int
+
+
+@dataclass
+class FleetReady(Message):
+    """The fleet app's worker has read every report and grouped the nodes."""
+
+    report: FleetReport
+
+
+@dataclass
+class FleetFailed(Message):
+    """The fleet app's worker failed (a bug: unreadable reports are part of the report); one line."""
+
+    error: str

@@ -1,7 +1,8 @@
-"""ExportScreen: where to write the report, and in which format."""
+"""ExportScreen: where to write the report (the doctor's or the fleet's), and in which format."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,9 +21,21 @@ class ExportScreen(ModalScreen["ExportRequest | None"]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, path: Path, formats: list[str], chosen: str, *, cursor_blink: bool = True) -> None:
+    def __init__(
+        self,
+        path: Path,
+        formats: list[str],
+        chosen: str,
+        *,
+        cursor_blink: bool = True,
+        suffixes: Mapping[str, str] | None = None,
+        title: str = "Export the report",
+    ) -> None:
         super().__init__()
         self.path = path
+        #: Each format's file suffix (default: the doctor's formats, :data:`EXPORT_FORMATS`).
+        self.suffixes = dict(suffixes) if suffixes is not None else {n: f.suffix for n, f in EXPORT_FORMATS.items()}
+        self.title = title
         self.formats = formats
         self.chosen = chosen
         self.cursor_blink = cursor_blink
@@ -44,7 +57,7 @@ class ExportScreen(ModalScreen["ExportRequest | None"]):
                 yield Button("Cancel", id="export-cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#export-dialog").border_title = "Export the report"
+        self.query_one("#export-dialog").border_title = self.title
         self.query_one("#export-path", Input).focus()
 
     @on(RadioSet.Changed, "#export-format")
@@ -52,7 +65,7 @@ class ExportScreen(ModalScreen["ExportRequest | None"]):
         name = event.pressed.name or self.chosen
         self.chosen = name
         path_input = self.query_one("#export-path", Input)
-        path_input.value = str(Path(path_input.value).with_suffix(EXPORT_FORMATS[name].suffix))
+        path_input.value = str(Path(path_input.value).with_suffix(self.suffixes[name]))
 
     @on(Input.Submitted, "#export-path")
     @on(Button.Pressed, "#export-ok")

@@ -81,11 +81,11 @@ VIEWS_TEXT = Text.assemble(
 )
 
 
-def help_table() -> Table:
+def help_table(groups: list[tuple[str, list[tuple[str, str]]]] | None = None) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    for group, rows in KEYS:
+    for group, rows in KEYS if groups is None else groups:
         table.add_row(Text.assemble((group, "bold underline")), "")
         for keys, what in rows:
             table.add_row(keys, what)
@@ -95,16 +95,27 @@ def help_table() -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    """A modal list of keys."""
+    """A modal list of keys: the doctor app's (:data:`KEYS`, :data:`VIEWS_TEXT`) unless told others."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark,f1", "dismiss", "Close", key_display="Esc"),
     ]
 
+    def __init__(
+        self,
+        keys: list[tuple[str, list[tuple[str, str]]]] | None = None,
+        views: Text | None = None,
+        title: str = "bnbdoctor: keys",
+    ) -> None:
+        super().__init__()
+        self.keys = keys
+        self.views = views if views is not None else VIEWS_TEXT
+        self.title = title
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-dialog"):
-            yield Static(VIEWS_TEXT, id="help-views")
-            yield Static(help_table(), id="help-keys")
+            yield Static(self.views, id="help-views")
+            yield Static(help_table(self.keys), id="help-keys")
 
     def on_mount(self) -> None:
-        self.query_one("#help-dialog").border_title = "bnbdoctor: keys"
+        self.query_one("#help-dialog").border_title = self.title
