@@ -177,7 +177,7 @@ class FleetScreen(Screen[None]):
         table.clear(columns=True)
         table.add_column("#", width=3)
         table.add_column("nodes", width=5)
-        table.add_column("status", width=7)
+        table.add_column("status", width=9)  # "▲ warning"
         header = "findings · ≠ group 1"
         table.add_column(header, width=max([len(header), *(len(s) for s in summaries)]))
 
