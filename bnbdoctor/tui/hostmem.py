@@ -3,14 +3,13 @@
 The fit engine reads ``psutil.virtual_memory().available`` in the patient interpreter; the Fit
 tab shows the same figure as the CPU RAM field's hint, so the default is visible before a run.
 No Textual here: a plain function, tried in turn with psutil (when this interpreter has it) and
-Linux's ``/proc/meminfo``; ``None`` when neither answers.
+Linux's ``/proc/meminfo``, read through the live host like every other file bnbdoctor reads (the fit
+runs on this machine even when the app shows a recorded one); ``None`` when neither answers.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-MEMINFO = Path("/proc/meminfo")
+MEMINFO = "/proc/meminfo"
 
 
 def meminfo_available(text: str) -> int | None:
@@ -39,7 +38,7 @@ def free_ram_bytes() -> int | None:
     found = psutil_available()
     if found is not None:
         return found
-    try:
-        return meminfo_available(MEMINFO.read_text(encoding="ascii", errors="replace"))
-    except OSError:
-        return None
+    from bnbdoctor.hosts.live import LiveHost
+
+    text = LiveHost().read_text(MEMINFO, limit=1 << 16)
+    return meminfo_available(text) if text is not None else None
