@@ -146,3 +146,21 @@ def test_verdict_and_workflow_in_the_users_names() -> None:
     document = json.loads(render_json(low))
     assert document["overall"]["4bit"] == {"kept": 0.01, "unmoved": 0.62}
     assert document["merge_peak_bytes"] == 2_000_000_110
+
+
+def test_progress_listener_shows_layer_lines_only() -> None:
+    from bnbdoctor.merge_check.engine import progress_listener
+
+    shown: list[str] = []
+    heard = progress_listener(shown.append)
+    for line in (
+        "merge-check: layer 3/16 base_model.model.model.layers.1.self_attn.q_proj",
+        "UserWarning: something torch said",
+        "merge-check: layer 4/16 model.layers.1.mlp.up_proj",
+    ):
+        heard(line)
+    assert shown == [
+        "bnbdoctor merge-check: layer 3/16 model.layers.1.self_attn.q_proj",
+        "bnbdoctor merge-check: layer 4/16 model.layers.1.mlp.up_proj",
+    ]
+    assert _engine()["PROGRESS"] == "merge-check: layer "
