@@ -149,6 +149,10 @@ def test_cli_json_and_exit_codes(models: Path) -> None:
     big = run("big", "--base", str(models / "base"), "--text")
     assert big.returncode == 0, big.stderr
     assert "(a) into the 4-bit model" in big.stdout
+    markdown = run("tiny", "--markdown", "--max-layers", "1")
+    assert markdown.returncode == 1, markdown.stderr
+    assert markdown.stdout.startswith("## bnbdoctor merge-check: `") and "| `4bit`: (a)" in markdown.stdout
+    assert "### Per layer (1 adapted layers)" in markdown.stdout and "```python" in markdown.stdout
     missing = run(str(models / "nowhere"))
     assert missing.returncode == 2 and "adapter_config.json" in missing.stderr
 

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from bnbdoctor.hosts.base import CommandResult, EngineAnswer, Host
+from bnbdoctor.merge_check.result import short_module
 
 MARKER = "@@BNBDOCTOR-MERGE@@"
 #: The engine's stderr line as a layer's measurement begins (``PROGRESS`` in the engine script).
 _PROGRESS_LINE = re.compile(r"merge-check: layer (\d+)/(\d+) (\S+)")
-#: The prefixes peft puts before a module path, left out of the progress line.
-_PEFT_PREFIXES = ("base_model.model.", "base_model.")
 
 
 @lru_cache(maxsize=1)
@@ -47,11 +46,7 @@ def progress_listener(update: Callable[[str], None]) -> Callable[[str], None]:
         if found is None:
             return
         position, count, module = found.groups()
-        for prefix in _PEFT_PREFIXES:
-            if module.startswith(prefix):
-                module = module[len(prefix) :]
-                break
-        update(f"bnbdoctor merge-check: layer {position}/{count} {module}")
+        update(f"bnbdoctor merge-check: layer {position}/{count} {short_module(module)}")
 
     return heard
 

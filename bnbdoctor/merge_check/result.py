@@ -3,12 +3,17 @@
 ``kept`` is the projection ⟨M - base_M, ΔW⟩ / ‖ΔW‖² of what a merge changed onto the update the adapter
 trained; ``unmoved`` is the share of the adapted weights the merge left exactly where they were.
 :func:`verdict` turns the overall figures into one sentence; :func:`workflow_script` is the merge that
-keeps the update (16-bit base, then quantize once at load), with the user's own paths.
+keeps the update (16-bit base, then quantize once at load), with the user's own paths; :func:`redacted`
+is the measurement safe to paste (``--markdown``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bnbdoctor.redact import Redactor
 
 #: The ways of merging, in report order, and what each one is.
 WAYS = ("4bit", "16bit", "dequantized", "16bit_then_quantize")
@@ -18,6 +23,8 @@ WAY_TITLES = {
     "dequantized": "(c) into the dequantized 4-bit base, kept 16-bit: deq(Q(W)) + ΔW",
     "16bit_then_quantize": "(d) into the 16-bit base, then quantized once: Q(W + ΔW)",
 }
+#: The prefixes peft puts before a module path (``base_model.model.model.layers.0...``), left out where shown.
+PEFT_PREFIXES = ("base_model.model.", "base_model.")
 #: Below this share of the update kept, a way of merging is said to lose the adapter.
 LOW_KEPT = 0.5
 
@@ -78,6 +85,14 @@ class MergeCheck:
         return self.base_bytes + self.adapter_bytes + self.largest_tensor_bytes
 
 
+def short_module(module: str) -> str:
+    """A module path as the model names it: ``model.layers.1.self_attn.q_proj``, without peft's prefix."""
+    for prefix in PEFT_PREFIXES:
+        if module.startswith(prefix):
+            return module[len(prefix) :]
+    return module
+
+
 def _percent(share: float | None) -> str:
     return "?" if share is None else f"{share * 100:.0f} %"
 
@@ -121,3 +136,10 @@ def workflow_script(check: MergeCheck) -> str:
             f"model = AutoModelForCausalLM.from_pretrained({merged!r}, quantization_config=config)",
         ]
     )
+
+
+def redacted(check: MergeCheck, redactor: Redactor) -> MergeCheck:
+    """A copy of ``check`` with identity and secrets replaced in every string (the home folder becomes ``~``)."""
+    from bnbdoctor.serde import field_names, from_dict, to_jsonable
+
+    return from_dict(MergeCheck, redactor.walk(to_jsonable(check), field_names(MergeCheck) | frozenset(WAYS)))
