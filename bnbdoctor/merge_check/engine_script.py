@@ -234,19 +234,23 @@ def _measure(
 
     bases = {"4bit": wq, "16bit": w16, "dequantized": wq, "16bit_then_quantize": w16}
     sums = {}
+    # In place where a tensor is not needed again: a layer holds W, deq(Q(W)), ΔW and one merge at a time
+    # (each float32), so the peak is the largest layer's, however many layers the adapter has.
     for way, base in bases.items():
         update = delta(base)
         target = base + update
         quantized = way in ("4bit", "16bit_then_quantize")
         merged = roundtrip(target).float() if quantized else target.to(dtype).float()
-        moved = merged - base
+        del target
+        unmoved = int((merged == base).sum())
+        moved = merged.sub_(base)  # M - base_M
         sums[way] = {
-            "dot": float((moved * update).sum()),
-            "norm2": float((update * update).sum()),
-            "unmoved": int((merged == base).sum()),
+            "dot": float(moved.mul_(update).sum()),  # ⟨M - base_M, ΔW⟩
+            "norm2": float(update.square().sum()),
+            "unmoved": unmoved,
             "numel": int(base.numel()),
         }
-        del update, target, merged, moved
+        del update, merged, moved
     delta_rel = float(lora.norm() / w16.norm().clamp_min(1e-12))
     return {
         "sums": sums,
