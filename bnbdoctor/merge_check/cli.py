@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser
 from bnbdoctor.contract import guarded, write_output
 from bnbdoctor.merge_check.core import BLOCKSIZES, QUANT_TYPES, MergeInputError, MergeOptions
-from bnbdoctor.merge_check.result import LOW_KEPT, MergeCheck
+from bnbdoctor.merge_check.result import LOW_KEPT, WAYS, MergeCheck
 from bnbdoctor.report import ExitCode
+
+if TYPE_CHECKING:
+    from bnbdoctor.redact import Redactor
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +64,14 @@ def exit_code(check: MergeCheck) -> ExitCode:
     return ExitCode.OK
 
 
+def redacted(check: MergeCheck, redactor: Redactor) -> MergeCheck:
+    """A copy of ``check`` with identity and secrets replaced in every string (the home folder becomes ``~``):
+    what ``--markdown`` shows, to be pasted into a public issue."""
+    from bnbdoctor.serde import field_names, from_dict, to_jsonable
+
+    return from_dict(MergeCheck, redactor.walk(to_jsonable(check), field_names(MergeCheck) | frozenset(WAYS)))
+
+
 def _render(check: MergeCheck, fmt: str) -> str:
     """The document in ``fmt`` ("text", "json" or "markdown"); Markdown is redacted for a public issue."""
     if fmt == "json":
@@ -68,7 +80,6 @@ def _render(check: MergeCheck, fmt: str) -> str:
         return render_json(check)
     if fmt == "markdown":
         from bnbdoctor.hosts.live import LiveHost
-        from bnbdoctor.merge_check.result import redacted
         from bnbdoctor.redact import Redactor
         from bnbdoctor.render.merge_check_markdown import render_markdown
 

@@ -3,17 +3,12 @@
 ``kept`` is the projection ⟨M - base_M, ΔW⟩ / ‖ΔW‖² of what a merge changed onto the update the adapter
 trained; ``unmoved`` is the share of the adapted weights the merge left exactly where they were.
 :func:`verdict` turns the overall figures into one sentence; :func:`workflow_script` is the merge that
-keeps the update (16-bit base, then quantize once at load), with the user's own paths; :func:`redacted`
-is the measurement safe to paste (``--markdown``).
+keeps the update (16-bit base, then quantize once at load), with the user's own paths.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from bnbdoctor.redact import Redactor
 
 #: The ways of merging, in report order, and what each one is.
 WAYS = ("4bit", "16bit", "dequantized", "16bit_then_quantize")
@@ -137,9 +132,3 @@ def workflow_script(check: MergeCheck) -> str:
         ]
     )
 
-
-def redacted(check: MergeCheck, redactor: Redactor) -> MergeCheck:
-    """A copy of ``check`` with identity and secrets replaced in every string (the home folder becomes ``~``)."""
-    from bnbdoctor.serde import field_names, from_dict, to_jsonable
-
-    return from_dict(MergeCheck, redactor.walk(to_jsonable(check), field_names(MergeCheck) | frozenset(WAYS)))

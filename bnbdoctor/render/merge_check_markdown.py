@@ -2,7 +2,7 @@
 
 The verdict, the settings, one table row per way of merging (kept, unmoved), one per adapted layer,
 the script for the right workflow in a fenced block, and the memory lines. The CLI redacts the
-measurement first (:func:`bnbdoctor.merge_check.result.redacted`: the home folder becomes ``~``, user
+measurement first (:func:`bnbdoctor.merge_check.cli.redacted`: the home folder becomes ``~``, user
 and host names go). The body stays within :data:`bnbdoctor.render.markdown.MAX_BODY` the way the
 doctor's does: when every layer does not fit, the table keeps the layers that keep least, and says so.
 """
