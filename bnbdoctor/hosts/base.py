@@ -72,6 +72,7 @@ class EngineAnswer:
     data: dict[str, Any] = field(default_factory=dict)
     failure: str | None = None
     duration_s: float = 0.0
+    timed_out: bool = False  # the failure is the time limit
 
     @property
     def ok(self) -> bool:
@@ -88,7 +89,7 @@ class EngineAnswer:
         if data is not None:
             return cls(data=data, duration_s=result.duration_s)
         failure = f"{what} printed no answer" if result.ok else result.describe_failure()
-        return cls(failure=failure, duration_s=result.duration_s)
+        return cls(failure=failure, duration_s=result.duration_s, timed_out=result.timed_out)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bnbdoctor.hosts.base import EngineAnswer, Host
-from bnbdoctor.merge_check.engine import progress_listener, run_engine
+from bnbdoctor.merge_check.engine import LayerProgress, run_engine
 from bnbdoctor.merge_check.result import WAYS, LayerResult, MergeCheck, WayResult
 
 QUANT_TYPES = ("nf4", "fp4")
@@ -224,11 +224,14 @@ def run_merge_check(options: MergeOptions, host: Host | None = None, progress: P
     if progress:
         progress(f"bnbdoctor merge-check: measuring {adapter_dir} layer by layer with {python}")
     request = build_request(options, config, adapter_file, base_dir)
-    listener = progress_listener(progress) if progress else None
-    answer = run_engine(host, python, request, options.timeout_s, on_stderr_line=listener)
+    layers = LayerProgress(progress)
+    answer = run_engine(host, python, request, options.timeout_s, on_stderr_line=layers)
     check.timings["wall"] = round(answer.duration_s, 4)
     if not answer.ok:
         check.error = answer.error or "the engine did not answer"
+        if answer.failure:  # it stopped before answering: say how far it got
+            where = layers.where(answer.duration_s, timed_out=answer.timed_out)
+            check.error += f" ({where})" if where else ""
         return check
     fill(check, answer)
     return check

@@ -37,18 +37,40 @@ def parse_answer(result: CommandResult) -> EngineAnswer:
     return EngineAnswer.from_result(result, MARKER, "the merge-check engine")
 
 
-def progress_listener(update: Callable[[str], None]) -> Callable[[str], None]:
-    """A stderr line listener that shows the engine's "layer i/N MODULE" lines through ``update``
-    (``bnbdoctor merge-check: layer 3/16 model.layers.1.self_attn.q_proj``) and ignores the rest."""
+class LayerProgress:
+    """Hears the engine's stderr while it runs: which layer it is on (``position`` of ``count``, 0 before the
+    first), shown through ``update`` as ``bnbdoctor merge-check: layer 3/16 model.layers.1.self_attn.q_proj``;
+    other lines (warnings) are ignored. Called from the host's reader thread."""
 
-    def heard(line: str) -> None:
+    def __init__(self, update: Callable[[str], None] | None = None) -> None:
+        self.position = 0
+        self.count = 0
+        self._update = update
+
+    def __call__(self, line: str) -> None:
         found = _PROGRESS_LINE.fullmatch(line.strip())
         if found is None:
             return
-        position, count, module = found.groups()
-        update(f"bnbdoctor merge-check: layer {position}/{count} {short_module(module)}")
+        self.position, self.count = int(found[1]), int(found[2])
+        if self._update is not None:
+            self._update(f"bnbdoctor merge-check: layer {self.position}/{self.count} {short_module(found[3])}")
 
-    return heard
+    def where(self, seconds: float, timed_out: bool) -> str:
+        """Where a run that stopped after ``seconds`` had got to, and for a timeout the limit that would do."""
+        if not self.count:
+            return ""
+        said = f"at layer {self.position}/{self.count}"
+        done = self.position - 1
+        if timed_out and done > 0:
+            needed = seconds / done * self.count * 1.2
+            said += f"; all {self.count} layers need about {needed:.0f} s here: pass --timeout {needed:.0f}"
+            said += f" (or --max-layers {done})"
+        return said
+
+
+def progress_listener(update: Callable[[str], None]) -> LayerProgress:
+    """A stderr line listener that shows the engine's "layer i/N MODULE" lines through ``update``."""
+    return LayerProgress(update)
 
 
 def run_engine(
