@@ -99,6 +99,7 @@ def main(argv: list[str]) -> int:
     def body() -> int:
         from bnbdoctor.merge_check.core import run_merge_check
         from bnbdoctor.progress import status
+
         options = MergeOptions(
             adapter=args.adapter,
             base=args.base,

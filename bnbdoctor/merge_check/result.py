@@ -131,4 +131,3 @@ def workflow_script(check: MergeCheck) -> str:
             f"model = AutoModelForCausalLM.from_pretrained({merged!r}, quantization_config=config)",
         ]
     )
-
