@@ -10,6 +10,13 @@ Peak RSS comes from wait4 (the largest of the command and the children it waited
 subprocess counts).
 
 Usage: python bench/bench_merge_check.py [--layers 16] [--keep DIR] [--json bench/results/merge_check.json]
+
+Measured on the shared 2-core box (torch 2.13.0+cpu, bitsandbytes 0.50.2), all 16 layers (112 adapted
+modules, 1856 MiB of base tensors): 223 s with the box otherwise idle (2.0 s a module; 368 s under a load
+average of 4.5), engine peak 1050 MiB (0.57 of the base). The peak is the largest layer's working set
+(907 MiB with 1 module, 955 with 7) over the 341 MiB that importing torch and bitsandbytes takes, plus
+glibc heap fragmentation: with MALLOC_MMAP_THRESHOLD_=1048576 (every freed tensor returned to the OS,
+46 % slower) all 112 modules peaked at 939 MiB, below the 1-module peak without it.
 """
 
 from __future__ import annotations

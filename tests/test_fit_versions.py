@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -152,12 +153,21 @@ class _PythonPathHost(LiveHost):
         self.pythonpath = str(pythonpath)
 
     def run_python(
-        self, executable: str, script: str, timeout: float = 10.0, *, purpose: str = "facts", isolated: bool = False
+        self,
+        executable: str,
+        script: str,
+        timeout: float = 10.0,
+        *,
+        purpose: str = "facts",
+        isolated: bool = False,
+        on_stderr_line: Callable[[str], None] | None = None,
     ) -> CommandResult:
         saved = os.environ.get("PYTHONPATH")
         os.environ["PYTHONPATH"] = self.pythonpath
         try:
-            return super().run_python(executable, script, timeout, purpose=purpose, isolated=isolated)
+            return super().run_python(
+                executable, script, timeout, purpose=purpose, isolated=isolated, on_stderr_line=on_stderr_line
+            )
         finally:
             if saved is None:
                 os.environ.pop("PYTHONPATH", None)

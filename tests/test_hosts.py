@@ -173,3 +173,71 @@ def test_reading_a_small_file_does_not_reserve_the_read_limit(tmp_path: Path) ->
         assert read_at_most(handle, 10) == small.read_bytes()[:10]
     with open("/proc/self/status", "rb") as handle:  # a file that reports no size
         assert b"Name:" in read_at_most(handle, DEFAULT_READ_LIMIT)
+
+
+SLOW_STDERR = r"""
+import sys, time
+for i in range(3):
+    sys.stderr.write(f"line {i}\n"); sys.stderr.flush()
+    time.sleep(0.3)
+sys.stderr.write("x" * 10000 + "\n")
+sys.stderr.write("no line end")
+print("done")
+"""
+
+
+def test_stderr_lines_are_heard_while_the_command_runs() -> None:
+    from bnbdoctor.hosts.command import MAX_LINE, run_command
+
+    heard: list[tuple[float, str]] = []
+    started = time.monotonic()
+
+    def listener(line: str) -> None:
+        heard.append((time.monotonic(), line))
+
+    result = run_command([sys.executable, "-c", SLOW_STDERR], timeout=30, on_stderr_line=listener)
+    ended = time.monotonic()
+    assert result.ok and result.stdout == "done\n"
+    lines = [line for _, line in heard]
+    assert lines == ["line 0", "line 1", "line 2", "x" * MAX_LINE, "no line end"]  # a long line is passed on cut
+    assert result.stderr.startswith("line 0\nline 1\n")  # and the whole stderr is still kept
+    # line 0 came while the child still had 0.9 s of sleeping ahead of it, not at the end
+    assert heard[0][0] - started < ended - started - 0.5
+    assert heard[0][0] < heard[1][0] < heard[2][0] <= ended
+
+
+def test_a_failing_stderr_listener_does_not_stop_the_command() -> None:
+    from bnbdoctor.hosts.command import run_command
+
+    calls: list[str] = []
+
+    def listener(line: str) -> None:
+        calls.append(line)
+        raise RuntimeError("boom")
+
+    result = run_command([sys.executable, "-c", SLOW_STDERR.replace("0.3", "0")], timeout=30, on_stderr_line=listener)
+    assert result.ok and calls == ["line 0"]  # heard once, then left alone; the output is still read to its end
+
+
+def test_stderr_listener_stays_within_the_output_limit() -> None:
+    from bnbdoctor.hosts.command import run_command
+
+    heard: list[str] = []
+    flood = "import sys\nwhile True: sys.stderr.write('y' * 99 + '\\n')"
+    result = run_command([sys.executable, "-c", flood], timeout=30, max_output=10_000, on_stderr_line=heard.append)
+    assert result.error and "stderr" in result.error
+    assert len(heard) <= 100 and all(line == "y" * 99 for line in heard)
+
+
+def test_live_run_python_streams_stderr_and_fixtures_replay_theirs(tmp_path: Path) -> None:
+    heard: list[str] = []
+    script = "import sys; sys.stderr.write('a\\nb\\n'); print('ok')"
+    result = LiveHost().run_python(sys.executable, script, timeout=30, on_stderr_line=heard.append)
+    assert result.ok and heard == ["a", "b"]
+    folder = _write_fixture(tmp_path / "py", {"os": {"system": "Linux", "machine": "x86_64"}})
+    (folder / "root" / "usr" / "bin").mkdir(parents=True)
+    (folder / "root" / "usr" / "bin" / "python3").write_bytes(b"")
+    replayed: list[str] = []
+    host = FixtureHost(folder)
+    answer = host.run_python("/usr/bin/python3", "", purpose="merge-check", on_stderr_line=replayed.append)
+    assert replayed == [answer.stderr] == ["recorded machine has no answer for this interpreter"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -144,8 +145,34 @@ def test_cli_json_and_exit_codes(models: Path) -> None:
     assert tiny.returncode == 1, tiny.stderr
     data = json.loads(tiny.stdout)
     assert len(data["layers"]) == 2 and data["overall"]["4bit"]["kept"] < 0.2
+    assert "layer" not in tiny.stderr  # stderr is not a terminal here: no progress line
     big = run("big", "--base", str(models / "base"), "--text")
     assert big.returncode == 0, big.stderr
     assert "(a) into the 4-bit model" in big.stdout
+    markdown = run("tiny", "--markdown", "--max-layers", "1")
+    assert markdown.returncode == 1, markdown.stderr
+    assert markdown.stdout.startswith("## bnbdoctor merge-check: `") and "| `4bit`: (a)" in markdown.stdout
+    assert "### Per layer (1 adapted layers)" in markdown.stdout and "```python" in markdown.stdout
     missing = run(str(models / "nowhere"))
     assert missing.returncode == 2 and "adapter_config.json" in missing.stderr
+
+
+def test_layer_progress_arrives_while_the_engine_runs(models: Path) -> None:
+    heard: list[tuple[float, str]] = []
+
+    def progress(message: str) -> None:
+        heard.append((time.monotonic(), message))
+
+    check = run_merge_check(MergeOptions(adapter=str(models / "big"), python=sys.executable), progress=progress)
+    returned = time.monotonic()
+    assert check.error is None, check.error
+    layers = [(at, message) for at, message in heard if ": layer " in message]
+    expected = [
+        f"bnbdoctor merge-check: layer {i}/6 {layer.module.removeprefix('base_model.model.')}"
+        for i, layer in enumerate(check.layers, start=1)
+    ]
+    assert [message for _, message in layers] == expected  # every layer, in order, without peft's prefix
+    # Each line is written as its layer starts, so the first came before all six layers were measured
+    # (and the engine answered and exited): not collected at the end.
+    measuring = sum(layer.seconds or 0.0 for layer in check.layers)
+    assert returned - layers[0][0] >= 0.5 * measuring > 0

@@ -5,12 +5,14 @@ from __future__ import annotations
 import ast
 import json
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bnbdoctor.hosts.base import CommandResult
+from bnbdoctor.hosts.live import LiveHost
 from bnbdoctor.merge_check import cli
 from bnbdoctor.merge_check.core import MergeInputError, MergeOptions, resolve_base, run_merge_check, safetensors_bytes
 from bnbdoctor.merge_check.engine import MARKER, engine_source, parse_answer
@@ -146,3 +148,57 @@ def test_verdict_and_workflow_in_the_users_names() -> None:
     document = json.loads(render_json(low))
     assert document["overall"]["4bit"] == {"kept": 0.01, "unmoved": 0.62}
     assert document["merge_peak_bytes"] == 2_000_000_110
+
+
+def test_progress_listener_shows_layer_lines_only() -> None:
+    from bnbdoctor.merge_check.engine import progress_listener
+
+    shown: list[str] = []
+    heard = progress_listener(shown.append)
+    for line in (
+        "merge-check: layer 3/16 base_model.model.model.layers.1.self_attn.q_proj",
+        "UserWarning: something torch said",
+        "merge-check: layer 4/16 model.layers.1.mlp.up_proj",
+    ):
+        heard(line)
+    assert shown == [
+        "bnbdoctor merge-check: layer 3/16 model.layers.1.self_attn.q_proj",
+        "bnbdoctor merge-check: layer 4/16 model.layers.1.mlp.up_proj",
+    ]
+    assert _engine()["PROGRESS"] == "merge-check: layer "
+
+
+class _SlowEngineHost(LiveHost):
+    """This machine, but the engine "measures" three of ten layers and then runs into its time limit."""
+
+    def run_python(
+        self,
+        executable: str,
+        script: str,
+        timeout: float = 10.0,
+        *,
+        purpose: str = "facts",
+        isolated: bool = False,
+        on_stderr_line: Callable[[str], None] | None = None,
+    ) -> CommandResult:
+        assert purpose == "merge-check" and on_stderr_line is not None
+        for position in (1, 2, 3, 4):
+            on_stderr_line(f"merge-check: layer {position}/10 base_model.model.model.layers.0.mlp.up_proj")
+        return CommandResult((executable, "-c", "<merge-check script>"), None, timed_out=True, duration_s=timeout)
+
+
+def test_a_timeout_says_how_far_it_got_and_the_limit_that_would_do(tmp_path: Path) -> None:
+    import sys
+
+    (tmp_path / "base").mkdir()
+    _write_safetensors(tmp_path / "base" / "model.safetensors", {"model.layers.0.mlp.up_proj.weight": ("BF16", [4], 8)})
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8, "lora_alpha": 16}))
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"")
+    shown: list[str] = []
+    options = MergeOptions(adapter=str(tmp_path), base=str(tmp_path / "base"), python=sys.executable, timeout_s=60)
+    check = run_merge_check(options, host=_SlowEngineHost(), progress=shown.append)
+    assert shown[-1] == "bnbdoctor merge-check: layer 4/10 model.layers.0.mlp.up_proj"
+    assert check.error is not None and "timed out after 60.0s" in check.error
+    assert check.error.endswith(
+        "(at layer 4/10; all 10 layers need about 240 s here: pass --timeout 240 (or --max-layers 3))"
+    )

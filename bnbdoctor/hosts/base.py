@@ -13,6 +13,7 @@ import ntpath
 import os
 import posixpath
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol, TypeVar
 
@@ -71,6 +72,7 @@ class EngineAnswer:
     data: dict[str, Any] = field(default_factory=dict)
     failure: str | None = None
     duration_s: float = 0.0
+    timed_out: bool = False  # the failure is the time limit
 
     @property
     def ok(self) -> bool:
@@ -87,7 +89,7 @@ class EngineAnswer:
         if data is not None:
             return cls(data=data, duration_s=result.duration_s)
         failure = f"{what} printed no answer" if result.ok else result.describe_failure()
-        return cls(failure=failure, duration_s=result.duration_s)
+        return cls(failure=failure, duration_s=result.duration_s, timed_out=result.timed_out)
 
 
 @dataclass(frozen=True)
@@ -178,11 +180,14 @@ class Host(ABC):
         *,
         purpose: str = "facts",
         isolated: bool = False,
+        on_stderr_line: Callable[[str], None] | None = None,
     ) -> CommandResult:
         """Run a stdlib-only script in the patient interpreter, in its own process.
 
         ``purpose`` names the script ("facts": the patient script, "load": the dlopen check) so a
-        recorded machine can answer each; ``isolated`` adds ``-I -S`` (no site, no user paths)."""
+        recorded machine can answer each; ``isolated`` adds ``-I -S`` (no site, no user paths);
+        ``on_stderr_line`` hears each line the script writes to stderr while it runs (an engine's
+        per-layer progress), a recorded machine replays its recorded stderr."""
 
     @abstractmethod
     def nvml(self, timeout: float = 5.0) -> NvmlAnswer:
@@ -209,6 +214,15 @@ class Host(ABC):
         """A text file decoded leniently (undecodable bytes never raise)."""
         data = self.read_bytes(path, limit)
         return None if data is None else data.decode("utf-8", errors="replace")
+
+    @staticmethod
+    def replay_stderr(result: CommandResult, on_stderr_line: Callable[[str], None] | None) -> CommandResult:
+        """``result``, after passing its stderr to ``on_stderr_line`` line by line: how a host that answers at
+        once (a recorded machine) keeps the streaming contract of :meth:`run_python`."""
+        if on_stderr_line is not None:
+            for line in result.stderr.splitlines():
+                on_stderr_line(line)
+        return result
 
     def exists(self, path: str) -> bool:
         return self.is_file(path) or self.is_dir(path)

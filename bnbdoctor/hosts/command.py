@@ -6,6 +6,9 @@ keep everything a flooding program prints (a patient that printed ``yes`` for 30
 so each stream is drained by a thread that keeps at most :data:`MAX_OUTPUT` bytes; a program that
 prints more is killed with its whole process group and the result says so. A program that is
 still running at its time limit is killed the same way.
+
+``on_stderr_line`` hears each line of stderr as it arrives (an engine's "layer 3/16" progress), from
+the drain thread, within the same byte limit; a line longer than :data:`MAX_LINE` is passed on cut.
 """
 
 from __future__ import annotations
@@ -17,9 +20,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import IO
 
 from bnbdoctor.hosts.base import CommandResult
+
+#: Hears one line of a command's output (without its line end) while the command runs.
+LineListener = Callable[[str], None]
 
 #: Bytes kept of each of stdout and stderr; a command that prints more is stopped (no probe's
 #: answer comes near it: ``ldconfig -p`` on a large machine prints under 1 MiB).
@@ -28,14 +35,59 @@ MAX_OUTPUT = 8 * 1024 * 1024
 #: left the group may hold them open; its output is then abandoned).
 DRAIN_GRACE_S = 2.0
 _CHUNK = 1 << 16
+#: The longest line passed to a line listener; a longer one is passed on cut to this many bytes.
+MAX_LINE = 4096
+
+
+class _Lines:
+    """Splits the bytes a drain keeps into lines for a listener, holding at most :data:`MAX_LINE` bytes of an
+    unfinished line. A listener that raises hears nothing more (the drain must keep reading)."""
+
+    def __init__(self, listener: LineListener) -> None:
+        self._listener: LineListener | None = listener
+        self._partial = bytearray()
+        self._cut = False  # the current line was already passed on cut: skip the rest of it
+
+    def feed(self, data: bytes) -> None:
+        while data and self._listener is not None:
+            end = data.find(b"\n")
+            piece, data = (data, b"") if end < 0 else (data[:end], data[end + 1 :])
+            if not self._cut:
+                self._partial += piece[: MAX_LINE - len(self._partial)]
+                if len(self._partial) >= MAX_LINE:
+                    self._emit()
+                    self._cut = True
+            if end >= 0:
+                if self._cut:
+                    self._cut = False
+                else:
+                    self._emit()
+
+    def close(self) -> None:
+        if self._partial and not self._cut:
+            self._emit()
+
+    def _emit(self) -> None:
+        line = _decode(self._partial).rstrip("\r")
+        self._partial.clear()
+        if self._listener is None:
+            return
+        try:
+            self._listener(line)
+        except Exception:  # noqa: BLE001 - a failing listener must not stop the drain (the child would block)
+            self._listener = None
 
 
 class _Drain:
-    """Reads one pipe to its end in a daemon thread, keeping the first ``limit`` bytes."""
+    """Reads one pipe to its end in a daemon thread, keeping the first ``limit`` bytes (and passing the lines of
+    those to ``on_line``, when given)."""
 
-    def __init__(self, pipe: IO[bytes], limit: int, on_overflow: threading.Event) -> None:
+    def __init__(
+        self, pipe: IO[bytes], limit: int, on_overflow: threading.Event, on_line: LineListener | None = None
+    ) -> None:
         self.data = bytearray()
         self._pipe, self._limit, self._overflow = pipe, limit, on_overflow
+        self._lines = _Lines(on_line) if on_line is not None else None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -48,10 +100,15 @@ class _Drain:
                 room = self._limit - len(self.data)
                 if room > 0:
                     self.data += chunk[:room]
+                    if self._lines is not None:
+                        self._lines.feed(chunk[:room])
                 if len(chunk) > room:
                     self._overflow.set()
         except (OSError, ValueError):
             return
+        finally:
+            if self._lines is not None:
+                self._lines.close()
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -78,9 +135,12 @@ def _decode(data: bytes | bytearray) -> str:
     return bytes(data).decode("utf-8", errors="replace")
 
 
-def run_command(argv: list[str], timeout: float, max_output: int = MAX_OUTPUT) -> CommandResult:
+def run_command(
+    argv: list[str], timeout: float, max_output: int = MAX_OUTPUT, on_stderr_line: LineListener | None = None
+) -> CommandResult:
     """Run ``argv`` in its own process group; kill the whole group when time is up or when it
-    prints more than ``max_output`` bytes on either stream."""
+    prints more than ``max_output`` bytes on either stream. ``on_stderr_line`` hears stderr line by line
+    while it runs (keep it quick: the pipe is not read while it runs)."""
     started = time.perf_counter()
     try:
         proc = subprocess.Popen(  # noqa: S603 - argv is built by bnbdoctor, no shell
@@ -95,7 +155,10 @@ def run_command(argv: list[str], timeout: float, max_output: int = MAX_OUTPUT) -
     overflow = threading.Event()
     if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are PIPE above
         raise RuntimeError("no pipes")
-    drains = (_Drain(proc.stdout, max_output, overflow), _Drain(proc.stderr, max_output, overflow))
+    drains = (
+        _Drain(proc.stdout, max_output, overflow),
+        _Drain(proc.stderr, max_output, overflow, on_stderr_line),
+    )
     deadline = started + timeout
     timed_out = False
     # proc.wait polls with a delay that starts at 0.5 ms and grows, so a command that ends in 30 ms is

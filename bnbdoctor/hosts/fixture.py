@@ -14,6 +14,7 @@ import json
 import ntpath
 import os
 import posixpath
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -181,7 +182,12 @@ class FixtureHost(Host):
         *,
         purpose: str = "facts",
         isolated: bool = False,
+        on_stderr_line: Callable[[str], None] | None = None,
     ) -> CommandResult:
+        return self.replay_stderr(self._recorded_python(executable, purpose, timeout), on_stderr_line)
+
+    def _recorded_python(self, executable: str, purpose: str, timeout: float) -> CommandResult:
+        """The recorded answer of ``executable`` to the ``purpose`` script."""
         argv = (executable, "-B", "-c", f"<{purpose} script>")
         pythons = [self.manifest.get("python") or {}, *(self.manifest.get("other_pythons") or [])]
         for python in pythons:

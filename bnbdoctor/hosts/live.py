@@ -14,6 +14,7 @@ import platform
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -96,10 +97,11 @@ class LiveHost(Host):
         *,
         purpose: str = "facts",
         isolated: bool = False,
+        on_stderr_line: Callable[[str], None] | None = None,
     ) -> CommandResult:
         # -B: never write .pyc files into the patient's environment.
         flags = ["-B", "-I", "-S"] if isolated else ["-B"]
-        result = run_command([executable, *flags, "-c", script], timeout)
+        result = run_command([executable, *flags, "-c", script], timeout, on_stderr_line=on_stderr_line)
         # Report the command as the user would recognise it, not with the whole script inline.
         return replace(result, argv=(executable, *flags, "-c", f"<{purpose} script>"))
 

@@ -1,21 +1,25 @@
 """``bnbdoctor merge-check ADAPTER [--base MODEL]``: how much of a LoRA adapter survives each way of merging.
 
-Follows bnbdoctor's contract: stdout is data (``--json`` is one JSON document), messages go to
-stderr, bad input is one line and exit 2. Exit 1 when merging into the 4-bit model keeps less than
-half of the update (or nothing could be measured), 0 otherwise.
+Follows bnbdoctor's contract: stdout is data (``--json`` is one JSON document, ``--markdown`` an issue
+body, redacted), messages go to stderr, bad input is one line and exit 2. Exit 1 when merging into the
+4-bit model keeps less than half of the update (or nothing could be measured), 0 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser
 from bnbdoctor.contract import guarded, write_output
 from bnbdoctor.merge_check.core import BLOCKSIZES, QUANT_TYPES, MergeInputError, MergeOptions
-from bnbdoctor.merge_check.result import LOW_KEPT, MergeCheck
+from bnbdoctor.merge_check.result import LOW_KEPT, WAYS, MergeCheck
 from bnbdoctor.report import ExitCode
+
+if TYPE_CHECKING:
+    from bnbdoctor.redact import Redactor
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--text", dest="format", action="store_const", const="text", help="text (default)")
     group.add_argument("--json", dest="format", action="store_const", const="json", help="one JSON document")
+    group.add_argument(
+        "--markdown",
+        dest="format",
+        action="store_const",
+        const="markdown",
+        help="Markdown to paste into a GitHub issue (redacted: your home folder, user and host names)",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
@@ -53,6 +64,31 @@ def exit_code(check: MergeCheck) -> ExitCode:
     return ExitCode.OK
 
 
+def redacted(check: MergeCheck, redactor: Redactor) -> MergeCheck:
+    """A copy of ``check`` with identity and secrets replaced in every string (the home folder becomes ``~``):
+    what ``--markdown`` shows, to be pasted into a public issue."""
+    from bnbdoctor.serde import field_names, from_dict, to_jsonable
+
+    return from_dict(MergeCheck, redactor.walk(to_jsonable(check), field_names(MergeCheck) | frozenset(WAYS)))
+
+
+def _render(check: MergeCheck, fmt: str) -> str:
+    """The document in ``fmt`` ("text", "json" or "markdown"); Markdown is redacted for a public issue."""
+    if fmt == "json":
+        from bnbdoctor.render.merge_check import render_json
+
+        return render_json(check)
+    if fmt == "markdown":
+        from bnbdoctor.hosts.live import LiveHost
+        from bnbdoctor.redact import Redactor
+        from bnbdoctor.render.merge_check_markdown import render_markdown
+
+        return render_markdown(redacted(check, Redactor.for_machine(LiveHost().os_info())))
+    from bnbdoctor.render.merge_check import render_text
+
+    return render_text(check)
+
+
 def main(argv: list[str]) -> int:
     os.environ["HF_HUB_OFFLINE"] = "1"  # inherited by the engine: never the network
     try:
@@ -63,7 +99,6 @@ def main(argv: list[str]) -> int:
     def body() -> int:
         from bnbdoctor.merge_check.core import run_merge_check
         from bnbdoctor.progress import status
-        from bnbdoctor.render.merge_check import render_json, render_text
 
         options = MergeOptions(
             adapter=args.adapter,
@@ -77,7 +112,7 @@ def main(argv: list[str]) -> int:
         )
         with status(f"bnbdoctor merge-check: reading {args.adapter}") as progress:
             check = run_merge_check(options, progress=progress)
-        text = render_json(check) if args.format == "json" else render_text(check)
+        text = _render(check, args.format or "text")
         write_output(text, args.output, MergeInputError)
         return int(exit_code(check))
 

@@ -4,7 +4,8 @@
    folder, a Hugging Face cache id, or the base named in the adapter config (offline, local cache only).
 2. Read the base's safetensors headers (stdlib) for the memory a 16-bit merge needs.
 3. Run the engine (:mod:`bnbdoctor.merge_check.engine_script`) in the patient interpreter, time-limited:
-   it measures, layer by layer, how much of the update each way of merging keeps.
+   it measures, layer by layer, how much of the update each way of merging keeps; ``progress`` hears
+   which layer it is on as it goes.
 4. Say the verdict in words, with the script for the right workflow, in the user's own paths.
 """
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bnbdoctor.hosts.base import EngineAnswer, Host
-from bnbdoctor.merge_check.engine import run_engine
+from bnbdoctor.merge_check.engine import LayerProgress, run_engine
 from bnbdoctor.merge_check.result import WAYS, LayerResult, MergeCheck, WayResult
 
 QUANT_TYPES = ("nf4", "fp4")
@@ -222,10 +223,15 @@ def run_merge_check(options: MergeOptions, host: Host | None = None, progress: P
     )
     if progress:
         progress(f"bnbdoctor merge-check: measuring {adapter_dir} layer by layer with {python}")
-    answer = run_engine(host, python, build_request(options, config, adapter_file, base_dir), options.timeout_s)
+    request = build_request(options, config, adapter_file, base_dir)
+    layers = LayerProgress(progress)
+    answer = run_engine(host, python, request, options.timeout_s, on_stderr_line=layers)
     check.timings["wall"] = round(answer.duration_s, 4)
     if not answer.ok:
         check.error = answer.error or "the engine did not answer"
+        if answer.failure:  # it stopped before answering: say how far it got
+            where = layers.where(answer.duration_s, timed_out=answer.timed_out)
+            check.error += f" ({where})" if where else ""
         return check
     fill(check, answer)
     return check

@@ -15,7 +15,7 @@ applied where present), then four ways of merging, each from its own base ``base
 
 Per way it sums ⟨M - base_M, ΔW⟩ and ‖ΔW‖² (so ``kept`` = their ratio, per layer and overall) and
 counts the weights with M == base_M exactly. It answers with one ``MARKER`` line of JSON; per-layer
-progress goes to stderr.
+progress goes to stderr (a ``PROGRESS`` line as each layer starts), which bnbdoctor reads as it comes.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import time
 from typing import Any
 
 MARKER = "@@BNBDOCTOR-MERGE@@"
+#: Starts the stderr line written as each layer's measurement begins: ``merge-check: layer 3/16 MODULE``.
+PROGRESS = "merge-check: layer "
 WAYS = ("4bit", "16bit", "dequantized", "16bit_then_quantize")
 
 
@@ -125,6 +127,8 @@ def _run(request: dict[str, Any], torch: Any, safe_open: Any, bnbf: Any, bnb_ver
         results: list[dict[str, Any]] = []
         for position, (module, roles) in enumerate(layers.items()):
             t0 = time.perf_counter()
+            sys.stderr.write(f"{PROGRESS}{position + 1}/{len(layers)} {module}\n")  # the layer now measured
+            sys.stderr.flush()
             base_name = _base_name(module, base_keys)
             if base_name is None:
                 results.append({"module": module, "error": "no matching base weight"})
@@ -163,8 +167,6 @@ def _run(request: dict[str, Any], torch: Any, safe_open: Any, bnbf: Any, bnb_ver
                     "seconds": round(time.perf_counter() - t0, 4),
                 }
             )
-            sys.stderr.write(f"merge-check: layer {position + 1}/{len(layers)} {module}\n")
-            sys.stderr.flush()
     answer: dict[str, Any] = {
         "ok": True,
         "versions": {"torch": str(torch.__version__), "bitsandbytes": str(bnb_version)},
@@ -232,19 +234,23 @@ def _measure(
 
     bases = {"4bit": wq, "16bit": w16, "dequantized": wq, "16bit_then_quantize": w16}
     sums = {}
+    # In place where a tensor is not needed again: a layer holds W, deq(Q(W)), ΔW and one merge at a time
+    # (each float32), so the peak is the largest layer's, however many layers the adapter has.
     for way, base in bases.items():
         update = delta(base)
         target = base + update
         quantized = way in ("4bit", "16bit_then_quantize")
         merged = roundtrip(target).float() if quantized else target.to(dtype).float()
-        moved = merged - base
+        del target
+        unmoved = int((merged == base).sum())
+        moved = merged.sub_(base)  # M - base_M
         sums[way] = {
-            "dot": float((moved * update).sum()),
-            "norm2": float((update * update).sum()),
-            "unmoved": int((merged == base).sum()),
+            "dot": float(moved.mul_(update).sum()),  # ⟨M - base_M, ΔW⟩
+            "norm2": float(update.square().sum()),
+            "unmoved": unmoved,
             "numel": int(base.numel()),
         }
-        del update, target, merged, moved
+        del update, merged, moved
     delta_rel = float(lora.norm() / w16.norm().clamp_min(1e-12))
     return {
         "sums": sums,

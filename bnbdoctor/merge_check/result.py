@@ -18,6 +18,8 @@ WAY_TITLES = {
     "dequantized": "(c) into the dequantized 4-bit base, kept 16-bit: deq(Q(W)) + ΔW",
     "16bit_then_quantize": "(d) into the 16-bit base, then quantized once: Q(W + ΔW)",
 }
+#: The prefixes peft puts before a module path (``base_model.model.model.layers.0...``), left out where shown.
+PEFT_PREFIXES = ("base_model.model.", "base_model.")
 #: Below this share of the update kept, a way of merging is said to lose the adapter.
 LOW_KEPT = 0.5
 
@@ -76,6 +78,14 @@ class MergeCheck:
     def merge_peak_bytes(self) -> int:
         """Memory the 16-bit merge needs: the whole base in its dtype, the adapter, one merged layer."""
         return self.base_bytes + self.adapter_bytes + self.largest_tensor_bytes
+
+
+def short_module(module: str) -> str:
+    """A module path as the model names it: ``model.layers.1.self_attn.q_proj``, without peft's prefix."""
+    for prefix in PEFT_PREFIXES:
+        if module.startswith(prefix):
+            return module[len(prefix) :]
+    return module
 
 
 def _percent(share: float | None) -> str:

@@ -1,7 +1,7 @@
 """Renderers: one interface, one module per format, and the one dispatch that picks a renderer.
 
 - :class:`OutputFormat`: what the user asked for (``--text``, ``--json``, ``--markdown``; ``--tui``
-  for the doctor, which runs the app instead of rendering a document);
+  for the doctor, which runs the app instead of rendering a document; ``--sarif`` for lint);
 - :class:`ReportKind`: which command made the report (the doctor, ``explain``, ``fit``): JSON is one
   layout for all of them, text and Markdown differ per kind;
 - :class:`Renderer`: the interface every renderer implements, ``render(report, *, color) -> str``;
@@ -39,6 +39,7 @@ class OutputFormat(str, Enum):
     JSON = "json"
     MARKDOWN = "markdown"
     TUI = "tui"
+    SARIF = "sarif"  # lint only: code scanning
 
 
 class ReportKind(str, Enum):
@@ -72,6 +73,12 @@ def renderer_for(fmt: OutputFormat, kind: ReportKind) -> Renderer:
         return _markdown_renderer(kind)
     if fmt is OutputFormat.TUI:
         raise ValueError("the app (--tui) is not a document: run it with bnbdoctor.tui.run")
+    if fmt is OutputFormat.SARIF:
+        if kind is not ReportKind.LINT:
+            raise ValueError(f"SARIF is for lint findings (code locations), not a {kind.value} report")
+        from bnbdoctor.render.lint_sarif import SarifRenderer
+
+        return SarifRenderer()
     assert_never(fmt)
 
 

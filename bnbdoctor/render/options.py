@@ -1,7 +1,7 @@
 """The output options of every bnbdoctor command, declared once, and writing what they ask for.
 
 :func:`add_output_arguments` gives a parser ``--text``/``--json``/``--markdown`` (and ``--tui`` for the
-doctor) as one mutually exclusive group storing an :class:`~bnbdoctor.render.OutputFormat` in
+doctor, ``--sarif`` for lint) as one mutually exclusive group storing an :class:`~bnbdoctor.render.OutputFormat` in
 ``args.format`` (None when none is given: each command has its own default), and ``-o/--output FILE``.
 The flags are the same for the doctor, ``explain`` and ``fit``; only their help texts differ, in
 :data:`FORMAT_HELP`. :func:`emit` renders a report through the one dispatch and writes it.
@@ -40,6 +40,7 @@ FORMAT_HELP: Mapping[ReportKind, Mapping[OutputFormat, str]] = {
         OutputFormat.TEXT: "file:line:col findings (default)",
         OutputFormat.JSON: "one JSON document on stdout (for CI)",
         OutputFormat.MARKDOWN: "Markdown for a pull request or an issue",
+        OutputFormat.SARIF: "one SARIF 2.1.0 log on stdout (GitHub code scanning, editors)",
     },
 }
 OUTPUT_HELP = "write the report to FILE instead of stdout (%%N in FILE: the node name, %%h: the host name)"
@@ -64,5 +65,5 @@ def emit(report: Report, fmt: OutputFormat, kind: ReportKind, output: str | None
     color = use_color(fmt is OutputFormat.TEXT, output)
     text = render(report, fmt, kind, color=color)
     if not output:
-        text = fit_to_encoding(text, stream_encoding(sys.stdout), json=fmt is OutputFormat.JSON)
+        text = fit_to_encoding(text, stream_encoding(sys.stdout), json=fmt in (OutputFormat.JSON, OutputFormat.SARIF))
     write_output(text, output, error)
