@@ -81,3 +81,20 @@ def test_cli_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert {f["rule_id"] for f in document["findings"]} == {"BNB602", "BNB603"}
     assert main(["lint", "--no-python", str(DATA / "missing.py")]) == 2
     assert main(["lint", "--no-python", "--strict", str(DATA / "qlora_merge_notebook_style.py")]) == 1
+
+
+def test_every_fix_written_as_code_is_valid_python() -> None:
+    """A fix is pasted into the user's code: each indented block of a remediation must parse (BNB601's
+    placeholder once put a comment inside the call, swallowing its closing parentheses)."""
+    import ast
+    import textwrap
+
+    report = lint_report([str(DATA)], read_python=False)
+    blocks = 0
+    for finding in report.findings:
+        assert finding.remediation is not None
+        code = [line for line in finding.remediation.text.splitlines() if line.startswith("    ")]
+        if code:
+            blocks += 1
+            ast.parse(textwrap.dedent("\n".join(code)), filename=finding.rule_id)
+    assert blocks >= 5

@@ -78,9 +78,12 @@ def merge_into_kbit(facts: Facts) -> list[Hit]:
     for site in _sites(facts, "merge"):
         detail = site.detail
         base = detail.get("base") or "BASE_MODEL"
-        adapter = detail.get("adapter") or '"ADAPTER_DIR"  # after model.save_pretrained("ADAPTER_DIR")'
+        adapter = detail.get("adapter")
+        where = [] if adapter else ['# the adapter folder: the one model.save_pretrained("ADAPTER_DIR") wrote']
+        adapter = adapter or '"ADAPTER_DIR"'
         loader = detail.get("loader") or "AutoModelForCausalLM"
         fix = _code(
+            *where,
             f"base16 = {loader}.from_pretrained({base}, torch_dtype=torch.bfloat16)",
             f"merged = PeftModel.from_pretrained(base16, {adapter}).merge_and_unload()",
             'merged.save_pretrained("merged")  # quantize it when you load it',
