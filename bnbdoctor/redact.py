@@ -211,7 +211,7 @@ class Redactor:
         for rule, name, marker in (("user", self.user, USER), *(("host", name, HOST) for name in self._hosts())):
             if not name or len(name) < 3 or name.lower() in _GENERIC_NAMES:
                 continue
-            word = re.compile(r"(?<![A-Za-z0-9_.-])" + re.escape(name) + r"(?![A-Za-z0-9_-])")
+            word = _name_pattern(name, specific=rule == "host" and _specific_host(name))
             out, count = word.subn(marker, out)
             if count:
                 self._note(rule, name, count)
@@ -245,3 +245,17 @@ class Redactor:
 
     def summary(self) -> dict[str, int]:
         return dict(sorted(self.applied.items()))
+
+
+def _specific_host(name: str) -> bool:
+    """A host name no word of ordinary text is: ``gpu-node-07``, ``dgx3`` (a hyphen or a digit, six
+    characters or more). Such a name is replaced inside hyphenated words too (``qlora-gpu-node-07``)."""
+    return len(name) >= 6 and any(c == "-" or c.isdigit() for c in name)
+
+
+def _name_pattern(name: str, specific: bool) -> re.Pattern[str]:
+    """The user or host name as a word. A hyphen ends a word only for a :func:`specific <_specific_host>`
+    host name: a user called ``ai`` is not redacted out of ``qlora-ai-demo``."""
+    if specific:
+        return re.compile(r"(?<![A-Za-z0-9_.])" + re.escape(name) + r"(?![A-Za-z0-9_])")
+    return re.compile(r"(?<![A-Za-z0-9_.-])" + re.escape(name) + r"(?![A-Za-z0-9_-])")

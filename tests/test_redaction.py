@@ -80,6 +80,13 @@ def test_redactor_units() -> None:
     assert r.text("https://bob:pw@host/x") == "https://<redacted>@host/x"
     assert r.text("token=abc123 password: s3cret") == "token=<redacted> password: <redacted>"
     assert r.walk({"uuid": "GPU-1234", "name": "A100"}) == {"uuid": None, "name": "A100"}
+    # A specific host name is replaced inside a hyphenated word too; a short user name is not.
+    assert r.text("/scratch/qlora-gpu-node-07/out") == "/scratch/qlora-<host>/out"
+    assert r.text("gpu-node-070 gpu-node-07.log") == "gpu-node-070 <host>.log"
+    short = Redactor.for_machine(
+        OsInfo(system="Linux", machine="x86_64", home="/home/ai", username="ai", hostname="dgx")
+    )
+    assert short.text("qlora-ai-demo on dgx-b") == "qlora-ai-demo on dgx-b"
     root = Redactor.for_machine(OsInfo(system="Linux", machine="x86_64", home="/root", username="root", hostname="vm"))
     assert root.text("/root/.cache and the root cause") == "~/.cache and the root cause"
     assert set(r.summary()) >= {"home", "user", "host", "url-credentials", "key-value", "gpu-id"}
