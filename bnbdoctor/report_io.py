@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from bnbdoctor.facts import SCHEMA_VERSION, Facts
@@ -23,6 +24,10 @@ from bnbdoctor.serde import DecodeError, field_names, from_dict, to_jsonable
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 MAX_STRING = 200_000
 MAX_DEPTH = 40
+#: Values (objects, lists, strings, numbers) in one report. A recorded machine's report holds about
+#: 1,200, and every kept log explained at once 3,600; replaying costs ~30 us a value (diagnosis, redaction,
+#: three renderers), so this bounds a replay near 0.35 s. The fuzz campaign's one slow report held 50,000.
+MAX_VALUES = 12_000
 #: No field of a report (byte counts, versions, line numbers) comes near this; a larger integer
 #: would overflow the float arithmetic of the renderers.
 MAX_INT = 2**64
@@ -74,8 +79,22 @@ def _key_path(where: str, key: str) -> str:
     return f"{where}.{ascii(key[:MAX_KEY_SHOWN])[1:-1]}…"
 
 
-def _check_shape(value: Any, where: str = "report", depth: int = 0) -> None:
+@dataclass
+class _Budget:
+    """How many more values a report may hold, and its name for the error."""
+
+    source: str
+    left: int = MAX_VALUES
+
+
+def _check_shape(value: Any, where: str = "report", depth: int = 0, budget: _Budget | None = None) -> None:
     """Reject nesting, sizes and values no real report has, before decoding."""
+    budget = budget if budget is not None else _Budget(where)
+    budget.left -= 1
+    if budget.left < 0:
+        raise ReportError(
+            f"{budget.source}: more than {MAX_VALUES:,} values (a report holds about 1,000); not a bnbdoctor report"
+        )
     if depth > MAX_DEPTH:
         raise ReportError(f"{where}: nested deeper than {MAX_DEPTH} levels; not a bnbdoctor report")
     if isinstance(value, str):
@@ -96,10 +115,10 @@ def _check_shape(value: Any, where: str = "report", depth: int = 0) -> None:
             path = _key_path(where, key)
             if not _is_unicode(key):
                 raise ReportError(f"{path}: a key that is not valid Unicode (a lone surrogate); not a bnbdoctor report")
-            _check_shape(item, path, depth + 1)
+            _check_shape(item, path, depth + 1, budget)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _check_shape(item, f"{where}[{index}]", depth + 1)
+            _check_shape(item, f"{where}[{index}]", depth + 1, budget)
 
 
 def _loads(text: str, source: str) -> Any:

@@ -190,6 +190,36 @@ def test_campaign_reports(name: str) -> None:
         parse_report(text, name)
 
 
+def _with_dependencies(copies: int) -> dict[str, Any]:
+    report = json.loads(json.dumps(_REPORT))
+    dependencies = report["facts"]["native"]["dependencies"]
+    report["facts"]["native"]["dependencies"] = (dependencies * copies)[: len(dependencies) * copies]
+    return report
+
+
+def _values(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(_values(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_values(v) for v in value)
+    return 1
+
+
+def test_a_report_of_fifty_thousand_values_is_refused_in_one_line() -> None:
+    """The report campaign's one slow input (1.4 MB): ``facts.native.dependencies`` made a list of 2,000
+    entries, 50,000 values, and replaying it took 1.4 s. A report is bounded by its number of values."""
+    from bnbdoctor.report_io import MAX_VALUES
+
+    big = _with_dependencies(200)
+    assert _values(big) > MAX_VALUES
+    with pytest.raises(ReportError, match=r"^big.json: more than 12,000 values \(a report holds about 1,000\)"):
+        parse_report(json.dumps(big), "big.json")
+    small = _with_dependencies(3)  # three times a real machine's libraries still replays
+    assert _values(small) < MAX_VALUES
+    parse_report(json.dumps(small), "small.json")  # accepted
+    _replay(json.dumps(small))
+
+
 # ---------------------------------------------------------------------------------------------- fit's model input
 
 _CONFIGS = [json.loads(p.read_text()) for p in sorted(FIT.glob("*.json"))]
