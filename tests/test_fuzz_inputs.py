@@ -191,9 +191,9 @@ def test_campaign_reports(name: str) -> None:
 
 
 def _with_dependencies(copies: int) -> dict[str, Any]:
-    report = json.loads(json.dumps(_REPORT))
+    report: dict[str, Any] = json.loads(json.dumps(_REPORT))
     dependencies = report["facts"]["native"]["dependencies"]
-    report["facts"]["native"]["dependencies"] = (dependencies * copies)[: len(dependencies) * copies]
+    report["facts"]["native"]["dependencies"] = dependencies * copies
     return report
 
 
