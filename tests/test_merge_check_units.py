@@ -202,3 +202,17 @@ def test_a_timeout_says_how_far_it_got_and_the_limit_that_would_do(tmp_path: Pat
     assert check.error.endswith(
         "(at layer 4/10; all 10 layers need about 240 s here: pass --timeout 240 (or --max-layers 3))"
     )
+
+
+def test_the_verdict_never_rounds_a_share_onto_nothing_or_everything() -> None:
+    from bnbdoctor.merge_check.result import _percent
+
+    assert [_percent(s) for s in (0.995, 0.9949, 0.004, 0.0155, 1.0, 0.0, None)] == [
+        "99.5 %",
+        "99 %",
+        "0.4 %",
+        "2 %",
+        "100 %",
+        "0 %",
+        "?",
+    ]

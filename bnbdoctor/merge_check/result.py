@@ -89,7 +89,11 @@ def short_module(module: str) -> str:
 
 
 def _percent(share: float | None) -> str:
-    return "?" if share is None else f"{share * 100:.0f} %"
+    """A share in whole percent, but never rounded onto 0 % or 100 % (99.5 % kept is not "100 %")."""
+    if share is None:
+        return "?"
+    value = share * 100
+    return f"{value:.0f} %" if value in (0, 100) or 1 <= value < 99.5 else f"{value:.1f} %"
 
 
 def verdict(check: MergeCheck) -> str:
