@@ -144,3 +144,44 @@ def test_force_color_colours_a_pipe() -> None:
     done = run_doctor({"FORCE_COLOR": "1"}, "--text")
     assert b"\x1b[" in done.stdout
     assert b"\x1b[" not in run_doctor({"FORCE_COLOR": "1", "NO_COLOR": "1"}, "--text").stdout
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252", "latin-1"])
+def test_every_command_writing_through_the_contract_fits_its_stdout(
+    encoding: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """merge-check's text (ΔW, ×) once ended in ``internal error: UnicodeEncodeError`` on an ASCII
+    terminal: it wrote through ``contract.write_output``, which the report renderers' fitting bypassed.
+    Now write_output itself fits what it writes to stdout."""
+    import io
+
+    from bnbdoctor.contract import write_output
+
+    for text, as_json in (("kept of ΔW: 99.5 % · 256×512 ≠ ✔\n", False), ('{"way": "Q(W + ΔW)"}\n', True)):
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding=encoding, errors="strict", write_through=True)
+        monkeypatch.setattr(sys, "stdout", stream)
+        write_output(text, None, ValueError, json=as_json)
+        written = raw.getvalue().decode(encoding)
+        if as_json:
+            assert json.loads(written) == json.loads(text)
+        else:
+            assert "99.5 %" in written and "256" in written
+
+
+@pytest.mark.parametrize(
+    "args", [["rule", "BNB601"], ["lint", "tests/data/lint"], ["lint", "--sarif", "tests/data/lint"]]
+)
+def test_other_commands_as_seen_under_ascii(args: list[str]) -> None:
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "LANG", "LC_ALL", "PYTHONUTF8")}
+    done = subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", *args],
+        capture_output=True,
+        env={**clean, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii"},
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert b"internal error" not in done.stderr and b"Traceback" not in done.stderr
+    done.stdout.decode("ascii")

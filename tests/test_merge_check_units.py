@@ -207,7 +207,8 @@ def test_a_timeout_says_how_far_it_got_and_the_limit_that_would_do(tmp_path: Pat
 def test_the_verdict_never_rounds_a_share_onto_nothing_or_everything() -> None:
     from bnbdoctor.merge_check.result import _percent
 
-    assert [_percent(s) for s in (0.995, 0.9949, 0.004, 0.0155, 1.0, 0.0, None)] == [
+    assert [_percent(s) for s in (1.0096, 0.995, 0.9949, 0.004, 0.0155, 1.0, 0.0, None)] == [
+        "101 %",
         "99.5 %",
         "99 %",
         "0.4 %",

@@ -74,11 +74,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(nagios_line(report))
         return int(nagios_state(report))
     text = render_fleet(report, fmt)
-    if not args.output:  # cp1252, latin-1 or ASCII stdout: ASCII symbols, JSON escapes, never an encoding error
-        from bnbdoctor.render.charset import fit_to_encoding, stream_encoding
-
-        text = fit_to_encoding(text, stream_encoding(sys.stdout), json=fmt is OutputFormat.JSON)
-    write_output(text, args.output, UsageError)
+    write_output(text, args.output, UsageError, json=fmt is OutputFormat.JSON)  # fitted to stdout's encoding
     if args.nagios:
         return int(nagios_state(report))
     return int(exit_code(report, args.strict))

@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
         with status(f"bnbdoctor merge-check: reading {args.adapter}") as progress:
             check = run_merge_check(options, progress=progress)
         text = _render(check, args.format or "text")
-        write_output(text, args.output, MergeInputError)
+        write_output(text, args.output, MergeInputError, json=args.format == "json")
         return int(exit_code(check))
 
     return guarded(body, (MergeInputError,), args.debug)

@@ -93,7 +93,7 @@ def _percent(share: float | None) -> str:
     if share is None:
         return "?"
     value = share * 100
-    return f"{value:.0f} %" if value in (0, 100) or 1 <= value < 99.5 else f"{value:.1f} %"
+    return f"{value:.1f} %" if 0 < value < 1 or 99.5 <= value < 100 else f"{value:.0f} %"
 
 
 def verdict(check: MergeCheck) -> str:

@@ -10,12 +10,10 @@ The flags are the same for the doctor, ``explain`` and ``fit``; only their help 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping
 
 from bnbdoctor.contract import use_color, write_output
 from bnbdoctor.render import OutputFormat, ReportKind, render
-from bnbdoctor.render.charset import fit_to_encoding, stream_encoding
 from bnbdoctor.report import Report
 
 #: Per command (report kind), the format flags it offers, in --help order, with their help texts.
@@ -64,6 +62,4 @@ def emit(report: Report, fmt: OutputFormat, kind: ReportKind, output: str | None
     """
     color = use_color(fmt is OutputFormat.TEXT, output)
     text = render(report, fmt, kind, color=color)
-    if not output:
-        text = fit_to_encoding(text, stream_encoding(sys.stdout), json=fmt in (OutputFormat.JSON, OutputFormat.SARIF))
-    write_output(text, output, error)
+    write_output(text, output, error, json=fmt in (OutputFormat.JSON, OutputFormat.SARIF))
