@@ -150,14 +150,14 @@ def test_force_color_colours_a_pipe() -> None:
 def test_every_command_writing_through_the_contract_fits_its_stdout(
     encoding: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """merge-check's text (ΔW, ×) once ended in ``internal error: UnicodeEncodeError`` on an ASCII
+    """merge-check's text (ΔW, a multiplication sign) once ended in ``internal error: UnicodeEncodeError`` on an ASCII
     terminal: it wrote through ``contract.write_output``, which the report renderers' fitting bypassed.
     Now write_output itself fits what it writes to stdout."""
     import io
 
     from bnbdoctor.contract import write_output
 
-    for text, as_json in (("kept of ΔW: 99.5 % · 256×512 ≠ ✔\n", False), ('{"way": "Q(W + ΔW)"}\n', True)):
+    for text, as_json in (("kept of ΔW: 99.5 % · 256\u00d7512 ≠ ✔\n", False), ('{"way": "Q(W + ΔW)"}\n', True)):
         raw = io.BytesIO()
         stream = io.TextIOWrapper(raw, encoding=encoding, errors="strict", write_through=True)
         monkeypatch.setattr(sys, "stdout", stream)
