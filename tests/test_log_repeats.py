@@ -153,3 +153,19 @@ def test_repeats_change_only_the_counts() -> None:
         ids_few = {f.rule_id for f in explain_stream(io.BytesIO(few), "log").findings}
         ids_many = {f.rule_id for f in explain_stream(io.BytesIO(many), "log").findings}
         assert ids_few == ids_many, path.name
+
+
+def test_the_first_scan_gives_up_rather_than_miss_lines() -> None:
+    """The first scan stops at REPEATS_CHECKED_AFTER lines. An anchor scanned late, whose first
+    occurrences sat on lines already found, once stopped after the few lines of room left and never
+    read its later lines: the lines the first scan answers with must be the full scan's."""
+    from bnbdoctor.logs.collectors import ANCHORS
+
+    anchors = [a for a in ANCHORS if len(a) >= 4 and a.isalpha()]
+    first = anchors[0]
+    later = next(a for a in anchors[1:] if first not in a and a not in first)
+    block = b"\n".join([first + b" " + later] * (REPEATS_CHECKED_AFTER - 6) + [later + b" %d" % i for i in range(5)])
+    quick = LogExtractor()._candidates(block, REPEATS_CHECKED_AFTER, set())
+    full = LogExtractor()._candidates(block, None, set())
+    assert full is not None and len(full.lines) == REPEATS_CHECKED_AFTER - 1
+    assert quick is None or set(quick.lines) == set(full.lines)

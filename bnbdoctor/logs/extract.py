@@ -111,12 +111,14 @@ class LogExtractor:
             if not live or anchor in absent:
                 continue
             budget = min(self._budget(live), MAX_OCCURRENCES_PER_ANCHOR)
-            if give_up_after is not None:
-                budget = min(budget, give_up_after + 1 - len(found.lines))
-            if not scan_anchor(block, anchor, live, budget, found):
+            room = budget if give_up_after is None else min(budget, give_up_after + 1 - len(found.lines))
+            brought = scan_anchor(block, anchor, live, room, found)
+            if not brought:
                 absent.add(anchor)
             if give_up_after is not None and len(found.lines) > give_up_after:
                 return None
+            if room < budget and brought >= room:
+                return None  # stopped by the room left, on lines already found: its later lines were not read
         return found
 
     def _holds_anchor(self, line: bytes) -> bool:
