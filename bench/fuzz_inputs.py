@@ -540,7 +540,7 @@ def run_target(
         t0 = time.process_time()
         key = _feed_once(target, data, iteration, timeout)
         elapsed = time.process_time() - t0
-        allocated = _status_mib("VmHWM:") - rss_before if can_reset_rss else growth + 1
+        allocated = _status_mib("VmHWM:") - rss_before if can_reset_rss else 0.0  # else: traced below
         if key is None and (allocated > RSS_RECHECK_MIB or iteration % TRACE_EVERY == 0 or not can_reset_rss):
             tracemalloc.start()  # the parser's own allocations, not the campaign's mutation step
             try:

@@ -19,7 +19,7 @@ import pytest
 from bnbdoctor.explain.pipeline import explain_stream
 from bnbdoctor.logs.clean import BLOCK
 from bnbdoctor.logs.extract import MAX_LINES_PER_BLOCK, REPEATS_CHECKED_AFTER, LogExtractor, extract
-from bnbdoctor.logs.repeats import KEPT_COPIES, MIN_REPEATS, blank_repeats
+from bnbdoctor.logs.repeats import KEPT_COPIES, blank_repeats
 
 FUZZ_LOGS = sorted((Path(__file__).parent / "data" / "fuzz" / "log").glob("*.json"))
 
@@ -72,7 +72,7 @@ def test_a_campaign_input_matches_each_distinct_line_a_few_times(path: Path) -> 
     per_block = max(REPEATS_CHECKED_AFTER + 1, sum(min(count, KEPT_COPIES + 1) for count in counts.values()))
     bound = _blocks(data) * per_block
     assert fed <= bound, f"{fed} lines matched, at most {bound} expected"
-    assert source.get("repeated_lines", 0) > 0 or max(counts.values()) <= KEPT_COPIES + 1 + MIN_REPEATS
+    assert source["repeated_lines"] > 0  # each repeats one line thousands of times: the copies are blanked
     explain_stream(io.BytesIO(data), "log")  # and the whole pipeline ends normally
 
 
