@@ -111,21 +111,10 @@ ubuntu2204() {
 # ---------------------------------------------------------------------------------------------
 # The recorded machines
 # ---------------------------------------------------------------------------------------------
-M="$FX/a100-healthy"
 SITE=/home/alice/venvs/llm/lib/python3.11/site-packages
-bnb "$M/root" "$SITE/bitsandbytes" 0.50.2 libbitsandbytes_cuda121.so
-wheel "$M/root$SITE" cuda_runtime libcudart.so.12
-wheel "$M/root$SITE" cublas libcublas.so.12 libcublasLt.so.12
-T="$M/root/usr/local/cuda-12.2/targets/x86_64-linux/lib"
-cuda "$T" libcudart.so.12 libcudart.so.12.2.140
-link "$T" libcudart.so libcudart.so.12
-cuda "$T" libcublas.so.12 libcublas.so.12.2.5.6
-cuda "$T" libcublasLt.so.12 libcublasLt.so.12.2.5.6
-ubuntu2204 "$M"
-
-# The a100-healthy machine with another bitsandbytes: 0.48.0 (not recorded: the 0.48.2 library stands
-# in, same CUDA matrix), 0.45.5 under transformers 5, and 0.50.2 over a 0.41-era folder.
-for M in "$FX/bnb0480-a100-known-bad" "$FX/transformers5-bnb0455" "$FX/bnb-overlaid-stale-files"; do
+# The a100-healthy machine, and the same machine with another bitsandbytes: 0.48.0 (not recorded: the
+# 0.48.2 library stands in, same CUDA matrix), 0.45.5 under transformers 5, and 0.50.2 over a 0.41-era folder.
+for M in "$FX/a100-healthy" "$FX/bnb0480-a100-known-bad" "$FX/transformers5-bnb0455" "$FX/bnb-overlaid-stale-files"; do
   case $M in
     *known-bad)
       bnb "$M/root" "$SITE/bitsandbytes" 0.48.2 libbitsandbytes_cuda121.so
