@@ -98,3 +98,14 @@ def test_every_fix_written_as_code_is_valid_python() -> None:
             blocks += 1
             ast.parse(textwrap.dedent("\n".join(code)), filename=finding.rule_id)
     assert blocks >= 5
+
+
+def test_the_adapter_is_the_model_id_argument_whatever_its_place() -> None:
+    """``is_trainable=False`` first once made the fix read ``PeftModel.from_pretrained(base16, False)``."""
+    source = (
+        "m = AutoModelForCausalLM.from_pretrained('b', quantization_config=BitsAndBytesConfig(load_in_4bit=True))\n"
+        "p = PeftModel.from_pretrained(m, is_trainable=False, model_id='out/adapter')\n"
+        "p.merge_and_unload()\n"
+    )
+    sites = analyze_source(source)
+    assert [(s.kind, s.detail["adapter"]) for s in sites] == [("merge", "'out/adapter'")]

@@ -151,10 +151,10 @@ def test_verdict_and_workflow_in_the_users_names() -> None:
 
 
 def test_progress_listener_shows_layer_lines_only() -> None:
-    from bnbdoctor.merge_check.engine import progress_listener
+    from bnbdoctor.merge_check.engine import LayerProgress
 
     shown: list[str] = []
-    heard = progress_listener(shown.append)
+    heard = LayerProgress(shown.append)
     for line in (
         "merge-check: layer 3/16 base_model.model.model.layers.1.self_attn.q_proj",
         "UserWarning: something torch said",

@@ -17,10 +17,12 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from packaging.version import Version
 
 from bnbdoctor.explain import explain_text
 from bnbdoctor.knowledge import dependents
 from bnbdoctor.knowledge.bad_releases import REGRESSIONS, fixing_release, regressions_in
+from bnbdoctor.knowledge.published import published_releases
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bnbdoctor" / "probes" / "patient_script.py"
 
@@ -191,7 +193,10 @@ def test_knowledge_names_the_constant_the_probe_reads() -> None:
 def test_each_regression_is_sourced_and_fixed_by_a_later_release() -> None:
     for row in REGRESSIONS:
         assert row.references and row.releases.source
-        assert not row.releases.contains(row.fixed_in) and row.releases.contains(row.releases.first_text)
+        assert row.releases.contains(row.releases.first_text)
+        # the fix is a release after the bad range: published, and later than every bad one
+        assert Version(row.fixed_in) > Version(row.releases.first_text)
+        assert row.fixed_in in {r.version for r in published_releases()}
     assert fixing_release(regressions_in("0.48.0")).pip_spec() == ">=0.48.2"
     assert regressions_in("0.48.1") and not regressions_in("0.48.2") and not regressions_in(None)
 

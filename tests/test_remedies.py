@@ -43,7 +43,6 @@ def linux(**changes: object) -> Target:
         macos=None,
         python=Version("3.11.9"),
         torch="2.5.1+cu121",
-        torch_installed=True,
         torch_cuda="12.1",
         conda=False,
         nvidia_driver=True,
@@ -222,7 +221,10 @@ def test_an_nvidia_container_keeps_its_torch() -> None:
 
 
 def test_glibc_217_is_never_told_to_install_a_manylinux_2_24_wheel() -> None:
-    commands = [c for cs in _commands("centos7-bnb042-torch-cu124").values() for c in cs]
+    report = diagnose(FixtureHost.named("centos7-bnb042-torch-cu124"))
+    (upgrade,) = [f for f in report.findings if f.rule_id == "BNB205"]  # the upgrade that is the fix
+    assert upgrade.remediation.commands == [] and "will not install on glibc 2.17" in upgrade.remediation.text
+    commands = [c for f in report.findings for c in f.remediation.commands]
     for command in commands:
         for call in pip_calls(command):
             bnb = call.packages().get("bitsandbytes")
@@ -240,3 +242,19 @@ def test_other_packages_get_one_specifier_per_report_too() -> None:
         '/home/u/venv/bin/python -m pip install -U "transformers>=5.18.0" accelerate'
     ]
     assert remedy_problems([first, second], facts) == []
+
+
+def test_the_check_and_the_fitting_agree_on_published_torch_builds() -> None:
+    """Every torch build the arch-list table records is a published (torch, CUDA) pair to the fitting
+    pass, so the check must know its index too (cu132 for torch 2.13 was once 'no such index')."""
+    from bnbdoctor.knowledge.published import cuda_indexes, torch_published_for
+    from bnbdoctor.knowledge.torch_wheels import TORCH_BUILDS
+    from bnbdoctor.remedy import check
+
+    for build in TORCH_BUILDS:
+        assert torch_published_for(build.release, build.cuda) is True
+        assert build.cuda in cuda_indexes()
+    assert cuda_indexes() == check._KNOWN_INDEXES
+    command = 'pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cu132'
+    index = next(m.group(1) for m in [check._INDEX.search(command)] if m)
+    assert f"{index[:-1]}.{index[-1]}" in check._KNOWN_INDEXES

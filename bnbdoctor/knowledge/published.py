@@ -64,14 +64,6 @@ def published_releases() -> tuple[Published, ...]:
     return tuple(sorted(releases, key=lambda r: r.parsed))
 
 
-def is_published(version: str) -> bool:
-    try:
-        wanted = Version(version)
-    except InvalidVersion:
-        return False
-    return any(r.parsed == wanted for r in published_releases())
-
-
 #: CUDA wheel variants of each torch minor release on download.pytorch.org/whl/cuXYZ.
 #: Sources: https://pytorch.org/get-started/previous-versions/ and
 #: https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix
@@ -107,6 +99,13 @@ TORCH_LAST_PATCH: dict[str, str] = {
     "2.9": "2.9.1",
     "2.10": "2.10.0",
 }
+
+
+def cuda_indexes() -> frozenset[str]:
+    """The CUDA versions PyTorch has published a wheel index for (``/whl/cu126`` is "12.6"): those of
+    :data:`TORCH_CUDA_WHEELS` and of the arch-list table's builds, the two tables
+    :func:`torch_published_for` reads."""
+    return frozenset({cuda for cudas in TORCH_CUDA_WHEELS.values() for cuda in cudas} | {b.cuda for b in TORCH_BUILDS})
 
 
 def _minor(version: str) -> str | None:

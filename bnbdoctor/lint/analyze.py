@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from bnbdoctor.facts import LintFacts, LintSite
 from bnbdoctor.lint.sources import SourceError, Unit, files_under, units_of
@@ -89,7 +88,6 @@ class FileAnalysis:
         self.fsdp = bool(FSDP_MARKERS.search(whole_text))
         self.sites: list[LintSite] = []
         self.env: Env = {}
-        self.text = ""
         self.lines: list[str] = []
         self.cell: int | None = None
 
@@ -142,13 +140,8 @@ class FileAnalysis:
         if name == "from_pretrained" and _owner(node) in ("PeftModel", "AutoPeftModelForCausalLM"):
             wrapped = self.value(node.args[0], env) if node.args else None
             if isinstance(wrapped, Model):
-                adapter = (
-                    self.source(node.args[1])
-                    if len(node.args) > 1
-                    else self.source(node.keywords[0].value)
-                    if (node.keywords)
-                    else ""
-                )
+                model_id = node.args[1] if len(node.args) > 1 else self.kwargs(node, env).get("model_id")
+                adapter = self.source(model_id) if model_id is not None else ""
                 return replace(wrapped, peft=True, adapter=adapter)
             return None
         if name == "from_pretrained":
@@ -298,7 +291,7 @@ class FileAnalysis:
             env[statement.target.id] = self.value(statement.value, env)
 
     def run(self, unit: Unit) -> None:
-        self.text, self.cell = unit.text, unit.cell
+        self.cell = unit.cell
         self.lines = unit.text.splitlines()  # source segments by line (ast.get_source_segment re-splits per call)
         self.walk(ast.parse(unit.text, filename=unit.file).body, self.env)
 
@@ -337,7 +330,3 @@ def lint_facts(paths: list[str]) -> LintFacts:
     if not facts.files:
         raise SourceError(f"no Python files or notebooks under {', '.join(paths)}")
     return facts
-
-
-def display_path(path: str) -> str:
-    return Path(path).as_posix()

@@ -15,7 +15,7 @@ import json
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bnbdoctor.hosts.base import EngineAnswer, Host
@@ -46,7 +46,6 @@ class MergeOptions:
     python: str | None = None
     max_layers: int | None = None
     timeout_s: float = 600.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _read_json(path: str) -> dict[str, Any]:

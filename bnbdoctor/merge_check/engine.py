@@ -3,7 +3,7 @@
 The script is :mod:`bnbdoctor.merge_check.engine_script`'s source, read as text (bnbdoctor never
 imports torch in its own process), with one ``main(request)`` call appended, sent through
 :meth:`Host.run_python`, time-limited. Its per-layer progress lines on stderr are read as they come
-(:func:`progress_listener`); anything else it prints (warnings) is ignored.
+(:class:`LayerProgress`); anything else it prints (warnings) is ignored.
 """
 
 from __future__ import annotations
@@ -68,11 +68,6 @@ class LayerProgress:
         return said
 
 
-def progress_listener(update: Callable[[str], None]) -> LayerProgress:
-    """A stderr line listener that shows the engine's "layer i/N MODULE" lines through ``update``."""
-    return LayerProgress(update)
-
-
 def run_engine(
     host: Host,
     python: str,
@@ -81,7 +76,7 @@ def run_engine(
     on_stderr_line: Callable[[str], None] | None = None,
 ) -> EngineAnswer:
     """Run one request; never raises for a failed or hung subprocess. ``on_stderr_line`` hears the engine's
-    stderr as it runs (see :func:`progress_listener`)."""
+    stderr as it runs (a :class:`LayerProgress`)."""
     result = host.run_python(
         python, script_with_request(request), timeout=timeout, purpose="merge-check", on_stderr_line=on_stderr_line
     )

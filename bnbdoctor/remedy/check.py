@@ -16,14 +16,14 @@ from packaging.specifiers import SpecifierSet
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Finding
-from bnbdoctor.knowledge.published import TORCH_CUDA_WHEELS, torch_published_for
+from bnbdoctor.knowledge.published import cuda_indexes, torch_published_for
 from bnbdoctor.remedy.commands import PipCall, parse, programs
 from bnbdoctor.remedy.fitting import POSIX_ONLY
 from bnbdoctor.remedy.installable import installable
 from bnbdoctor.remedy.target import Target, target_of
 
 _INDEX = re.compile(r"download\.pytorch\.org/whl/cu(\d{2,3})\b")
-_KNOWN_INDEXES = {cuda for cudas in TORCH_CUDA_WHEELS.values() for cuda in cudas}
+_KNOWN_INDEXES = cuda_indexes()
 
 
 def remedy_problems(findings: Iterable[Finding], facts: Facts) -> list[str]:

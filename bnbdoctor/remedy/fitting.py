@@ -79,10 +79,9 @@ def fit_remedies(findings: Iterable[Finding], facts: Facts) -> None:
         fitted.append((finding, kept))
     final = _agreed_spec(plan)
     for call in plan.bnb_calls:
-        for index, req in call.requirements.items():
+        for req in call.requirements.values():
             if _name(req) == BNB and final is not None:
                 req.specifier = SpecifierSet(final)
-                call.requirements[index] = req
     _one_specifier_each([c for _, kept in fitted for c in kept])
     for finding, kept in fitted:
         finding.remediation.commands = _finish(kept, plan.target)
@@ -125,7 +124,7 @@ def _fit_torch(commands: list[_Command], target: Target) -> str | None:
     installs: str | None = None
     for command in commands:
         for call in (s for s in command.segments if isinstance(s, PipCall) and s.subcommand == "install"):
-            for index, req in call.requirements.items():
+            for req in call.requirements.values():
                 if _name(req) != "torch":
                     continue
                 installs = installs or ""
@@ -135,7 +134,6 @@ def _fit_torch(commands: list[_Command], target: Target) -> str | None:
                     known = torch_published_for(pinned[0], cuda) is False
                     other = torch_for_cuda(cuda, near=pinned[0]) if known else None
                     req.specifier = SpecifierSet(f"=={other}") if other else SpecifierSet()
-                    call.requirements[index] = req
                     pinned = [other] if other else []
                 if pinned:
                     installs = pinned[0]
@@ -231,8 +229,6 @@ def _vendor_build(version: str | None) -> bool:
 
 
 def _agreed_spec(plan: _Plan) -> str | None:
-    if plan.agreed is None:
-        return None
     if not plan.agreed:
         return None
     newest_here = installable(plan.target) or list(published_releases())

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from bnbdoctor.knowledge.published import Published, published_releases
@@ -95,13 +95,6 @@ def installable(target: Target, spec: SpecifierSet | None = None, *, keep_torch:
     releases = published_releases()
     chosen = [r for r in releases if spec is None or spec.contains(r.parsed, prereleases=True)]
     return [r for r in chosen if why_not(r, target, keep_torch=keep_torch) is None]
-
-
-def parse_spec(text: str) -> SpecifierSet | None:
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,6 @@ class Target:
     macos: Version | None
     python: Version | None
     torch: str | None  # the installed torch's version as pip reads it ("2.2.0a0+81ea7a4")
-    torch_installed: bool | None
     torch_cuda: str | None  # torch.version.cuda of the installed torch ("12.1")
     conda: bool | None  # the examined interpreter is a conda env
     nvidia_driver: bool | None  # an NVIDIA driver answers (nvidia-smi exists)
@@ -79,7 +78,6 @@ def target_of(facts: Facts) -> Target:
         macos=macos,
         python=_version(python.version) if python else None,
         torch=torch.version if torch and torch.installed else None,
-        torch_installed=torch.installed if torch and python and python.selected_by != "log" else None,
         torch_cuda=torch.cuda if torch and torch.installed else None,
         conda=conda,
         nvidia_driver=driver,

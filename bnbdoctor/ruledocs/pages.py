@@ -142,7 +142,7 @@ def example_output(case: RuleCase) -> tuple[str, str]:
             )
         else:
             facts = case_facts(case)
-            report = build_report(facts, judge(facts, run_rules(facts, [rule])))
+            report = build_report(facts, judge(facts, run_rules(facts, [rule], premises=False)))  # judge mutes
             intro = f"{about}\n\n`bnbdoctor explain`, given the facts of {source}, prints:"
         redactor = Redactor.for_text(json.dumps(report.source))
         return intro, render(redact_report(report, redactor), OutputFormat.TEXT, ReportKind.EXPLAIN).rstrip() + "\n"

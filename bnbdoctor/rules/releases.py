@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from packaging.specifiers import SpecifierSet
 
-from bnbdoctor.facts import BnbMinimum, Facts, PackageRecord
+from bnbdoctor.facts import Facts, PackageRecord
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.bad_releases import DOWNSTREAM_PINS, REGRESSIONS, fixing_release, regressions_in
 from bnbdoctor.knowledge.dependents import (
@@ -36,12 +36,6 @@ RECORD_SPEC = "https://packaging.python.org/en/latest/specifications/recording-i
 #: Unlisted files a finding names (the facts keep more).
 SHOWN_FILES = 8
 _MODULE_SUFFIXES = (".py", ".so", ".dll", ".dylib", ".pyd")
-
-
-def _upgrade_spec(facts: Facts, lower: str) -> str:
-    """``lower`` (``>=0.48.2``) as the rule means it; :mod:`bnbdoctor.remedy` narrows it to the releases
-    that install here and keep the installed torch."""
-    return lower
 
 
 def _ceiling_below(facts: Facts, minimum: str) -> str | None:
@@ -103,7 +97,7 @@ def known_bad_release(facts: Facts) -> Hit | None:
     if not rows:
         return None
     fixed = fixing_release(rows)
-    spec = _upgrade_spec(facts, fixed.pip_spec())
+    spec = fixed.pip_spec()  # bnbdoctor.remedy narrows it to the releases that install here
     blocked = wheel_upgrade_blocked(facts)
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} shipped a known regression "
@@ -126,10 +120,6 @@ def known_bad_release(facts: Facts) -> Hit | None:
 
 
 # ----------------------------------------------------------------- transformers' minimum bitsandbytes
-def _minimum_from_log(minimum: BnbMinimum) -> bool:
-    return minimum.file is None
-
-
 @rule(
     "BNB214",
     "transformers-requires-newer-bnb",
@@ -189,7 +179,7 @@ def transformers_requires_newer_bnb(facts: Facts) -> Hit | Skip | None:
             why = minimum.error or f"{minimum.file or TRANSFORMERS_BNB_FILE} holds no {TRANSFORMERS_BNB_CONSTANT}"
             return Skip(f"transformers {transformers}'s minimum bitsandbytes is unknown: {why}")
         return None
-    from_log = _minimum_from_log(minimum)
+    from_log = minimum.file is None  # the minimum was read from a log, not the installed transformers
     installed = bnb.version if bnb and bnb.installed else None
     have, need = parse_version(installed), parse_version(minimum.minimum)
     if need is None:
@@ -202,7 +192,7 @@ def transformers_requires_newer_bnb(facts: Facts) -> Hit | Skip | None:
     ceiling = _ceiling_below(facts, minimum.minimum)
     blocked = wheel_upgrade_blocked(facts)
     pin = f'pip install "transformers<{TRANSFORMERS_WITH_BNB_MINIMUM.first_text}"'
-    commands = [f'pip install -U "bitsandbytes{_upgrade_spec(facts, ">=" + minimum.minimum)}"']
+    commands = [f'pip install -U "bitsandbytes>={minimum.minimum}"']
     fix = f"Upgrade bitsandbytes to {minimum.minimum} or newer"
     if ceiling or blocked:
         why = blocked or ceiling or ""

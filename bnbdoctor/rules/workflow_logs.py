@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from bnbdoctor.facts import Facts, LogMatch
+from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity
 from bnbdoctor.knowledge.kbit import BNB_4BIT_MOVE, BNB_8BIT_MOVE, KBIT_KWARGS_REMOVED, LOAD_IN_4BIT_KWARG
 from bnbdoctor.knowledge.ranges import full
@@ -634,10 +634,6 @@ def _facts_read(facts: Facts) -> list[Evidence]:
     if versions:
         out.append(Evidence("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())), "log.versions"))
     return out
-
-
-def _quoted(match: LogMatch) -> str:
-    return f"line {match.line}: {match.text}"
 
 
 @rule(
