@@ -241,7 +241,6 @@ def _probe_names() -> list[str]:
 def _replay(source: str, rules: list[Rule] | None) -> tuple[Report, Redactor]:
     """Today's rules on the facts of a saved report."""
     from bnbdoctor.doctor import diagnose_facts
-    from bnbdoctor.redact import Redactor
     from bnbdoctor.report_io import ReportError, load_facts
 
     try:
@@ -254,12 +253,9 @@ def _replay(source: str, rules: list[Rule] | None) -> tuple[Report, Redactor]:
     # The machine's identity was redacted where the report was made, unless it was made with
     # --no-redact: the names its paths show and this machine's are redacted here (a report is
     # most often replayed where it was made), and every secret-shaped value.
-    import json
+    from bnbdoctor.report_io import redactor_here
 
-    from bnbdoctor.hosts.live import LiveHost
-    from bnbdoctor.serde import to_jsonable
-
-    return report, Redactor.for_text(json.dumps(to_jsonable(facts))).also_machine(LiveHost().os_info())
+    return report, redactor_here(facts)
 
 
 def _redact(report: Report, redactor: Redactor, args: argparse.Namespace) -> Report:

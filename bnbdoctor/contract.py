@@ -12,7 +12,6 @@ import contextlib
 import errno
 import os
 import re
-import socket
 import stat
 import sys
 from collections.abc import Callable
@@ -29,6 +28,8 @@ _UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 def host_name() -> str:
     """This machine's host name as ``socket.gethostname`` gives it ("localhost" when it gives none)."""
+    import socket  # only -o's %h and %N need it
+
     return socket.gethostname() or "localhost"
 
 
@@ -64,10 +65,15 @@ def note(message: str) -> None:
     print(f"bnbdoctor: {message}", file=sys.stderr)
 
 
+def no_color() -> bool:
+    """NO_COLOR is set and not empty (no-color.org): no colour anywhere, the spinner's included."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 def use_color(text_format: bool, output: str | None) -> bool:
     """Colour only for text on a terminal, never into a file. NO_COLOR (set and not empty, no-color.org) turns
     it off; FORCE_COLOR (set and not empty, force-color.org) turns it on off a terminal (a CI log, ``less -R``)."""
-    if not text_format or output or os.environ.get("NO_COLOR"):
+    if not text_format or output or no_color():
         return False
     return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
 

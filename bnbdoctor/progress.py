@@ -67,8 +67,10 @@ def status(message: str, stream: TextIO | None = None, force: bool = False) -> I
         return
     from rich.console import Console
 
+    from bnbdoctor.contract import no_color
+
     line = _Line(message)
-    console = Console(file=stream, force_terminal=force or None, no_color="NO_COLOR" in os.environ)
+    console = Console(file=stream, force_terminal=force or None, no_color=no_color())
     with console.status(line, spinner="dots"):
 
         def update(text: str) -> None:

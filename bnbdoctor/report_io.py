@@ -193,6 +193,14 @@ def load_facts(source: str) -> tuple[Facts, dict[str, Any]]:
     return facts, data
 
 
+def redactor_here(facts: Facts) -> Redactor:
+    """The redactor for facts read from a log or a saved report: the names its paths show, and this
+    machine's (a log is most often pasted, and a report replayed, where it was made)."""
+    from bnbdoctor.hosts.live import LiveHost
+
+    return Redactor.for_text(json.dumps(to_jsonable(facts))).also_machine(LiveHost().os_info())
+
+
 def redact_report(report: Report, redactor: Redactor) -> Report:
     """A redacted copy of the report (facts, findings and all)."""
     data = redactor.walk(to_jsonable(report), field_names(Report))

@@ -130,12 +130,14 @@ def test_fake_tools_that_hang_or_print_garbage(tmp_path: Path) -> None:
     garbage = "head -c 200000 /dev/urandom; echo 'release 99999999999999.1'; head -c 9000000 /dev/zero"
     for tool in ("nvidia-smi", "ldconfig", "nvcc"):
         _fake(tmp_path, tool, garbage)
-    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    # Without CUDA_HOME/CUDA_PATH/CUDA_ROOT the nvcc on PATH is the one asked (a real toolkit's would win).
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")}
+    env["PATH"] = f"{tmp_path}:{os.environ['PATH']}"
     run = _run(["--json", "--no-load"], env=env, timeout=60)
     assert run.returncode in (0, 1), run.stderr
     toolkit = json.loads(run.stdout)["facts"]["cuda_toolkit"]
-    if toolkit.get("nvcc_path", "").startswith(str(tmp_path)):  # CUDA_HOME may name a real nvcc first
-        assert toolkit["nvcc_version"] is None and toolkit["nvcc_error"]
+    assert toolkit["nvcc_path"] == str(tmp_path / "nvcc")
+    assert toolkit["nvcc_version"] is None and toolkit["nvcc_error"] == "no version in nvcc output"
 
 
 def test_output_into_a_missing_folder_or_onto_a_directory_is_one_line(tmp_path: Path) -> None:

@@ -241,3 +241,13 @@ def test_live_run_python_streams_stderr_and_fixtures_replay_theirs(tmp_path: Pat
     host = FixtureHost(folder)
     answer = host.run_python("/usr/bin/python3", "", purpose="merge-check", on_stderr_line=replayed.append)
     assert replayed == [answer.stderr] == ["recorded machine has no answer for this interpreter"]
+    # a recorded run's own stderr is replayed, line by line
+    layers = "merge-check: layer 1/2 model.layers.0.q_proj\nmerge-check: layer 2/2 model.layers.0.v_proj\n"
+    record = {"executable": "/usr/bin/python3", "merge-check": {"result": {"ok": True}, "stderr": layers}}
+    recorded = FixtureHost(
+        _write_fixture(tmp_path / "rec", {"os": {"system": "Linux", "machine": "x86_64"}, "python": record})
+    )
+    heard_again: list[str] = []
+    answer = recorded.run_python("/usr/bin/python3", "", purpose="merge-check", on_stderr_line=heard_again.append)
+    assert json.loads(answer.stdout) == {"ok": True}
+    assert heard_again == layers.splitlines()

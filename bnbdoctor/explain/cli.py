@@ -82,16 +82,9 @@ def run(args: argparse.Namespace) -> ExitCode:
     if getattr(args, "no_redact", False):
         note("redaction is off (--no-redact): the output may contain names from the log")
     else:
-        import json
+        from bnbdoctor.report_io import redact_report, redactor_here
 
-        from bnbdoctor.hosts.live import LiveHost
-        from bnbdoctor.redact import Redactor
-        from bnbdoctor.report_io import redact_report
-        from bnbdoctor.serde import to_jsonable
-
-        # the names the log shows, and this machine's (a log is often pasted where it was made)
-        redactor = Redactor.for_text(json.dumps(to_jsonable(report.facts))).also_machine(LiveHost().os_info())
-        report = redact_report(report, redactor)
+        report = redact_report(report, redactor_here(report.facts))
     emit(report, args.format or OutputFormat.TEXT, ReportKind.EXPLAIN, args.output, error=ExplainError)
     return report.exit_code(args.strict)
 

@@ -17,13 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
+from bnbdoctor.contract import NODE_NAME_VARIABLES
 from bnbdoctor.report_io import MAX_REPORT_BYTES
 
 #: What a folder is searched for (not recursively): reports and JSON Lines files.
 REPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _LINES_SUFFIXES = (".jsonl", ".ndjson")
-#: Variables a report's env may carry that name its node (see bnbdoctor.environment).
-NODE_VARIABLES = ("SLURMD_NODENAME", "NODE_NAME")
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -67,7 +66,7 @@ def _expand(argument: str) -> list[str]:
 
 def _node_from_line(line: str, fallback: str) -> str:
     """The node a JSON Lines report recorded in its env, else ``fallback``; a cheap look, no decoding."""
-    for variable in NODE_VARIABLES:
+    for variable in NODE_NAME_VARIABLES:  # the variables a report's env may carry that name its node
         at = line.find(f'"{variable}":')
         if at >= 0:
             try:

@@ -199,13 +199,15 @@ class FixtureHost(Host):
                     return CommandResult(argv, None, error=f"no {purpose} answer recorded for this machine")
                 if record.get("timed_out"):
                     return CommandResult(argv, None, timed_out=True, duration_s=timeout)
-                return CommandResult(argv, int(record.get("returncode", 0)), json.dumps(record.get("result", record)))
+                stdout = json.dumps(record.get("result", record))
+                return CommandResult(argv, int(record.get("returncode", 0)), stdout, str(record.get("stderr", "")))
             if python.get("timed_out"):
                 return CommandResult(argv, None, timed_out=True, duration_s=timeout)
             if python.get("error"):
                 return CommandResult(argv, None, error=str(python["error"]))
             if "stdout" in python:
-                return CommandResult(argv, int(python.get("returncode", 0)), str(python["stdout"]))
+                stderr = str(python.get("stderr", ""))
+                return CommandResult(argv, int(python.get("returncode", 0)), str(python["stdout"]), stderr)
             return CommandResult(argv, 0, json.dumps(python.get("facts") or {}))
         if self.is_file(executable):
             return CommandResult(argv, 1, "", "recorded machine has no answer for this interpreter")

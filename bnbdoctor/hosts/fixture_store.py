@@ -5,19 +5,14 @@ wheel cannot, so an install carries the machines as one tar archive, ``bnbdoctor
 (:func:`pack`, which ``setup.py``'s build hook loads from this file: it uses the standard library only). It is
 unpacked once (:func:`unpack`), on first use of ``--fixture`` or ``--list-fixtures``, into the user's cache
 folder under a name made from the archive's digest, so a newer install never reads an older unpacking.
-The order: ``$BNBDOCTOR_FIXTURES``, the checkout's folder, the archive. Nothing here runs on a live diagnosis.
+The order: ``$BNBDOCTOR_FIXTURES``, the checkout's folder, the archive. Nothing here runs on a live diagnosis,
+and a checkout's ``--fixture`` run needs none of the archive modules (imported where they are used).
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import io
 import os
-import shutil
 import sys
-import tarfile
-import tempfile
 from pathlib import Path, PurePosixPath
 
 ARCHIVE_NAME = "platform_fixtures.tar.gz"
@@ -69,6 +64,10 @@ def fixtures_dir() -> Path:
 
 def unpacked(archive: Path, cache: Path | None = None) -> Path:
     """The folder ``archive`` unpacks to, unpacking it first if no earlier run did."""
+    import hashlib
+    import shutil
+    import tempfile
+
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()[:16]
     cache = cache_root() if cache is None else cache
     target = cache / f"platform_fixtures-{digest}"
@@ -95,6 +94,10 @@ def unpacked(archive: Path, cache: Path | None = None) -> Path:
 
 def pack(source: Path, target: Path) -> None:
     """Write ``source``'s machines (folders with a ``machine.json``) to ``target``: same bytes every run."""
+    import gzip
+    import io
+    import tarfile
+
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for machine in sorted(p for p in source.iterdir() if (p / "machine.json").is_file()):
@@ -128,6 +131,9 @@ def unpack(archive: Path, dest: Path) -> None:
     The archive is the package's own, yet each name is checked anyway; symlink targets are written as
     recorded (absolute ones are re-rooted by :class:`~bnbdoctor.hosts.fixture.FixtureHost`, never followed here).
     """
+    import shutil
+    import tarfile
+
     with tarfile.open(archive, mode="r:gz") as tar:
         for member in tar:
             name = PurePosixPath(member.name)

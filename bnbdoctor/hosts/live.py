@@ -32,7 +32,6 @@ from bnbdoctor.hosts.base import (
     open_file_reader,
     read_at_most,
 )
-from bnbdoctor.hosts.command import run_command
 
 
 class LiveHost(Host):
@@ -87,6 +86,8 @@ class LiveHost(Host):
             return path
 
     def run(self, argv: list[str], timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:
+        from bnbdoctor.hosts.command import run_command  # subprocess and threads: not for explain's os_info
+
         return run_command(argv, timeout)
 
     def run_python(
@@ -99,6 +100,8 @@ class LiveHost(Host):
         isolated: bool = False,
         on_stderr_line: Callable[[str], None] | None = None,
     ) -> CommandResult:
+        from bnbdoctor.hosts.command import run_command
+
         # -B: never write .pyc files into the patient's environment.
         flags = ["-B", "-I", "-S"] if isolated else ["-B"]
         result = run_command([executable, *flags, "-c", script], timeout, on_stderr_line=on_stderr_line)
