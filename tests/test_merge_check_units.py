@@ -77,7 +77,7 @@ def test_engine_scale_honours_rslora_and_alpha_pattern() -> None:
 def test_safetensors_sizes_come_from_the_headers(tmp_path: Path) -> None:
     _write_safetensors(tmp_path / "model-00001.safetensors", {"a": ("BF16", [4, 4], 32), "b": ("BF16", [8], 16)})
     _write_safetensors(tmp_path / "model-00002.safetensors", {"c": ("F32", [16], 64)})
-    assert safetensors_bytes(str(tmp_path)) == (112, 64)
+    assert safetensors_bytes(LiveHost(), str(tmp_path)) == (112, 64)
 
 
 def test_base_from_the_hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,10 +85,18 @@ def test_base_from_the_hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     (repo / "snapshots" / "abc").mkdir(parents=True)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("abc")
+    (repo / "snapshots" / "abc" / "config.json").write_text("{}")  # what from_pretrained reads first
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    assert resolve_base("org/tiny", str(tmp_path)) == str(repo / "snapshots" / "abc")
+    assert resolve_base(LiveHost(), "org/tiny", str(tmp_path)) == (str(repo / "snapshots" / "abc"), "org/tiny")
     with pytest.raises(MergeInputError, match="hf download org/other"):
-        resolve_base("org/other", str(tmp_path))
+        resolve_base(LiveHost(), "org/other", str(tmp_path))
+
+
+def test_a_base_that_is_not_safetensors_is_one_line(tmp_path: Path) -> None:
+    """A 3-byte model.safetensors once ended in 'internal error: unpack requires a buffer of 8 bytes'."""
+    (tmp_path / "model.safetensors").write_bytes(b"abc")
+    with pytest.raises(MergeInputError, match=r"model\.safetensors: not a safetensors file"):
+        safetensors_bytes(LiveHost(), str(tmp_path))
 
 
 def test_bad_inputs_are_one_line(tmp_path: Path) -> None:

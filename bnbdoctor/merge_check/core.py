@@ -12,8 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,72 +46,73 @@ class MergeOptions:
     timeout_s: float = 600.0
 
 
-def _read_json(path: str) -> dict[str, Any]:
+def _read_json(host: Host, path: str) -> dict[str, Any]:
+    text = host.read_text(path)
+    if text is None:
+        raise MergeInputError(f"{path}: cannot be read")
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise MergeInputError(f"{path}: cannot be read as JSON ({exc})") from None
     if not isinstance(data, dict):
         raise MergeInputError(f"{path}: not a JSON object")
     return data
 
 
-def _snapshot(folder: str) -> str:
-    """A hub cache repository folder (``models--org--name``) -> its snapshot for ``refs/main`` (or the only one)."""
-    snapshots = os.path.join(folder, "snapshots")
-    ref = os.path.join(folder, "refs", "main")
-    if os.path.isfile(ref):
-        with open(ref, encoding="utf-8") as handle:
-            chosen = os.path.join(snapshots, handle.read().strip())
-        if os.path.isdir(chosen):
-            return chosen
-    found = sorted(os.listdir(snapshots)) if os.path.isdir(snapshots) else []
-    if len(found) == 1:
-        return os.path.join(snapshots, found[0])
-    raise MergeInputError(f"{folder}: no single snapshot in the Hugging Face cache")
+def _snapshot(host: Host, repo_dir: str) -> str:
+    """A hub cache entry (``models--org--name``) -> the snapshot from_pretrained reads (fit's rule)."""
+    from bnbdoctor.fit.model_input import _snapshot as snapshot_of
+    from bnbdoctor.fit.options import FitInputError
+
+    try:
+        found = snapshot_of(host, repo_dir)
+    except FitInputError as exc:
+        raise MergeInputError(str(exc)) from None
+    if found is None:
+        raise MergeInputError(f"{repo_dir}: no snapshot with a config.json in the Hugging Face cache")
+    return found
 
 
-def _hub_cache() -> str:
-    if os.environ.get("HF_HUB_CACHE"):
-        return os.path.expanduser(os.environ["HF_HUB_CACHE"])
-    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
-    return os.path.join(os.path.expanduser(home), "hub")
+def resolve_base(host: Host, name: str, relative_to: str) -> tuple[str, str]:
+    """(the local folder holding the base's safetensors, the name the workflow script loads it by):
+    ``name`` as a folder (also beside the adapter), or a cached Hub id, which the script loads by its id."""
+    from bnbdoctor.fit import hub_cache
 
-
-def resolve_base(name: str, relative_to: str) -> str:
-    """The local folder holding the base's safetensors: ``name`` as a folder, or as a cached hub id."""
-    for candidate in (name, os.path.join(relative_to, name)):
-        if os.path.isdir(candidate):
-            if os.path.isdir(os.path.join(candidate, "snapshots")):
-                return _snapshot(candidate)
-            return candidate
-    if name.count("/") == 1 and not name.startswith((".", "/")):
-        cached = os.path.join(_hub_cache(), "models--" + name.replace("/", "--"))
-        if os.path.isdir(cached):
-            return _snapshot(cached)
+    join = host.pathmod.join
+    for candidate in (name, join(relative_to, name)):
+        if host.is_dir(candidate):
+            folder = _snapshot(host, candidate) if host.is_dir(join(candidate, "snapshots")) else candidate
+            return folder, folder
+    if hub_cache.is_repo_id(name):
+        cache = hub_cache.hub_cache(host)
+        cached = join(cache, hub_cache.repo_folder_name(name))
+        if host.is_dir(cached):
+            return _snapshot(host, cached), name
         raise MergeInputError(
-            f"{name}: not a local folder and not in the Hugging Face cache ({_hub_cache()}); merge-check works "
+            f"{name}: not a local folder and not in the Hugging Face cache ({cache}); merge-check works "
             f"offline: hf download {name} --include '*.safetensors' '*.json'"
         )
     raise MergeInputError(f"{name}: no such base model folder")
 
 
-def safetensors_bytes(folder: str) -> tuple[int, int]:
-    """(total tensor bytes, largest tensor bytes) of a folder's safetensors files, from their headers only."""
+def safetensors_bytes(host: Host, folder: str) -> tuple[int, int]:
+    """(total tensor bytes, largest tensor bytes) of the base's checkpoint, from the safetensors headers only:
+    the files the engine reads (the index's shards, else ``model.safetensors``, else every ``*.safetensors``)."""
+    from bnbdoctor.fit.approx import safetensors_header
+    from bnbdoctor.fit.model_input import _checkpoint_files
+
     total = largest = 0
-    for file in sorted(os.listdir(folder)):
-        if not file.endswith(".safetensors"):
-            continue
-        with open(os.path.join(folder, file), "rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            header = json.loads(handle.read(length))
+    for path in _checkpoint_files(host, folder):
+        header = safetensors_header(host, path)
+        if header is None:
+            raise MergeInputError(f"{path}: not a safetensors file (its header cannot be read)")
         for name, entry in header.items():
-            if name == "__metadata__":
+            offsets = entry.get("data_offsets") if isinstance(entry, dict) and name != "__metadata__" else None
+            if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)):
                 continue
-            start, end = entry["data_offsets"]
-            total += end - start
-            largest = max(largest, end - start)
+            size = offsets[1] - offsets[0]
+            total += size
+            largest = max(largest, size)
     return total, largest
 
 
@@ -170,31 +169,30 @@ def fill(check: MergeCheck, answer: EngineAnswer) -> None:
 def run_merge_check(options: MergeOptions, host: Host | None = None, progress: Progress | None = None) -> MergeCheck:
     """Measure what merging ``options.adapter`` keeps, each way; raises :class:`MergeInputError` for bad input."""
     _validate(options)
+    if host is None:
+        from bnbdoctor.hosts.live import LiveHost
+
+        host = LiveHost()
+    path = host.pathmod
     adapter_dir = options.adapter
-    if os.path.isfile(adapter_dir) and os.path.basename(adapter_dir) == ADAPTER_CONFIG:
-        adapter_dir = os.path.dirname(adapter_dir) or "."
-    config_path = os.path.join(adapter_dir, ADAPTER_CONFIG)
-    adapter_file = os.path.join(adapter_dir, ADAPTER_WEIGHTS)
-    if not os.path.isfile(config_path):
+    if host.is_file(adapter_dir) and path.basename(adapter_dir) == ADAPTER_CONFIG:
+        adapter_dir = path.dirname(adapter_dir) or "."
+    config_path = path.join(adapter_dir, ADAPTER_CONFIG)
+    adapter_file = path.join(adapter_dir, ADAPTER_WEIGHTS)
+    if not host.is_file(config_path):
         raise MergeInputError(f"{options.adapter}: no {ADAPTER_CONFIG} (a LoRA adapter folder saved by peft)")
-    if not os.path.isfile(adapter_file):
+    if not host.is_file(adapter_file):
         raise MergeInputError(f"{options.adapter}: no {ADAPTER_WEIGHTS} (bin adapters are not read)")
-    config = _read_json(config_path)
+    config = _read_json(host, config_path)
     if str(config.get("peft_type", "LORA")).upper() != "LORA":
         raise MergeInputError(f"{config_path}: peft_type {config.get('peft_type')}, only LoRA adapters are measured")
     base_name = options.base or config.get("base_model_name_or_path")
     if not base_name:
         raise MergeInputError(f"{config_path} names no base model: pass --base MODEL")
-    base_dir = resolve_base(str(base_name), adapter_dir)
-    # The script loads the base as named when it is a Hub id, else from the folder found here.
-    base_ref = str(base_name) if not os.path.isdir(str(base_name)) and str(base_name).count("/") == 1 else base_dir
-    total, largest = safetensors_bytes(base_dir)
+    base_dir, base_ref = resolve_base(host, str(base_name), adapter_dir)
+    total, largest = safetensors_bytes(host, base_dir)
     if total == 0:
         raise MergeInputError(f"{base_dir}: no safetensors weights")
-    if host is None:
-        from bnbdoctor.hosts.live import LiveHost
-
-        host = LiveHost()
     from bnbdoctor.fit.core import choose_python
     from bnbdoctor.fit.options import FitInputError
 
@@ -202,6 +200,10 @@ def run_merge_check(options: MergeOptions, host: Host | None = None, progress: P
         python, _ = choose_python(host, options.python)
     except FitInputError as exc:
         raise MergeInputError(str(exc)) from None
+    reader = host.open_reader(adapter_file)
+    adapter_bytes = reader.size if reader is not None else 0
+    if reader is not None:
+        reader.close()
     check = MergeCheck(
         adapter=adapter_dir,
         base=str(base_name),
@@ -218,7 +220,7 @@ def run_merge_check(options: MergeOptions, host: Host | None = None, progress: P
         fan_in_fan_out=bool(config.get("fan_in_fan_out")),
         base_bytes=total,
         largest_tensor_bytes=largest,
-        adapter_bytes=os.path.getsize(adapter_file),
+        adapter_bytes=adapter_bytes,
     )
     if progress:
         progress(f"bnbdoctor merge-check: measuring {adapter_dir} layer by layer with {python}")
