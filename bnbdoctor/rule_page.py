@@ -13,9 +13,9 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
-from bnbdoctor.contract import guarded, note, write_output
+from bnbdoctor.argparsing import Parser
+from bnbdoctor.contract import guarded, write_output
 from bnbdoctor.report import ExitCode
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -65,16 +65,9 @@ def page_text(wanted: str | None) -> str:
     return page.read_text(encoding="utf-8")
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr, exit 2 (bnbdoctor's contract)."""
-
-    def error(self, message: str) -> NoReturn:
-        note(f"error: {message} (see bnbdoctor rule --help)")
-        raise SystemExit(int(ExitCode.FAILURE))
-
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="bnbdoctor rule",
         description="Print a rule's documentation page (Markdown): what it detects, why it matters, how to fix it.",
     )

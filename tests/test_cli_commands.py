@@ -70,6 +70,11 @@ def test_help_command_shows_the_help_of_bnbdoctor_or_of_a_command() -> None:
         (["fit", "model", "--quant", "4bt"], "did you mean '4bit'?"),
         (["fit", "model", "--devce-map", "auto"], "did you mean --device-map?"),
         (["completion", "fsh"], "did you mean 'fish'?"),
+        (["lint", "x.py", "--jsno"], "did you mean --json?"),
+        (["fleet", "reports", "--jsno"], "did you mean --json?"),
+        (["merge-check", "adapter", "--jsno"], "did you mean --json?"),
+        (["rule", "--outptu", "x"], "did you mean --output?"),
+        (["mcp", "--verison"], "did you mean --version?"),
     ],
 )
 def test_a_misspelt_command_option_or_choice_suggests_the_closest(argv: list[str], meant: str) -> None:

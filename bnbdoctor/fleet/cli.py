@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from bnbdoctor.argparsing import Parser
 from bnbdoctor.contract import guarded, note, write_output
 from bnbdoctor.render import OutputFormat
 
@@ -27,7 +28,7 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="bnbdoctor fleet",
         description="Group many nodes' reports (bnbdoctor --json -o DIR/%N.json) by what they found; "
         "show what differs between the groups.",

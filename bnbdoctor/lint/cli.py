@@ -10,10 +10,10 @@ depends on its transformers or bitsandbytes (``--no-python`` skips it).
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
 
 from bnbdoctor import __version__
-from bnbdoctor.contract import guarded, note
+from bnbdoctor.argparsing import Parser
+from bnbdoctor.contract import guarded
 from bnbdoctor.facts import Facts
 from bnbdoctor.lint.sources import SourceError
 from bnbdoctor.render import OutputFormat, ReportKind
@@ -24,14 +24,9 @@ from bnbdoctor.report import ExitCode, Report
 VERSIONED_KINDS = frozenset({"kbit_kwarg", "move"})
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        note(f"error: {message} (see bnbdoctor lint --help)")
-        raise SystemExit(int(ExitCode.FAILURE))
-
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="bnbdoctor lint",
         description="Find bitsandbytes mistakes in Python files, folders and notebooks before they run "
         "(static analysis: the code is never imported or run).",

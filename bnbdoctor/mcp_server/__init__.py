@@ -13,25 +13,18 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from bnbdoctor import __version__
+from bnbdoctor.argparsing import Parser
 from bnbdoctor.contract import note
 from bnbdoctor.report import ExitCode
 
 INSTALL_HINT = 'the MCP server needs the mcp extra: pip install "bnbdoctor[mcp]"'
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr, exit 2 (bnbdoctor's contract)."""
-
-    def error(self, message: str) -> NoReturn:
-        note(f"error: {message} (see bnbdoctor mcp --help)")
-        raise SystemExit(int(ExitCode.FAILURE))
-
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="bnbdoctor mcp",
         description="Serve bnbdoctor's tools (diagnose, explain, fit, rule) and rule pages to an MCP client "
         "(a coding agent) over stdio. The client starts this command; see docs/agents.md.",
