@@ -53,10 +53,10 @@ from bnbdoctor.rules.common import (
     ev,
     torch_of,
 )
+from bnbdoctor.rules.common import TORCH_BUILD_CHECK as TORCH_CHECK
 
 BNB_ERRORS = "https://huggingface.co/docs/bitsandbytes/main/en/errors"
 PYTHON_M_BNB = "python -m bitsandbytes"
-TORCH_CHECK = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
 #: Upgrade commands several rules print, built from the boundaries they rest on.
 UPGRADE_TO_WINDOWS_WHEELS = f'pip install -U "bitsandbytes{WINDOWS_WHEELS.pip_spec()}"'
 UPGRADE_PAST_LEGACY_SETUP = f'pip install -U "bitsandbytes{LEGACY_CUDA_SETUP.after().pip_spec()}"'

@@ -17,8 +17,9 @@ from bnbdoctor.knowledge.kbit import BNB_4BIT_MOVE, BNB_8BIT_MOVE, KBIT_KWARGS_R
 from bnbdoctor.knowledge.ranges import full
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
+from bnbdoctor.rules.common import TORCH_BUILD_CHECK as TORCH_CHECK
+from bnbdoctor.rules.common import bnb_of, torch_of
 
-TORCH_CHECK = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
 VERSIONS_CHECK = (
     'python -c "import transformers, bitsandbytes; print(transformers.__version__, bitsandbytes.__version__)"'
 )
@@ -33,7 +34,7 @@ def _bits(text: str) -> str | None:
 
 
 def _torch_version(facts: Facts) -> str | None:
-    torch = facts.python.torch if facts.python else None
+    torch = torch_of(facts)
     return (torch.version if torch and torch.installed else None) or log.version(facts, "torch")
 
 
@@ -77,7 +78,7 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, lis
             "Update the NVIDIA driver, or install a torch built for an older CUDA that this driver supports.",
             ["nvidia-smi", TORCH_CHECK],
         )
-    if (facts.platform is not None and facts.platform.os == "macos") or (devices and "mps" in devices):
+    if log.is_macos(facts) or (devices and "mps" in devices):
         return (
             "Apple Silicon (MPS) is not accepted by this bitsandbytes/transformers",
             (
@@ -333,7 +334,8 @@ def kbit_model_moved(facts: Facts) -> Hit | None:
     if not matches:
         return None
     text = " ".join(m.text for m in matches)
-    bnb_version = facts.python.bitsandbytes.version if facts.python and facts.python.bitsandbytes.installed else None
+    bnb = bnb_of(facts)
+    bnb_version = bnb.version if bnb and bnb.installed else None
     placement = (
         "Drop the call and place the model when loading it: from_pretrained(..., device_map={'': 0}) (or "
         "device_map='auto'); the model is already on its devices and in its dtype."
