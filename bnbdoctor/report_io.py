@@ -158,8 +158,8 @@ def parse_report(text: str, source: str = "report") -> dict[str, Any]:
     return data
 
 
-def migrate(data: dict[str, Any], source: str = "report") -> dict[str, Any]:
-    version = data.get("schema_version")
+def check_schema_version(version: Any, source: str = "report") -> int:
+    """A report's ``schema_version``, if this bnbdoctor can read it (older ones are migrated); else ReportError."""
     if not isinstance(version, int) or isinstance(version, bool):
         raise ReportError(f"{source}: schema_version is missing or not a number")
     if version > SCHEMA_VERSION:
@@ -167,6 +167,11 @@ def migrate(data: dict[str, Any], source: str = "report") -> dict[str, Any]:
             f"{source} uses report schema {version}, newer than this bnbdoctor reads "
             f"({SCHEMA_VERSION}); upgrade bnbdoctor to replay it"
         )
+    return version
+
+
+def migrate(data: dict[str, Any], source: str = "report") -> dict[str, Any]:
+    version = check_schema_version(data.get("schema_version"), source)
     while version < SCHEMA_VERSION:
         step = MIGRATIONS.get(version)
         if step is None:

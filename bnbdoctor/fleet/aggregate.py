@@ -70,7 +70,6 @@ class _Groups:
             )
             group = Group(_group_id(summary), _status(findings), 0, dict(summary.facts), findings)
             self.groups[key] = group
-        group.count += 1
         group.nodes.append(node)
 
 
@@ -101,9 +100,10 @@ def aggregate(items: Iterable[Item], *, pseudonymize: bool = False) -> FleetRepo
             continue
         groups.add(node, summary)
         nodes += 1
-    ordered = sorted(
-        groups.groups.values(), key=lambda g: (-g.count, -STATUS_ORDER.index(g.status), g.nodes[0] if g.nodes else "")
-    )
+    for group in groups.groups.values():
+        group.count = len(group.nodes)
+    # ties: the group whose first report was read first (a group exists once it has a node)
+    ordered = sorted(groups.groups.values(), key=lambda g: (-g.count, -STATUS_ORDER.index(g.status), g.nodes[0]))
     for group in ordered:
         group.nodes.sort()
     return FleetReport(

@@ -15,9 +15,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from bnbdoctor.facts import SCHEMA_VERSION
 from bnbdoctor.fleet.model import KEY_FACTS, FindingKey, NodeSummary
-from bnbdoctor.report_io import ReportError, parse_report
+from bnbdoctor.report_io import ReportError, check_schema_version, parse_report
 
 _DECODER = json.JSONDecoder()
 _SCALAR = r'("(?:[^"\\\n]|\\.)*"|null|true|false|-?[0-9][0-9.eE+-]*)'
@@ -64,7 +63,7 @@ def _fast(text: str, source: str) -> NodeSummary | None:
     header = _HEADER.match(text)
     if header is None or not text.endswith(("\n}", "\n}\n")):
         return None
-    _check_version(int(header.group(1)), source)
+    check_schema_version(int(header.group(1)), source)
     try:
         found = _at(text, "findings", header.end() - 1, 1)
         found_end = text.find('\n  "', found) if found >= 0 else -1
@@ -87,13 +86,6 @@ def _fast(text: str, source: str) -> NodeSummary | None:
         return NodeSummary(tuple(findings), _key_facts(_value(text, gpu), _value(text, platform), torch, bnb))
     except (ValueError, RecursionError):
         return None  # decoded whole instead, where each way a report can be wrong is one line
-
-
-def _check_version(version: Any, source: str) -> None:
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise ReportError(f"{source}: schema_version is missing or not a number")
-    if version > SCHEMA_VERSION:
-        raise ReportError(f"{source} uses report schema {version}, newer than this bnbdoctor reads ({SCHEMA_VERSION})")
 
 
 def _finding(data: dict[str, Any]) -> FindingKey:
@@ -138,7 +130,7 @@ def _key_facts(gpu: Any, platform: Any, torch: Any, bnb: Any) -> tuple[tuple[str
 
 def summarize_dict(data: dict[str, Any], source: str = "report") -> NodeSummary:
     """The summary of a decoded report."""
-    _check_version(data.get("schema_version"), source)
+    check_schema_version(data.get("schema_version"), source)
     facts = _dict(data.get("facts"))
     if not facts:
         raise ReportError(f"{source}: the report carries no facts object")
