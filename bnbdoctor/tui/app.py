@@ -23,7 +23,13 @@ from textual.worker import Worker, get_current_worker
 from bnbdoctor.doctor import Cancelled
 from bnbdoctor.facts import ProbeRun
 from bnbdoctor.report import ExitCode, Report
-from bnbdoctor.tui.export import ExportError, ExportRequest, available_formats, default_export_path, export_report
+from bnbdoctor.tui.export import (
+    ExportRequest,
+    available_formats,
+    default_export_path,
+    export_and_say,
+    export_report,
+)
 from bnbdoctor.tui.messages import DiagnosisFailed, ProbeFinished, ReportReady
 from bnbdoctor.tui.screens.export import ExportScreen
 from bnbdoctor.tui.screens.help import HelpScreen
@@ -208,13 +214,5 @@ class DoctorApp(App[None]):
         """Write the last report to ``path`` (relative to the export folder) and say so."""
         if self.report is None:
             return None
-        target = Path(path).expanduser()
-        if not target.is_absolute():
-            target = self.export_dir / target
-        try:
-            written = export_report(self.session.shareable(self.report), target, fmt)
-        except ExportError as exc:
-            self.notify(str(exc), title="Export failed", severity="error", timeout=8, markup=False)
-            return None
-        self.notify(f"Report written to {written}", title="Exported", markup=False)
-        return written
+        shared = self.session.shareable(self.report)
+        return export_and_say(self.notify, self.export_dir, path, lambda to: export_report(shared, to, fmt), "Report")

@@ -10,6 +10,7 @@ The fleet app writes the fleet report as ``bnbdoctor fleet --text/--json/--markd
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,3 +130,20 @@ def export_fleet(report: FleetReport, path: str | Path, fmt: str | None = None) 
     except OSError as exc:
         raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from None
     return target
+
+
+def export_and_say(
+    notify: Callable[..., object], export_dir: Path, path: str | Path, write: Callable[[Path], Path], what: str
+) -> Path | None:
+    """``write`` the report to ``path`` (relative to ``export_dir``, ``~`` expanded) and say so through the
+    app's ``notify``: where it went, or the one-line reason it could not be written (then None)."""
+    target = Path(path).expanduser()
+    if not target.is_absolute():
+        target = export_dir / target
+    try:
+        written = write(target)
+    except ExportError as exc:
+        notify(str(exc), title="Export failed", severity="error", timeout=8, markup=False)
+        return None
+    notify(f"{what} written to {written}", title="Exported", markup=False)
+    return written

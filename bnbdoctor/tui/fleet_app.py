@@ -19,7 +19,13 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, get_current_worker
 
 from bnbdoctor.fleet.model import FleetReport
-from bnbdoctor.tui.export import FLEET_EXPORT_FORMATS, ExportError, ExportRequest, export_fleet, fleet_suffixes
+from bnbdoctor.tui.export import (
+    FLEET_EXPORT_FORMATS,
+    ExportRequest,
+    export_and_say,
+    export_fleet,
+    fleet_suffixes,
+)
 from bnbdoctor.tui.fleet_session import FleetSession, ReadCancelled
 from bnbdoctor.tui.messages import FleetFailed, FleetProgress, FleetReady
 from bnbdoctor.tui.screens.export import ExportScreen
@@ -172,15 +178,9 @@ class FleetApp(App[None]):
 
     def export(self, path: str | Path, fmt: str | None = None) -> Path | None:
         """Write the fleet report to ``path`` (relative to the export folder) and say so."""
-        if self.report is None:
+        report = self.report
+        if report is None:
             return None
-        target = Path(path).expanduser()
-        if not target.is_absolute():
-            target = self.export_dir / target
-        try:
-            written = export_fleet(self.report, target, fmt)
-        except ExportError as exc:
-            self.notify(str(exc), title="Export failed", severity="error", timeout=8, markup=False)
-            return None
-        self.notify(f"Fleet report written to {written}", title="Exported", markup=False)
-        return written
+        return export_and_say(
+            self.notify, self.export_dir, path, lambda to: export_fleet(report, to, fmt), "Fleet report"
+        )
