@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from bnbdoctor.argparsing import Parser
 from bnbdoctor.contract import guarded, note, write_output
 from bnbdoctor.render import OutputFormat
+from bnbdoctor.render.options import add_output_arguments
 
 FORMAT_HELP = {
     OutputFormat.TEXT: "the groups side by side (default)",
@@ -36,10 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="report files, folders, globs, or - for JSON Lines on stdin"
     )
-    group = parser.add_mutually_exclusive_group()
-    for fmt, help_text in FORMAT_HELP.items():
-        group.add_argument(f"--{fmt.value}", dest="format", action="store_const", const=fmt, help=help_text)
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the fleet report to FILE instead of stdout")
+    add_output_arguments(parser, FORMAT_HELP)
     parser.add_argument(
         "--nagios", action="store_true", help="exit 0 OK / 1 WARNING / 2 CRITICAL / 3 UNKNOWN, a status line on stdout"
     )

@@ -16,7 +16,15 @@ from bnbdoctor.argparsing import Parser
 from bnbdoctor.contract import guarded, write_output
 from bnbdoctor.merge_check.core import BLOCKSIZES, QUANT_TYPES, MergeInputError, MergeOptions
 from bnbdoctor.merge_check.result import LOW_KEPT, WAYS, MergeCheck
+from bnbdoctor.render import OutputFormat
+from bnbdoctor.render.options import add_output_arguments
 from bnbdoctor.report import ExitCode
+
+FORMAT_HELP = {
+    OutputFormat.TEXT: "text (default)",
+    OutputFormat.JSON: "one JSON document",
+    OutputFormat.MARKDOWN: "Markdown to paste into a GitHub issue (redacted: your home folder, user and host names)",
+}
 
 if TYPE_CHECKING:
     from bnbdoctor.redact import Redactor
@@ -41,17 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--python", metavar="PATH", help="the interpreter whose torch/bitsandbytes to use")
     parser.add_argument("--max-layers", type=int, metavar="N", help="measure only the first N adapted layers")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="time limit (default 600 s)")
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--text", dest="format", action="store_const", const="text", help="text (default)")
-    group.add_argument("--json", dest="format", action="store_const", const="json", help="one JSON document")
-    group.add_argument(
-        "--markdown",
-        dest="format",
-        action="store_const",
-        const="markdown",
-        help="Markdown to paste into a GitHub issue (redacted: your home folder, user and host names)",
-    )
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    add_output_arguments(parser, FORMAT_HELP)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
     return parser
@@ -112,8 +110,8 @@ def main(argv: list[str]) -> int:
         )
         with status(f"bnbdoctor merge-check: reading {args.adapter}") as progress:
             check = run_merge_check(options, progress=progress)
-        text = _render(check, args.format or "text")
-        write_output(text, args.output, MergeInputError, json=args.format == "json")
+        text = _render(check, args.format or OutputFormat.TEXT)
+        write_output(text, args.output, MergeInputError, json=args.format is OutputFormat.JSON)
         return int(exit_code(check))
 
     return guarded(body, (MergeInputError,), args.debug)

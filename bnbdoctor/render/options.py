@@ -44,10 +44,14 @@ FORMAT_HELP: Mapping[ReportKind, Mapping[OutputFormat, str]] = {
 OUTPUT_HELP = "write the report to FILE instead of stdout (%%N in FILE: the node name, %%h: the host name)"
 
 
-def add_output_arguments(parser: argparse.ArgumentParser, kind: ReportKind) -> None:
-    """``--text/--json/--markdown`` (``--tui`` too for the doctor) into ``args.format``, ``-o`` into ``args.output``."""
+def add_output_arguments(
+    parser: argparse.ArgumentParser, formats: ReportKind | Mapping[OutputFormat, str]
+) -> None:
+    """``--text/--json/--markdown`` (``--tui`` too for the doctor) into ``args.format``, ``-o`` into ``args.output``:
+    the flags of a report kind (:data:`FORMAT_HELP`), or of a command with a document of its own (fleet,
+    merge-check), given as its own ``{format: help}``."""
     group = parser.add_mutually_exclusive_group()
-    for fmt, help_text in FORMAT_HELP[kind].items():
+    for fmt, help_text in (FORMAT_HELP[formats] if isinstance(formats, ReportKind) else formats).items():
         group.add_argument(f"--{fmt.value}", dest="format", action="store_const", const=fmt, help=help_text)
     parser.add_argument("-o", "--output", metavar="FILE", help=OUTPUT_HELP)
 
