@@ -26,7 +26,7 @@ from bnbdoctor.remedy.installable import blocked as install_obstacle
 from bnbdoctor.remedy.target import target_of
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
-from bnbdoctor.rules.common import bnb_of, ev, versioned, wheel_upgrade_blocked
+from bnbdoctor.rules.common import bnb_of, ev, versioned
 
 PIP_SHOW_FILES = "pip show -f bitsandbytes"
 #: A community wheel that only worked over 0.35's leftover cuda_setup/paths.py, and such a traceback.
@@ -38,10 +38,17 @@ SHOWN_FILES = 8
 _MODULE_SUFFIXES = (".py", ".so", ".dll", ".dylib", ".pyd")
 
 
-def _ceiling_below(facts: Facts, minimum: str) -> str | None:
-    """Why no release from ``minimum`` on installs here keeping torch (pip would replace it), or None."""
+#: What to change first, by what stops every release from installing (remedy.installable.Blocked.change).
+_CHANGE_FIRST = {"torch": "upgrade torch first", "python": "use a newer Python first"}
+
+
+def _ceiling_below(facts: Facts, minimum: str) -> tuple[str, str] | None:
+    """(why no release from ``minimum`` on installs here, keeping torch, on this Python, OS and glibc; what to
+    change first), or None."""
     obstacle = install_obstacle(target_of(facts), SpecifierSet(f">={minimum}"))
-    return obstacle.reason if obstacle is not None and obstacle.change == "torch" else None
+    if obstacle is None:
+        return None
+    return obstacle.reason, _CHANGE_FIRST.get(obstacle.change, "run it on an OS where one installs")
 
 
 # ------------------------------------------------------------------------------ known-bad releases
@@ -97,8 +104,7 @@ def known_bad_release(facts: Facts) -> Hit | None:
     if not rows:
         return None
     fixed = fixing_release(rows)
-    spec = fixed.pip_spec()  # bnbdoctor.remedy narrows it to the releases that install here
-    blocked = wheel_upgrade_blocked(facts)
+    spec = fixed.pip_spec()  # bnbdoctor.remedy narrows it to the releases that install here, or says none does
     return Hit(
         title=f"{versioned(facts, 'bitsandbytes', bnb.version)} shipped a known regression "
         f"(fixed in {fixed.first_text})",
@@ -112,7 +118,7 @@ def known_bad_release(facts: Facts) -> Hit | None:
         + log.line_evidence(facts, "quantize_packed_weights", limit=1),
         remediation=Remediation(
             f"Install bitsandbytes {fixed.first_text} or newer (the next patch release, or the newest release your "
-            "torch supports)." + (f" Note: {blocked}." if blocked else ""),
+            "torch supports).",
             [f'pip install -U "bitsandbytes{spec}"', "python -m bitsandbytes"],
         ),
         references=[ref for row in rows for ref in row.references],
@@ -190,13 +196,12 @@ def transformers_requires_newer_bnb(facts: Facts) -> Hit | Skip | None:
         return None if not (bnb and bnb.installed) else Skip("bitsandbytes version unknown")
     named = f"transformers {transformers}" if transformers else "transformers"
     ceiling = _ceiling_below(facts, minimum.minimum)
-    blocked = wheel_upgrade_blocked(facts)
     pin = f'pip install "transformers<{TRANSFORMERS_WITH_BNB_MINIMUM.first_text}"'
     commands = [f'pip install -U "bitsandbytes>={minimum.minimum}"']
     fix = f"Upgrade bitsandbytes to {minimum.minimum} or newer"
-    if ceiling or blocked:
-        why = blocked or ceiling or ""
-        fix = f"Keep transformers below {TRANSFORMERS_WITH_BNB_MINIMUM.first_text} ({why}), or upgrade torch first"
+    if ceiling:
+        why, first = ceiling
+        fix = f"Keep transformers below {TRANSFORMERS_WITH_BNB_MINIMUM.first_text} ({why}), or {first}"
         commands = [pin]
     else:
         fix += f", or keep transformers below {TRANSFORMERS_WITH_BNB_MINIMUM.first_text}"
