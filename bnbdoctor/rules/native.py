@@ -87,13 +87,24 @@ def _folder(path: str) -> str:
     return re.split(r"[\\/][^\\/]*$", path)[0]
 
 
+#: The upgrade to the first release that picks the nearest build of the same major by itself. Commands are
+#: written plainly: bnbdoctor.remedy narrows the specifier to what installs here, or drops the command.
+_UPGRADE_TO_NEAREST = (f'pip install -U "bitsandbytes>={full(NEAREST_BUILD.first_text)}"',)
+
+
+def _shipped_tag(backend: str, name: str) -> str | None:
+    """The version tag of a shipped library of ``backend`` (``libbitsandbytes_cuda121.so`` -> "121"), or None."""
+    match = re.match(rf"libbitsandbytes_{backend}(\d+)(?:_nocublaslt)?\.(so|dll|dylib)$", name)
+    return match.group(1) if match else None
+
+
 def _shipped_versions(facts: Facts, backend: str) -> list[str]:
     bnb = bnb_of(facts)
-    found = []
+    found: list[str] = []
     for name in bnb.native_libraries if bnb else []:
-        match = re.match(rf"libbitsandbytes_{backend}(\d+)(?:_nocublaslt)?\.(so|dll|dylib)$", name)
-        if match and match.group(1) not in found:
-            found.append(match.group(1))
+        tag = _shipped_tag(backend, name)
+        if tag is not None and tag not in found:
+            found.append(tag)
     return sorted(found, key=int)
 
 
@@ -256,8 +267,7 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
         "error_on_first_call": "`import bitsandbytes` works, then the first quantized operation raises an error "
         f"about the missing binary ({sel.message}).",
     }.get(sel.outcome, sel.message or "")
-    spec = f">={full(NEAREST_BUILD.first_text)}"  # bnbdoctor.remedy narrows it to what installs here
-    upgrade = [f'pip install -U "bitsandbytes{spec}"']  # bnbdoctor.remedy drops it where nothing installs
+    upgrade = list(_UPGRADE_TO_NEAREST)
     commands: list[str] = []
     covers = _missing_binary_families(sel.backend, sel.outcome, runtime)
     wanted = major_minor(runtime)
@@ -384,12 +394,12 @@ def _reachable_same_major(
         return None
     found: list[tuple[tuple[int, int], tuple[str, str]]] = []
     for name in bnb.native_libraries:
-        match = re.match(rf"libbitsandbytes_{backend}(\d+)(?:_nocublaslt)?\.(so|dll|dylib)$", name)
-        if not match or _tag_major(backend, match.group(1)) != major:
+        tag = _shipped_tag(backend, name)
+        if tag is None or _tag_major(backend, tag) != major:
             continue
         reached = override_reaching(inputs, name)
         if reached is not None:
-            found.append((_tag_version(backend, match.group(1)), reached))
+            found.append((_tag_version(backend, tag), reached))
     found.sort()
     lower = [f for f in found if f[0] <= (wanted or (0, 0))]
     pick = (lower or found)[-1] if found else None
@@ -652,8 +662,7 @@ def _unset_remediation(facts: Facts, variable: str, gap: LibrarySelection | None
     if gap is None:
         return Remediation(f"Unset {variable}{alternative}.", [f"unset {variable}"])
     torch = torch_of(facts)
-    spec = f">={full(NEAREST_BUILD.first_text)}"  # bnbdoctor.remedy narrows it to what installs here
-    upgrade = [f'pip install -U "bitsandbytes{spec}"']  # bnbdoctor.remedy drops it where nothing installs
+    upgrade = list(_UPGRADE_TO_NEAREST)
     wanted = major_minor(torch.hip if gap.backend == "rocm" else torch.cuda) if torch else None
     reachable = _reachable_same_major(facts, gap.backend, wanted[0], wanted) if wanted else None
     text = (
