@@ -168,12 +168,9 @@ def _host(args: argparse.Namespace) -> Host:
 
     host = LiveHost()
     if args.python:
-        from bnbdoctor.probes.python_env import resolve_python
+        from bnbdoctor.probes.python_env import require_python
 
-        found = resolve_python(host, args.python)
-        if found is None:
-            raise UsageError(f"--python {args.python}: no such file, venv or conda folder, or command on PATH")
-        args.python = found
+        args.python = require_python(host, args.python, UsageError)
     return host
 
 

@@ -67,13 +67,10 @@ def _version(text: str | None) -> Version | None:
 def choose_python(host: Host, python: str | None) -> tuple[str, str]:
     """The patient interpreter, chosen as the doctor chooses it."""
     from bnbdoctor.probes.base import ProbeContext, ProbeOptions
-    from bnbdoctor.probes.python_env import choose_interpreter, resolve_python
+    from bnbdoctor.probes.python_env import choose_interpreter, require_python
 
     if python:
-        found = resolve_python(host, python)
-        if found is None:
-            raise FitInputError(f"--python {python}: no such file, venv or conda folder, or command on PATH")
-        python = found
+        python = require_python(host, python, FitInputError)
     return choose_interpreter(ProbeContext(host, ProbeOptions(python=python)))
 
 
