@@ -15,6 +15,7 @@ thousands of entries into one long unterminated run end in ``error`` instead of 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 OLD_MAGIC = b"ld.so-1.7.0"
@@ -290,5 +291,12 @@ def lookup(cache: LdCache, soname: str, arch: str | None = None) -> list[str]:
     ``arch`` filters on ``LdCacheEntry.arch`` (aliases such as "x86_64" accepted) or on the
     exact ``abi`` text; None returns every architecture's entries.
     """
+    return paths_where(cache, lambda name: name == soname, arch)
+
+
+def paths_where(cache: LdCache, soname_matches: Callable[[str], bool], arch: str | None = None) -> list[str]:
+    """:func:`lookup` for every SONAME ``soname_matches`` accepts (``libcudart.so.*``), in cache order."""
     want = normalize_arch(arch) if arch is not None else None
-    return [e.path for e in cache.entries if e.soname == soname and (want is None or e.arch == want or e.abi == arch)]
+    return [
+        e.path for e in cache.entries if soname_matches(e.soname) and (want is None or e.arch == want or e.abi == arch)
+    ]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from bnbdoctor.facts import LibraryCandidate, ResolvedDependency
 from bnbdoctor.hosts.base import Host
-from bnbdoctor.native.ldcache import LdCache, lookup, normalize_arch
+from bnbdoctor.native.ldcache import LdCache, lookup, paths_where
 
 _CUDA = re.compile(r"^(lib)?(cudart|cublas|cublasLt|cusparse|nvJitLink|cuda|nvrtc)(64)?[._-]", re.IGNORECASE)
 _ROCM = re.compile(r"^(lib)?(hip|amdhip|roc|hsa|MIOpen)", re.IGNORECASE)
@@ -242,11 +242,7 @@ def other_sonames(
         if step.known:
             found.extend(path for key, path in step.known.items() if same_library(key))
         elif step.via == "ld.so.cache":
-            want = normalize_arch(cache_arch) if cache_arch is not None else None
-            entries = cache.entries if cache else []
-            found.extend(
-                e.path for e in entries if same_library(e.soname) and (want is None or want in (e.arch, e.abi))
-            )
+            found.extend(paths_where(cache, same_library, cache_arch) if cache else [])
         else:
             folders.extend(step.folders)
     for folder in dict.fromkeys(folders):
