@@ -79,6 +79,11 @@ def _truthy(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and bool(node.value)
 
 
+def _kbit_flag(kw: dict[str, ast.expr]) -> int | None:
+    """4 or 8 for a literal ``load_in_4bit=True`` / ``load_in_8bit=True`` among the keywords, else None."""
+    return 4 if _truthy(kw.get("load_in_4bit")) else 8 if _truthy(kw.get("load_in_8bit")) else None
+
+
 class FileAnalysis:
     """One file's walk: ``sites`` grows as statements are visited; ``env`` carries across notebook cells."""
 
@@ -126,7 +131,7 @@ class FileAnalysis:
         name = _callee(node)
         if name == "BitsAndBytesConfig":
             kw = self.kwargs(node, env)
-            bits = 4 if _truthy(kw.get("load_in_4bit")) else 8 if _truthy(kw.get("load_in_8bit")) else None
+            bits = _kbit_flag(kw)
             compute = self.value(kw.get("bnb_4bit_compute_dtype"), env)
             storage = self.value(kw.get("bnb_4bit_quant_storage"), env)
             return BnbConfig(
@@ -162,7 +167,7 @@ class FileAnalysis:
         config = self.value(kw.get("quantization_config"), env)
         bits = config.bits if isinstance(config, BnbConfig) else None
         if bits is None:
-            bits = 4 if _truthy(kw.get("load_in_4bit")) else 8 if _truthy(kw.get("load_in_8bit")) else None
+            bits = _kbit_flag(kw)
         if bits is None:
             return None
         base = self.source(node.args[0]) if node.args else self.source(kw.get("pretrained_model_name_or_path"))
@@ -249,11 +254,8 @@ class FileAnalysis:
     # -- statements -----------------------------------------------------------------------------
     def walk(self, body: list[ast.stmt], env: Env) -> None:
         for statement in body:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.walk(statement.body, dict(env))
-                continue
-            if isinstance(statement, ast.ClassDef):
-                self.walk(statement.body, dict(env))
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.walk(statement.body, dict(env))  # a scope of its own: what it binds stays inside
                 continue
             for node in self.expressions(statement):
                 for call in sorted(
