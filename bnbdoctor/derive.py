@@ -24,6 +24,17 @@ class GpuSighting:
     fact: str  # the dotted fact it rests on
 
 
+def conda_env(facts: Facts) -> bool | None:
+    """Whether the examined interpreter is a conda env's: chosen by ``CONDA_PREFIX``, or its prefix is that
+    folder; from a log, whether the log shows ``CONDA_PREFIX`` at all. None when nothing says."""
+    python = facts.python
+    if python is not None and python.selected_by != "log":
+        return python.selected_by == "CONDA_PREFIX" or bool(
+            python.prefix and facts.env.get("CONDA_PREFIX") == python.prefix
+        )
+    return True if "CONDA_PREFIX" in facts.env else None
+
+
 def l4t_release(line: str) -> str:
     """``# R36 (release), REVISION: 3.0, ...`` -> ``"R36.3.0"`` (the first line of /etc/nv_tegra_release)."""
     major = re.search(r"\bR(\d+)", line)

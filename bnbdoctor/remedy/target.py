@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from bnbdoctor.derive import conda_env
 from bnbdoctor.facts import Facts
 
 
@@ -63,13 +64,6 @@ def target_of(facts: Facts) -> Target:
     macos = _version(platform.os_version) if platform and platform.os == "macos" else None
     torch = python.torch if python else None
     executable = python.executable if python and python.executable and python.selected_by != "log" else ""
-    conda: bool | None = None
-    if python is not None and python.selected_by != "log":
-        conda = python.selected_by == "CONDA_PREFIX" or bool(
-            python.prefix and facts.env.get("CONDA_PREFIX") == python.prefix
-        )
-    elif "CONDA_PREFIX" in facts.env:
-        conda = True
     driver = gpu.nvml_available if gpu is not None else None
     return Target(
         os=os_name,
@@ -79,7 +73,7 @@ def target_of(facts: Facts) -> Target:
         python=_version(python.version) if python else None,
         torch=torch.version if torch and torch.installed else None,
         torch_cuda=torch.cuda if torch and torch.installed else None,
-        conda=conda,
+        conda=conda_env(facts),
         nvidia_driver=driver,
         python_command=_quoted(executable, os_name == "windows") if executable else "python",
     )

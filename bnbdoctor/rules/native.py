@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from bnbdoctor.derive import predict_without_override, selection_input
+from bnbdoctor.derive import conda_env, predict_without_override, selection_input
 from bnbdoctor.facts import AbiNeed, BnbFacts, Facts, NativeFacts, ResolvedDependency, SelectedLibrary
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUFFIXED_WHEEL_MAJORS, SUGGESTED_TORCH_CUDA
@@ -30,7 +30,6 @@ from bnbdoctor.knowledge.ranges import full, minor
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM
 from bnbdoctor.knowledge.selection import LibrarySelection, override_reaching, override_variable, tag_misbuilt
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
-from bnbdoctor.remedy.target import target_of
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import (
     BNB_DOCS_INSTALL,
@@ -1207,7 +1206,7 @@ def libstdcxx(facts: Facts) -> list[Hit]:
             else:
                 fix += "Put its folder first on the loader path."
                 commands = [f"export LD_LIBRARY_PATH={folder}:$LD_LIBRARY_PATH"]
-        elif target_of(facts).conda:
+        elif conda_env(facts):
             fix = (
                 "No libstdc++ on this machine is new enough. Install a newer one in this conda env "
                 "(conda-forge libstdcxx-ng) and put $CONDA_PREFIX/lib first on LD_LIBRARY_PATH, or move to a "

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bnbdoctor.derive import built_locally, gpu_sightings
+from bnbdoctor.derive import built_locally, conda_env, gpu_sightings
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Check, Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, torch_index_for
@@ -575,7 +575,7 @@ def _legacy_families(facts: Facts) -> list[str]:
     if seen(facts, "duplicate_cuda_runtimes") or len(runtimes) > 1:
         ids.append("duplicate_cuda_runtimes_found")
     # A conda interpreter with a runtime from outside the environment: the scan may pick that one.
-    conda = facts.python is not None and facts.python.selected_by == "CONDA_PREFIX"
+    conda = conda_env(facts)
     if seen(facts, "cuda_runtime_symbol_missing") or (conda and any(t.source != "CONDA_PREFIX" for t in runtimes)):
         ids.append("conda_env_vs_system_cuda_mixup")
     # A CUDA 10 runtime (torch's or one the scan can find) is refused for LLM.int8().
