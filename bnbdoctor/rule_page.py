@@ -65,7 +65,6 @@ def page_text(wanted: str | None) -> str:
     return page.read_text(encoding="utf-8")
 
 
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="bnbdoctor rule",

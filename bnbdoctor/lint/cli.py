@@ -24,7 +24,6 @@ from bnbdoctor.report import ExitCode, Report
 VERSIONED_KINDS = frozenset({"kbit_kwarg", "move"})
 
 
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="bnbdoctor lint",

@@ -22,7 +22,6 @@ from bnbdoctor.report import ExitCode
 INSTALL_HINT = 'the MCP server needs the mcp extra: pip install "bnbdoctor[mcp]"'
 
 
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="bnbdoctor mcp",

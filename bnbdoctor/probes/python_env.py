@@ -45,13 +45,13 @@ def resolve_python(host: Host, given: str) -> str | None:
     return None
 
 
-
 def require_python(host: Host, given: str, error: type[Exception]) -> str:
     """:func:`resolve_python` for ``--python``; ``error`` (the command's one-line error) when it names nothing."""
     found = resolve_python(host, given)
     if found is None:
         raise error(f"--python {given}: no such file, venv or conda folder, or command on PATH")
     return found
+
 
 def which(host: Host, names: tuple[str, ...]) -> str | None:
     """The first of ``names`` found on the host's PATH."""

@@ -44,9 +44,7 @@ FORMAT_HELP: Mapping[ReportKind, Mapping[OutputFormat, str]] = {
 OUTPUT_HELP = "write the report to FILE instead of stdout (%%N in FILE: the node name, %%h: the host name)"
 
 
-def add_output_arguments(
-    parser: argparse.ArgumentParser, formats: ReportKind | Mapping[OutputFormat, str]
-) -> None:
+def add_output_arguments(parser: argparse.ArgumentParser, formats: ReportKind | Mapping[OutputFormat, str]) -> None:
     """``--text/--json/--markdown`` (``--tui`` too for the doctor) into ``args.format``, ``-o`` into ``args.output``:
     the flags of a report kind (:data:`FORMAT_HELP`), or of a command with a document of its own (fleet,
     merge-check), given as its own ``{format: help}``."""
