@@ -212,7 +212,7 @@ def test_the_shared_strings_have_one_home() -> None:
     files = sorted(
         {
             *glob.glob(str(ROOT / "bnbdoctor" / "fit" / "**" / "*.py"), recursive=True),
-            str(ROOT / "bnbdoctor" / "rules" / "placement.py"),
+            *glob.glob(str(ROOT / "bnbdoctor" / "rules" / "placement" / "*.py")),
         }
     )
     copies = []
@@ -230,7 +230,7 @@ def test_the_shared_strings_have_one_home() -> None:
 
 def test_the_rules_do_not_import_the_fit_package() -> None:
     code = (
-        "import sys, bnbdoctor.rules.placement; "
+        "import sys, bnbdoctor.rules; bnbdoctor.rules.all_rules(); "
         "print([m for m in sys.modules if m == 'bnbdoctor.fit' or m.startswith('bnbdoctor.fit.')])"
     )
     proc = subprocess.run(

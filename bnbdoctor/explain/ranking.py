@@ -167,7 +167,7 @@ def judge(facts: Facts, diagnosis: Diagnosis) -> Diagnosis:
 def _unnamed_error_only_alone(findings: list[Finding]) -> list[Finding]:
     """The "error bnbdoctor cannot name" finding (BNB549) stands only when no other error finding does:
     an error that a rule names is the log's failure, and the unnamed lines most likely follow from it."""
-    from bnbdoctor.rules.workflow_logs import UNRECOGNISED_ERROR_RULE
+    from bnbdoctor.rules.workflow_logs._shared import UNRECOGNISED_ERROR_RULE
 
     if any(f.severity is Severity.ERROR and f.rule_id != UNRECOGNISED_ERROR_RULE for f in findings):
         return [f for f in findings if f.rule_id != UNRECOGNISED_ERROR_RULE]

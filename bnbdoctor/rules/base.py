@@ -80,6 +80,7 @@ class Rule:
     log_gate: LogGate | None = None
     requires: tuple[str, ...] = ()  # premises (PREMISES) the check takes for granted
     refutes: tuple[str, ...] = ()  # premises an error finding of this rule shows to be false
+    module: str = ""  # the rule file that declares it (``bnbdoctor.rules.<family>.bnbNNN_<name>``)
 
     @property
     def doc(self) -> str:
@@ -144,6 +145,7 @@ def rule(
             log_gate,
             requires,
             refutes,
+            check.__module__,
         )
         return check
 

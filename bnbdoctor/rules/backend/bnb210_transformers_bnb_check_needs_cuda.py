@@ -1,0 +1,122 @@
+"""BNB210 transformers-bnb-check-needs-cuda: passes when the installed transformers accepts bitsandbytes without CUDA, or torch sees a CUDA device."""
+
+from __future__ import annotations
+
+from bnbdoctor.derive import cuda_expected, gpu_sightings
+from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM
+from bnbdoctor.knowledge.transformers import BNB_CHECK_WITHOUT_CUDA, misleading_importerror
+from bnbdoctor.knowledge.versions import at_least
+from bnbdoctor.rules.base import LogGate, rule
+from bnbdoctor.rules.common import TORCH_BUILD_CHECK, bnb_of, ev, torch_of
+
+TRANSFORMERS_BNB_DOCS = "https://huggingface.co/docs/transformers/main/en/quantization/bitsandbytes"
+
+
+@rule(
+    "BNB210",
+    "transformers-bnb-check-needs-cuda",
+    Severity.ERROR,
+    "The installed transformers accepts bitsandbytes without CUDA, or torch sees a CUDA device",
+    needs=("python",),
+    covers=("transformers_importerror_requires_accelerate_bnb",),
+    references=(
+        "https://github.com/huggingface/transformers/pull/24995",
+        "https://github.com/huggingface/transformers/pull/30533",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1306",
+        TRANSFORMERS_BNB_DOCS,
+    ),
+    log_gate=LogGate(
+        "a log shows what torch.cuda.is_available() returned only with transformers' ImportError",
+        signatures=("transformers_bnb_importerror",),
+    ),
+    requires=("torch-matches-gpu",),
+)
+def transformers_needs_cuda(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule needs the `python` facts and predicts, from versions alone, the ImportError that
+    [BNB521](BNB521.md) recognises in a log. It fires when transformers, torch and bitsandbytes are installed, torch
+    will not see a CUDA device (`torch.cuda.is_available()` is False: a CPU-only or macOS build, or no GPU CUDA can
+    use), and the installed transformers is one that then raises a misleading ImportError:
+
+    | transformers | condition | message |
+    |---|---|---|
+    | 4.32–4.35 | any bitsandbytes | `Using load_in_8bit=True requires Accelerate … and the latest version of bitsandbytes` |
+    | 4.38–4.40 | any bitsandbytes | `Using bitsandbytes 8-bit quantization requires Accelerate … and the latest version of bitsandbytes` |
+    | 4.45–4.52 | bitsandbytes older than 0.43.1 | `… requires the latest version of bitsandbytes: pip install -U bitsandbytes` |
+
+    Read in the released wheels: 4.32 added `torch.cuda.is_available()` to `is_bitsandbytes_available()`; 4.36–4.37 and
+    4.41–4.44 check for a GPU first and raise `No GPU found` instead; 4.45 needs CUDA only for a bitsandbytes older than
+    0.43.1; 4.53 names the cause. It holds on any machine, a Mac or a CPU-only laptop included, not only beside an NVIDIA
+    GPU.
+
+    ## Why it matters
+
+    Both packages are installed, so the message sends users to reinstall accelerate and bitsandbytes, which changes
+    nothing. On a Mac with a bitsandbytes that supports it (0.49+), transformers refuses it for the same reason.
+
+    ## How to fix
+
+    - If the machine should use an NVIDIA GPU, install a CUDA build of torch first (`torch.cuda.is_available()` must be
+      True).
+    - To run bitsandbytes without CUDA (its CPU backend, or Apple silicon from 0.49), upgrade transformers to 4.45 or
+      newer and bitsandbytes past 0.43.1, which no longer needs CUDA at import:
+
+    ```bash
+    python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
+    pip install -U "transformers>=4.45" bitsandbytes
+    ```
+    """
+    python, bnb, torch = facts.python, bnb_of(facts), torch_of(facts)
+    assert python is not None
+    transformers = python.packages.get("transformers")
+    if not transformers:
+        return Skip("transformers is not installed")
+    if not (bnb and bnb.installed and torch and torch.installed):
+        return Skip("torch or bitsandbytes is not installed")
+    entry = misleading_importerror(transformers, bnb.version)
+    if entry is None or cuda_expected(facts):
+        return None
+    platform = facts.platform
+    mac = bool(platform and platform.os == "macos")
+    gpus = [s.label for s in gpu_sightings(facts)]
+    why = (
+        f"torch {torch.version} has no CUDA build"
+        if torch.build == "cpu"
+        else f"torch {torch.version} ({torch.build}) sees no CUDA device"
+    )
+    mac_first = FIRST_RELEASE_FOR_PLATFORM[("macos", "aarch64")]
+    supported_mac = mac and at_least(bnb.version, mac_first)
+    only_old = f" with a bitsandbytes older than {entry.bnb_below}" if entry.bnb_below else ""
+    upgrade = f'pip install -U "transformers{BNB_CHECK_WITHOUT_CUDA.pip_spec()}"' + (
+        ' "bitsandbytes>=' + entry.bnb_below + '"' if entry.bnb_below else ""
+    )
+    return Hit(
+        title=f"transformers {transformers} will refuse bitsandbytes here with a misleading ImportError",
+        explanation=f"torch.cuda.is_available() is False on this machine ({why}"
+        + (f"; the GPU it has is {gpus[0]}" if gpus else "")
+        + f"). transformers {transformers}'s bitsandbytes check also requires CUDA{only_old}, so "
+        "from_pretrained(..., quantization_config=BitsAndBytesConfig(...)) raises "
+        f"`ImportError: {entry.message}…` although both packages are installed."
+        + (
+            f" bitsandbytes {bnb.version} does support this Mac: transformers is what refuses it."
+            if supported_mac
+            else ""
+        ),
+        evidence=[
+            ev("transformers", transformers, "python.packages.transformers"),
+            ev("torch", f"{torch.version} ({torch.build} build)", "python.torch.version"),
+            ev("bitsandbytes", bnb.version, "python.bitsandbytes.version"),
+            ev("raised by", entry.site, None),
+        ],
+        remediation=Remediation(
+            "Reinstalling accelerate or bitsandbytes changes nothing. "
+            + ("" if mac else "If this machine should use an NVIDIA GPU, install a CUDA build of torch first. ")
+            + f"To use bitsandbytes without CUDA, upgrade transformers to {BNB_CHECK_WITHOUT_CUDA.first_text} or newer"
+            + (f" and bitsandbytes to {entry.bnb_below} or newer" if entry.bnb_below else "")
+            + ".",
+            [TORCH_BUILD_CHECK, upgrade],
+        ),
+    )

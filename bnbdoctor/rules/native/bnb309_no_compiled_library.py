@@ -1,0 +1,105 @@
+"""BNB309 no-compiled-library: passes when the bitsandbytes package folder holds a compiled native library."""
+
+from __future__ import annotations
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.rules.base import LogGate, rule
+from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
+
+
+@rule(
+    "BNB309",
+    "no-compiled-library",
+    Severity.ERROR,
+    "The bitsandbytes package folder holds a compiled native library",
+    needs=("python",),
+    covers=("source_build_native_lib_missing", "native_lib_none_attribute_errors"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180", BNB_DOCS_INSTALL),
+    log_gate=LogGate(
+        "the log does not show bitsandbytes' libraries missing",
+        signatures=("bnb_cpu_library_not_found", "bnb_not_compiled"),
+    ),
+)
+def no_library(facts: Facts) -> Hit | None:
+    r"""## What it detects
+
+    The rule reads the `python` facts. It fires when bitsandbytes is importable but its package folder holds no
+    `libbitsandbytes_*` file at all: no CPU library, no CUDA, ROCm or XPU library.
+
+    The wording depends on whether the package has installation metadata. Without metadata it is a source checkout
+    reached through `sys.path`: the current directory, `PYTHONPATH`, or an editable setup whose build never ran. With
+    metadata it is an installation that ended up without its compiled part. Only in the second case does the finding
+    offer a reinstall command.
+
+    ## Why it matters
+
+    The Python half of bitsandbytes is plain source; the native half has to be compiled by CMake, and `pip install
+    git+https://…` or `import` from a clone does not always do that. Without any library, every release fails, but the
+    messages point elsewhere:
+
+    - `Could not find the bitsandbytes CUDA binary at …libbitsandbytes_cuda121.so`, followed by `Could not load
+      bitsandbytes native library: …libbitsandbytes_cpu.so: cannot open shared object file` (0.43–0.45);
+    - on Windows: `Could not find module '…\bitsandbytes\libbitsandbytes_cpu.dll' (or one of its dependencies)`;
+    - later: `NameError: name 'str2optimizer32bit' is not defined`, or `AttributeError: 'NoneType' object has no
+      attribute 'c…'`, because the library handle is `None`;
+    - 0.46–0.49: the first native call raises the `Forgot to compile the bitsandbytes library?` message. 0.50+ raises a
+      generic `Attempted to use bitsandbytes native library functionality but it's not available` text instead.
+
+    The `NameError` and `NoneType` errors are only downstream symptoms. Maintainers' triage treats them as "the native
+    library did not load" and points back to the first load error.
+
+    ## How to fix
+
+    Find out which folder Python really imports, without importing bitsandbytes:
+
+    ```bash
+    python -c "import importlib.util as u; print(u.find_spec('bitsandbytes').origin)"
+    ls "$(dirname "$(python -c "import importlib.util as u; print(u.find_spec('bitsandbytes').origin)")")" | grep libbitsandbytes_
+    ```
+
+    - A clone shadows the installed package (you ran Python inside the repository, or `PYTHONPATH` points at it): change
+      directory or clean `PYTHONPATH`.
+    - You want a release: `pip install --force-reinstall bitsandbytes` from PyPI.
+    - You want a source build: compile the backend that matches torch before installing:
+
+      ```bash
+      cmake -DCOMPUTE_BACKEND=cuda -S . && make
+      pip install .
+      ```
+
+    - ppc64le and other platforms without wheels always need the source build.
+
+    ## Further reading
+
+    - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1524 (`libbitsandbytes_cpu.dll` missing on Windows)
+    """
+    bnb = bnb_of(facts)
+    if not (bnb and bnb.installed) or bnb.native_libraries:
+        return None
+    source = not bnb.has_metadata
+    return Hit(
+        title="bitsandbytes has no compiled library" + (" (a source checkout on sys.path)" if source else ""),
+        explanation=f"{bnb.location} holds no libbitsandbytes_* file. "
+        + (
+            "It is a git checkout or an install from source that was never compiled (pip install "
+            "git+https://… without a build backend, or `import` from the repository folder). "
+            if source
+            else "The install is incomplete. "
+        )
+        + "bitsandbytes then fails with 'Could not find the bitsandbytes CUDA binary', \"NameError: name "
+        "'str2optimizer32bit' is not defined\" or 'NoneType' attribute errors.",
+        evidence=[
+            ev("package folder", bnb.location, "python.bitsandbytes.location"),
+            ev(
+                "metadata",
+                "present" if bnb.has_metadata else "none (not pip-installed)",
+                "python.bitsandbytes.has_metadata",
+            ),
+        ],
+        remediation=Remediation(
+            "Install a released wheel, or compile the library in the checkout "
+            "(cmake -DCOMPUTE_BACKEND=cuda -S . && make) before installing it.",
+            ["pip install --force-reinstall bitsandbytes"] if bnb.has_metadata else [],
+        ),
+    )

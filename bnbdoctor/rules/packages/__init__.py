@@ -1,0 +1,1 @@
+"""Rules about the Python side: torch and bitsandbytes present, builds and versions that fit."""

@@ -1,0 +1,1 @@
+"""Rules about the platform: WSL2's driver folder and Jetson boards."""

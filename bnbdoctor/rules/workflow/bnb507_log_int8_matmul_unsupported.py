@@ -1,0 +1,107 @@
+"""BNB507 log-int8-matmul-unsupported: passes when the log shows no int8-matmul failure or warning for GPUs without int8 tensor cores."""
+
+from __future__ import annotations
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge.gpus import INT8_MATMUL_MIN, INT8_NAMEERROR, INT8_WITHOUT_FALLBACK
+from bnbdoctor.knowledge.ranges import minor
+from bnbdoctor.rules import log_evidence as log
+from bnbdoctor.rules.base import rule
+
+UPGRADE_PAST_INT8_NAMEERROR = f'pip install -U "bitsandbytes{INT8_NAMEERROR.after().pip_spec()}"'
+
+
+@rule(
+    "BNB507",
+    "log-int8-matmul-unsupported",
+    Severity.ERROR,
+    "The log shows no int8-matmul failure or warning for GPUs without int8 tensor cores",
+    needs=("log",),
+    covers=("int8_matmul_unsupported_cc_lt_75", "slow_int8_matmul_warning_cc_lt_75", "cuda_setup_nameerror_bnb_0_37"),
+    references=(
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/529",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/118",
+    ),
+    stands_in_for=("BNB104",),
+    confirm=("nvidia-smi --query-gpu=name,compute_cap --format=csv", "pip show bitsandbytes"),
+)
+def int8_matmul(facts: Facts) -> list[Hit]:
+    """## What it detects
+
+    Three messages about GPUs without int8 tensor cores (compute capability below 7.5):
+
+    - `ERROR: Your GPU does not support Int8 Matmul!` and the `igemmlt … Assertion 'false' failed` that follows
+      (releases up to 0.36): an error;
+    - `NameError: name 'cuda_setup' is not defined` (the 0.37.0 import crash on those GPUs): an error;
+    - `WARNING: Compute capability < 7.5 detected! Only slow 8-bit matmul is supported for your GPU!`: info, since it is
+      a warning and not the failure.
+
+    It is the log twin of [BNB104](BNB104.md), which reports the same from the GPU's compute capability.
+
+    ## Why it matters
+
+    LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need Turing (7.5) or newer. Releases up to
+    0.36 used builds without cuBLASLt on older GPUs and stopped on an assertion; 0.37.0 added a slower fallback (and, in
+    0.37.0 only, a crash in the check). 4-bit quantization and 8-bit optimizers work on these GPUs.
+
+    ## How to fix
+
+    - Upgrade bitsandbytes (0.37.1 or newer has the slower 8-bit path):
+
+      ```bash
+      pip install -U "bitsandbytes>=0.37.1"
+      ```
+
+    - Prefer 4-bit (`load_in_4bit=True`, `bnb_4bit_quant_type="nf4"`) on these GPUs, or use a Turing or newer GPU for
+      fast LLM.int8().
+    - The slow-matmul warning alone needs no fix: look further in the log for the failure.
+    """
+    hits = []
+    if log.seen(facts, "int8_matmul_unsupported"):
+        hits.append(
+            Hit(
+                title="LLM.int8() needs int8 tensor cores this GPU lacks ('Your GPU does not support Int8 Matmul!')",
+                explanation="LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need "
+                f"{INT8_MATMUL_MIN.architecture} (compute capability {INT8_MATMUL_MIN.text}) or newer. Releases up to "
+                f"{INT8_WITHOUT_FALLBACK.last_text} used builds without cuBLASLt on older GPUs and stop with an assertion "
+                f"in igemmlt; {INT8_WITHOUT_FALLBACK.below_text} added a slower fallback. 4-bit quantization works on "
+                "these GPUs.",
+                evidence=log.line_evidence(facts, "int8_matmul_unsupported"),
+                remediation=Remediation(
+                    f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)} or newer has a "
+                    "slower 8-bit path for older GPUs), or prefer 4-bit (load_in_4bit=True, "
+                    f"bnb_4bit_quant_type='nf4'), or use a {INT8_MATMUL_MIN.architecture} or newer "
+                    "GPU.",
+                    [UPGRADE_PAST_INT8_NAMEERROR],
+                ),
+                covers=["int8_matmul_unsupported_cc_lt_75"],
+            )
+        )
+    if log.seen(facts, "cuda_setup_nameerror"):
+        hits.append(
+            Hit(
+                title=f"bitsandbytes {INT8_NAMEERROR.first_text} crashes at import on GPUs below compute capability "
+                f"{INT8_MATMUL_MIN.text}",
+                explanation=f"\"NameError: name 'cuda_setup' is not defined\" is a bug in {INT8_NAMEERROR.first_text}'s "
+                f"check for cuBLASLt support, hit on every GPU older than {INT8_MATMUL_MIN.architecture}.",
+                evidence=log.line_evidence(facts, "cuda_setup_nameerror"),
+                remediation=Remediation("Upgrade bitsandbytes.", [UPGRADE_PAST_INT8_NAMEERROR]),
+                covers=["cuda_setup_nameerror_bnb_0_37"],
+            )
+        )
+    if log.seen(facts, "slow_int8_matmul") and not hits:
+        hits.append(
+            Hit(
+                title="Warning only: this GPU runs LLM.int8() on the slow 8-bit matmul",
+                explanation="bitsandbytes notes that the GPU has no int8 tensor cores (compute capability below "
+                f"{INT8_MATMUL_MIN.text}) and "
+                "selects its slower path. This is not itself a failure: if something breaks, the cause is elsewhere in "
+                "the log.",
+                evidence=log.line_evidence(facts, "slow_int8_matmul", limit=1),
+                remediation=Remediation("Nothing to fix; prefer 4-bit quantization on this GPU for speed."),
+                severity=Severity.INFO,
+                covers=["slow_int8_matmul_warning_cc_lt_75"],
+            )
+        )
+    return hits

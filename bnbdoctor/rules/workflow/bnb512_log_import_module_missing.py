@@ -1,0 +1,89 @@
+"""BNB512 log-import-module-missing: passes when the log shows no bitsandbytes import failing on a missing module (triton.ops, scipy)."""
+
+from __future__ import annotations
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge.imports import (
+    SCIPY_IMPORT,
+    TORCH_WITH_TRITON_WITHOUT_OPS,
+    TRITON_OPS_IMPORT,
+    TRITON_OPS_REPORTED_WORKING,
+    TRITON_WITHOUT_OPS,
+)
+from bnbdoctor.knowledge.ranges import minor
+from bnbdoctor.rules import log_evidence as log
+from bnbdoctor.rules.base import rule
+
+
+@rule(
+    "BNB512",
+    "log-import-module-missing",
+    Severity.ERROR,
+    "The log shows no bitsandbytes import failing on a missing module (triton.ops, scipy)",
+    needs=("log",),
+    covers=("triton_ops_module_missing", "scipy_missing"),
+    references=(
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1492",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/426",
+    ),
+    stands_in_for=("BNB207", "BNB208"),
+    confirm=("pip show bitsandbytes triton scipy",),
+)
+def module_missing(facts: Facts) -> list[Hit]:
+    """## What it detects
+
+    The rule fires when importing bitsandbytes fails on a missing module: `No module named 'triton.ops'` (also a
+    traceback line `from triton.ops… import`, and the message cut after `triton.o`), and `No module named 'scipy'`. It
+    is the log twin of [BNB207](BNB207.md) and [BNB208](BNB208.md), which fire instead when the log shows the versions
+    they need.
+
+    ## Why it matters
+
+    - bitsandbytes 0.39 to 0.45.0 import `triton.ops.matmul_perf_model` when they load; triton 3.2 (shipped with torch
+      2.6) removed `triton.ops`.
+    - bitsandbytes 0.39.0 to 0.41.x import scipy for the NF4 data type without declaring it as a dependency.
+
+    ## How to fix
+
+    - triton: upgrade bitsandbytes (0.45.1 removed the import), or pin triton below 3.2 together with torch below 2.6:
+
+      ```bash
+      pip install -U "bitsandbytes>=0.45.1"
+      ```
+
+    - scipy: `pip install scipy`, or upgrade bitsandbytes.
+    """
+    hits = []
+    if log.seen(facts, "triton_ops_missing"):
+        hits.append(
+            Hit(
+                title=f"bitsandbytes imports triton.ops, which triton {TRITON_WITHOUT_OPS.first_text} removed",
+                explanation=f"bitsandbytes {minor(TRITON_OPS_IMPORT.first_text)} to {TRITON_OPS_IMPORT.last_text} import "
+                f"triton.ops.matmul_perf_model when they are imported; triton {TRITON_WITHOUT_OPS.first_text} (shipped "
+                f"with torch {TORCH_WITH_TRITON_WITHOUT_OPS.first_text}) removed triton.ops, so `import bitsandbytes` "
+                "fails with \"ModuleNotFoundError: No module named 'triton.ops'\".",
+                evidence=log.line_evidence(facts, "triton_ops_missing"),
+                remediation=Remediation(
+                    f"Upgrade bitsandbytes ({TRITON_OPS_IMPORT.below_text} removed the import; users "
+                    f"report {TRITON_OPS_REPORTED_WORKING}+ working), or pin triton below "
+                    f"{TRITON_WITHOUT_OPS.first_text} together with torch below "
+                    f"{TORCH_WITH_TRITON_WITHOUT_OPS.first_text}.",
+                    [f'pip install -U "bitsandbytes{TRITON_OPS_IMPORT.after().pip_spec()}"'],
+                ),
+                covers=["triton_ops_module_missing"],
+            )
+        )
+    if log.seen(facts, "scipy_missing"):
+        hits.append(
+            Hit(
+                title="bitsandbytes needs scipy, which is not installed",
+                explanation=f"bitsandbytes {SCIPY_IMPORT.first_text} to {SCIPY_IMPORT.last_text} import scipy (for the NF4 "
+                "data type) without declaring it as a "
+                "dependency, so `import bitsandbytes` fails with \"No module named 'scipy'\" in slim environments.",
+                evidence=log.line_evidence(facts, "scipy_missing"),
+                remediation=Remediation("Install scipy, or upgrade bitsandbytes.", ["pip install scipy"]),
+                covers=["scipy_missing"],
+            )
+        )
+    return hits

@@ -1,0 +1,138 @@
+"""BNB516 log-bnb-library-missing-for-cuda: passes when the log shows no missing bitsandbytes library for the CUDA/ROCm version in use."""
+
+from __future__ import annotations
+
+import re
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUGGESTED_TORCH_CUDA
+from bnbdoctor.knowledge.loader import CUDA_VERSION_FROM_TORCH, ROCM_TAG_MISBUILT
+from bnbdoctor.knowledge.selection import rocm_from_misbuilt_tag
+from bnbdoctor.knowledge.versions import major_minor
+from bnbdoctor.rules import log_evidence as log
+from bnbdoctor.rules.base import rule
+from bnbdoctor.rules.common import TORCH_BUILD_CHECK as TORCH_CHECK
+from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
+
+
+def _misbuilt_rocm(facts: Facts, missing: str | None) -> tuple[int, int] | None:
+    """The ROCm version whose tag a 0.46-0.49 release spelled wrongly, from the missing file's name (and
+    torch's ROCm version when the log shows it); None when the name is an honest tag."""
+    match = re.match(r"libbitsandbytes_rocm(\d+)\.", missing or "")
+    bnb = facts.python.bitsandbytes.version if facts.python else None
+    if match is None or (bnb is not None and not ROCM_TAG_MISBUILT.contains(bnb)):
+        return None
+    hip = major_minor(facts.python.torch.hip) if facts.python else None
+    if hip is not None:
+        return hip if hip[1] >= 10 and match.group(1) == str(hip[0] * 10 + hip[1]) else None
+    return rocm_from_misbuilt_tag(match.group(1))
+
+
+@rule(
+    "BNB516",
+    "log-bnb-library-missing-for-cuda",
+    Severity.ERROR,
+    "The log shows no missing bitsandbytes library for the CUDA/ROCm version in use",
+    needs=("log",),
+    covers=("cuda_binary_missing_for_torch_cuda_version", "cuda_lt_11_unsupported", "rocm_version_tag_misparsed"),
+    references=(
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/138",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/2014",
+    ),
+    stands_in_for=("BNB301",),
+    confirm=("pip show bitsandbytes", TORCH_CHECK, PYTHON_M_BNB),
+)
+def library_missing(facts: Facts) -> Hit | Skip | None:
+    """## What it detects
+
+    The rule fires when the log shows that bitsandbytes has no library for the CUDA version in use: `Required library
+    version not found: libbitsandbytes_cudaXYZ.so` (legacy), `Could not find the bitsandbytes CUDA binary at …`
+    (0.43.1–0.45), `Configured CUDA binary not found at …` (0.46–0.49), `No compatible CUDA binary found at …` (0.50+),
+    or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists. A missing
+    `libbitsandbytes_rocmNN.so` of 0.46–0.49 whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
+    `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is 0.50+. It stays
+    silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists
+    ([BNB309](BNB309.md)). It is the log twin of [BNB301](BNB301.md).
+
+    ## Why it matters
+
+    bitsandbytes picks `libbitsandbytes_cuda<version>` from torch's CUDA version (the detected runtime on releases
+    before 0.41). When the package has no such file (the release predates that CUDA version, or it is a third-party
+    build for another CUDA, such as a conda-forge package), it falls back to its CPU library (0.43.1–0.45), raises at
+    import (legacy) or at the first GPU call (0.46+). No bitsandbytes build supports CUDA 10.x, and LLM.int8() needs
+    CUDA 11 or newer.
+
+    ## How to fix
+
+    - CUDA 10.x: install a CUDA 11.8 or 12.x build of PyTorch (its wheels bring their own runtime), remove CUDA 10
+      folders from `LD_LIBRARY_PATH`, then upgrade bitsandbytes; an old driver may need an update first.
+    - Otherwise: install the current bitsandbytes from PyPI, keeping torch and bitsandbytes from the same channel, or
+      build bitsandbytes for your CUDA version.
+
+    ```bash
+    pip install -U bitsandbytes
+    python -m bitsandbytes
+    ```
+    """
+    if not log.seen(facts, "bnb_library_not_found", "cuda_older_than_11"):
+        return None
+    if log.seen(facts, "bnb_cuda_version_override"):
+        return Skip("BNB_CUDA_VERSION chose the library (BNB302 judges the override)")
+    if log.seen(facts, "bnb_cpu_library_not_found", "bnb_not_compiled"):
+        return Skip("not even the CPU library exists: nothing was compiled (BNB309)")
+    missing = facts.native.selection.expected_file if facts.native and facts.native.selection else None
+    lines = log.line_evidence(facts, "cuda_older_than_11", "bnb_library_not_found", "detected_cuda_version", limit=4)
+    rocm = _misbuilt_rocm(facts, missing)
+    if rocm is not None and missing is not None:
+        return Hit(
+            title=f"{missing} is ROCm {rocm[0]}.{rocm[1]} spelled wrongly by bitsandbytes "
+            f"{ROCM_TAG_MISBUILT.first_text}–{ROCM_TAG_MISBUILT.last_text}",
+            explanation=f"bitsandbytes {ROCM_TAG_MISBUILT.first_text}–{ROCM_TAG_MISBUILT.last_text} build the ROCm "
+            f"tag as major*10+minor, so ROCm {rocm[0]}.{rocm[1]} becomes '{rocm[0] * 10 + rocm[1]}' instead of "
+            f"'{rocm[0]}{rocm[1]}': the release looks for {missing}, which no release ships, and every native call "
+            f"raises 'Configured ROCm binary not found'. {ROCM_TAG_MISBUILT.below_text} fixed the tag (PR #1889).",
+            evidence=lines,
+            remediation=Remediation(
+                f"Upgrade bitsandbytes to {ROCM_TAG_MISBUILT.below_text} or newer, which reads ROCm "
+                f"{rocm[0]}.{rocm[1]} as rocm{rocm[0]}{rocm[1]} and falls back to the nearest ROCm {rocm[0]}.x build; "
+                "these releases read no override for ROCm, so without upgrading only a source build for the "
+                "installed ROCm helps.",
+                [f'pip install -U "bitsandbytes{ROCM_TAG_MISBUILT.after().pip_spec()}"', PYTHON_M_BNB],
+            ),
+            covers=["rocm_version_tag_misparsed"],
+        )
+    if log.seen(facts, "cuda_older_than_11"):
+        old = OLDEST_CUDA_MAJOR - 1
+        return Hit(
+            title=f"CUDA {old}.x is older than any bitsandbytes build"
+            + (f" ({missing} does not exist)" if missing else ""),
+            explanation=f"bitsandbytes ships no libraries for CUDA {old}.x and LLM.int8() needs CUDA "
+            f"{OLDEST_CUDA_MAJOR} or newer. The legacy loader picked the CUDA version from the runtime it found "
+            f"(often an old toolkit on LD_LIBRARY_PATH or a CUDA {old} build of torch), found no matching library and "
+            "fell back to its CPU library.",
+            evidence=lines,
+            remediation=Remediation(
+                f"Install a CUDA {' or '.join(SUGGESTED_TORCH_CUDA)} build of PyTorch (its wheels bring their own CUDA "
+                f"runtime), remove CUDA {old} folders from LD_LIBRARY_PATH, then upgrade bitsandbytes; an old driver "
+                "may need an update first.",
+                [TORCH_CHECK, "pip install -U bitsandbytes"],
+            ),
+            covers=["cuda_lt_11_unsupported", "cuda_binary_missing_for_torch_cuda_version"],
+        )
+    return Hit(
+        title="bitsandbytes has no library for this CUDA version" + (f": {missing} is missing" if missing else ""),
+        explanation="bitsandbytes picks libbitsandbytes_cuda<version> from torch's CUDA version (the detected runtime "
+        f"on releases before {CUDA_VERSION_FROM_TORCH.first_text}). The installed package has no such file: the "
+        "release predates that CUDA version, "
+        "or it is a third-party build for another CUDA (conda-forge packages are not supported upstream). It then "
+        "falls back to its CPU library or fails on the first GPU call.",
+        evidence=lines,
+        remediation=Remediation(
+            "Install the current bitsandbytes from PyPI, keeping torch and bitsandbytes from the same channel (pip "
+            "with pip), or build bitsandbytes from source for your CUDA version.",
+            ["pip install -U bitsandbytes", PYTHON_M_BNB],
+        ),
+        covers=["cuda_binary_missing_for_torch_cuda_version"],
+    )

@@ -1,0 +1,74 @@
+"""BNB520 log-native-library-unavailable: passes when the log shows no call into a bitsandbytes native library that failed to load."""
+
+from __future__ import annotations
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.rules import log_evidence as log
+from bnbdoctor.rules.base import rule
+from bnbdoctor.rules.workflow._shared import BNB_ERRORS, PYTHON_M_BNB, _severity_as_consequence
+
+
+@rule(
+    "BNB520",
+    "log-native-library-unavailable",
+    Severity.ERROR,
+    "The log shows no call into a bitsandbytes native library that failed to load",
+    needs=("log",),
+    covers=("native_lib_none_attribute_errors", "cuda_setup_failed_despite_gpu_available"),
+    references=("https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1615", BNB_ERRORS),
+    stands_in_for=("BNB309", "BNB301"),
+    confirm=(PYTHON_M_BNB,),
+)
+def native_unavailable(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The rule fires on the messages that follow a failed library load: `AttributeError: 'NoneType' object has no
+    attribute 'c…'` (`cquantize_blockwise_fp16_nf4`, `cint8_vector_quant`, `cuDeviceGetCount`, …), 0.46+'s `Attempted to
+    use bitsandbytes native library functionality but it's not available`, and the umbrella `CUDA Setup failed despite
+    GPU being available` / `CUDA SETUP: Setup Failed!` / `CUDA detection failed!`. Like [BNB519](BNB519.md), it is info
+    when the log shows the cause and an error when it does not. It is the log twin of [BNB309](BNB309.md) and
+    [BNB301](BNB301.md).
+
+    ## Why it matters
+
+    These messages carry no diagnosis: the native library failed to load earlier, `lib` is `None`, and the first C call
+    fails. The cause is the first loader error in the log (a missing CUDA library, a `GLIBC`/`CXXABI` version, a
+    `WindowsPath` crash, `BNB_CUDA_VERSION`, a missing binary). Maintainers' first advice is that the bitsandbytes
+    version is outdated.
+
+    ## How to fix
+
+    - Scroll up to the first `Could not load bitsandbytes native library` / `CUDA SETUP:` error and fix that; `python -m
+      bitsandbytes` prints it directly.
+    - First try upgrading bitsandbytes and restarting the notebook kernel:
+
+      ```bash
+      pip install -U bitsandbytes
+      python -m bitsandbytes
+      ```
+    """
+    if not log.seen(facts, "native_library_unavailable", "cuda_setup_failed"):
+        return None
+    severity, because = _severity_as_consequence(facts, "cpu_library_selected", "compiled_without_gpu_support")
+    umbrella = log.seen(facts, "cuda_setup_failed")
+    return Hit(
+        title=(
+            "bitsandbytes could not set up its CUDA library ('CUDA Setup failed')"
+            if umbrella and not log.seen(facts, "native_library_unavailable")
+            else "A bitsandbytes function was called after its native library failed to load"
+        ),
+        explanation="'CUDA Setup failed despite GPU being available' and \"'NoneType' object has no attribute "
+        "'c…'\" carry no diagnosis of their own: the native library failed to load earlier (lib is None) and the "
+        "cause is the first loader error in the log." + because,
+        evidence=log.line_evidence(facts, "native_library_unavailable", "cuda_setup_failed", "native_load_error"),
+        remediation=Remediation(
+            "Scroll up to the first 'Could not load bitsandbytes native library' / CUDA SETUP error and fix that; "
+            "`python -m bitsandbytes` prints it directly. First try upgrading bitsandbytes and restarting the "
+            "notebook kernel.",
+            [PYTHON_M_BNB, "pip install -U bitsandbytes"],
+        ),
+        severity=severity,
+        covers=(["native_lib_none_attribute_errors"] if log.seen(facts, "native_library_unavailable") else [])
+        + (["cuda_setup_failed_despite_gpu_available"] if umbrella else []),
+    )
