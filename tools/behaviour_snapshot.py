@@ -14,6 +14,7 @@ creation time, timings) blanked. Compare two snapshots with ``diff -r``:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import subprocess
@@ -49,16 +50,15 @@ def _run(args: list[str]) -> str:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp/snapshot-home", "NO_COLOR": "1", "COLUMNS": "100"},
+        # A HOME that does not exist: no user's configuration or cache reaches the outputs.
+        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp/snapshot-home", "NO_COLOR": "1", "COLUMNS": "100"},  # noqa: S108
         timeout=300,
         check=False,
     )
     out = _MOVING_TEXT.sub("<t>", done.stdout)
     if "--json" in args:
-        try:
+        with contextlib.suppress(ValueError):  # not JSON (a usage error): compared as text
             out = json.dumps(_blank_json(json.loads(done.stdout)), indent=1, sort_keys=True)
-        except ValueError:
-            pass
     else:
         out = _blank(out)
     return f"exit {done.returncode}\n{out}\nstderr:\n{_MOVING_TEXT.sub('<t>', done.stderr)}"
@@ -74,7 +74,17 @@ def _jobs() -> dict[str, list[str]]:
             for fmt in ("--json", "--text", "--markdown"):
                 jobs[f"explain/{log.parent.name}/{log.stem}{fmt}"] = ["explain", str(log.relative_to(ROOT)), fmt]
     for model in sorted((ROOT / "tests/data/fit").glob("*.json")):
-        jobs[f"fit/{model.stem}--json"] = ["fit", str(model.relative_to(ROOT)), "--json", "--gpus", "24GiB", "--cpu-memory", "64GiB", "--python", sys.executable]
+        jobs[f"fit/{model.stem}--json"] = [
+            "fit",
+            str(model.relative_to(ROOT)),
+            "--json",
+            "--gpus",
+            "24GiB",
+            "--cpu-memory",
+            "64GiB",
+            "--python",
+            sys.executable,
+        ]
     jobs["lint/all--json"] = ["lint", "tests/data/lint", "--json", "--no-python"]
     jobs["lint/all--text"] = ["lint", "tests/data/lint", "--no-python"]
     return jobs
