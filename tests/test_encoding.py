@@ -18,8 +18,8 @@ from conftest import ROOT
 from test_render import reports  # noqa: F401  (the module-scoped fixture: one report of each kind)
 
 from bnbdoctor import contract
+from bnbdoctor.charset import ASCII_FALLBACK, fit_to_encoding
 from bnbdoctor.render import OutputFormat, ReportKind, render
-from bnbdoctor.render.charset import ASCII_FALLBACK, fit_to_encoding
 from bnbdoctor.render.options import emit
 from bnbdoctor.report import Report
 

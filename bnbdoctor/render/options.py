@@ -59,7 +59,7 @@ def emit(report: Report, fmt: OutputFormat, kind: ReportKind, output: str | None
 
     Colour only for text on a terminal (:func:`bnbdoctor.contract.use_color`); a file is replaced
     whole or not at all (in UTF-8), and "report written to FILE" goes to stderr. On stdout the report
-    is fitted to the stream's encoding (:mod:`bnbdoctor.render.charset`): cp1252, latin-1 or ASCII get
+    is fitted to the stream's encoding (:mod:`bnbdoctor.charset`): cp1252, latin-1 or ASCII get
     ASCII symbols, JSON escapes, never a UnicodeEncodeError.
     """
     color = use_color(fmt is OutputFormat.TEXT, output)
