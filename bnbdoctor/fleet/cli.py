@@ -50,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from bnbdoctor.fleet.aggregate import aggregate
     from bnbdoctor.fleet.inputs import InputError, iter_reports
-    from bnbdoctor.fleet.render import render_fleet
     from bnbdoctor.fleet.status import exit_code, nagios_line, nagios_state
+    from bnbdoctor.render.fleet import render_fleet
 
     fmt: OutputFormat = args.format or OutputFormat.TEXT
     if fmt is OutputFormat.TUI and args.output:

@@ -15,7 +15,7 @@ from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser
 from bnbdoctor.contract import guarded, write_output
 from bnbdoctor.merge_check.core import BLOCKSIZES, QUANT_TYPES, MergeInputError, MergeOptions
-from bnbdoctor.merge_check.result import LOW_KEPT, WAYS, MergeCheck
+from bnbdoctor.merge_check_result import LOW_KEPT, WAYS, MergeCheck
 from bnbdoctor.render import OutputFormat
 from bnbdoctor.render.options import add_output_arguments
 from bnbdoctor.report import ExitCode

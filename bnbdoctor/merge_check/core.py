@@ -18,7 +18,7 @@ from typing import Any
 
 from bnbdoctor.hosts.base import EngineAnswer, Host
 from bnbdoctor.merge_check.engine import LayerProgress, run_engine
-from bnbdoctor.merge_check.result import WAYS, LayerResult, MergeCheck, WayResult
+from bnbdoctor.merge_check_result import WAYS, LayerResult, MergeCheck, WayResult
 from bnbdoctor.modelfiles import hub_cache
 from bnbdoctor.modelfiles.checkpoint import checkpoint_files, safetensors_header, snapshot
 from bnbdoctor.modelfiles.interpreter import choose_python

@@ -4,7 +4,7 @@ The text is rendered by the same dispatch as ``--json``/``--markdown`` (:func:`b
 the doctor's layout) and written whole or not at all (:func:`bnbdoctor.contract.write_file`). A format
 whose renderer is not in this build is simply not offered, so adding a format is one line here.
 The fleet app writes the fleet report as ``bnbdoctor fleet --text/--json/--markdown`` would
-(:data:`FLEET_EXPORT_FORMATS`, :func:`export_fleet`), through :func:`bnbdoctor.fleet.render.render_fleet`.
+(:data:`FLEET_EXPORT_FORMATS`, :func:`export_fleet`), through :func:`bnbdoctor.render.fleet.render_fleet`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnbdoctor.contract import write_file
-from bnbdoctor.fleet.model import FleetReport
+from bnbdoctor.fleet_report import FleetReport
 from bnbdoctor.render import OutputFormat, ReportKind, renderer_for
 from bnbdoctor.report import Report
 
@@ -118,7 +118,7 @@ def fleet_suffixes() -> dict[str, str]:
 
 def export_fleet(report: FleetReport, path: str | Path, fmt: str | None = None) -> Path:
     """Write the fleet report to ``path`` in ``fmt`` (default: from the suffix, else text); returns the path."""
-    from bnbdoctor.fleet.render import render_fleet
+    from bnbdoctor.render.fleet import render_fleet
 
     target = Path(path).expanduser()
     suffix = target.suffix.lower()

@@ -18,7 +18,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, get_current_worker
 
-from bnbdoctor.fleet.model import FleetReport
+from bnbdoctor.fleet_report import FleetReport
 from bnbdoctor.tui.export import (
     FLEET_EXPORT_FORMATS,
     ExportRequest,

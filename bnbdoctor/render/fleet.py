@@ -2,7 +2,7 @@
 
 Text and Markdown show the groups side by side (only the key facts that differ, and the
 findings), largest first; a group with no findings is one line; then each group with findings,
-its findings and its nodes. JSON is the whole :class:`~.model.FleetReport` (docs/fleet.schema.json).
+its findings and its nodes. JSON is the whole :class:`~bnbdoctor.fleet_report.FleetReport` (docs/fleet.schema.json).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from bnbdoctor.fleet.model import FleetReport, Group
+from bnbdoctor.fleet_report import FleetReport, Group
 from bnbdoctor.render import OutputFormat
 from bnbdoctor.serde import to_jsonable
 
