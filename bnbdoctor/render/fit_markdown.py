@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bnbdoctor.fit.snippets import device_map_lines
-from bnbdoctor.render.fit_lines import BUDGET_COLUMNS, VERDICT_LINE, budget_rows, engine_line, request_line, size_line
+from bnbdoctor.render.fit_lines import (
+    BUDGET_COLUMNS,
+    VERDICT_LINE,
+    budget_rows,
+    device_map_lines,
+    engine_line,
+    request_line,
+    size_line,
+)
 from bnbdoctor.report import Report
 
 if TYPE_CHECKING:
