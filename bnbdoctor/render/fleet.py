@@ -1,4 +1,4 @@
-"""The fleet report as text, JSON or Markdown.
+"""The fleet report (``bnbdoctor fleet``) as text, JSON or Markdown, and the pieces the fleet app shows too.
 
 Text and Markdown show the groups side by side (only the key facts that differ, and the
 findings), largest first; a group with no findings is one line; then each group with findings,
@@ -11,7 +11,6 @@ import json
 from collections.abc import Sequence
 
 from bnbdoctor.fleet_report import FleetReport, Group
-from bnbdoctor.render import OutputFormat
 from bnbdoctor.serde import to_jsonable
 
 #: Groups shown side by side; the rest are listed below the table.
@@ -111,11 +110,3 @@ def render_markdown(report: FleetReport) -> str:
 
 def render_json(report: FleetReport) -> str:
     return json.dumps(to_jsonable(report), indent=2, ensure_ascii=False) + "\n"
-
-
-def render_fleet(report: FleetReport, fmt: OutputFormat) -> str:
-    if fmt is OutputFormat.JSON:
-        return render_json(report)
-    if fmt is OutputFormat.MARKDOWN:
-        return render_markdown(report)
-    return render_text(report)
