@@ -292,11 +292,7 @@ def _subcommand(name: str, argv: list[str]) -> int:
     import importlib
 
     module, _, function = COMMANDS[name].entry.partition(":")
-    try:
-        entry = getattr(importlib.import_module(module), function)
-    except (ImportError, AttributeError):
-        note(f"error: `bnbdoctor {name}` is not available in this build")
-        return int(ExitCode.FAILURE)
+    entry = getattr(importlib.import_module(module), function)
     return int(entry(argv))
 
 

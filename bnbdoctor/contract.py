@@ -119,7 +119,7 @@ def write_output(text: str, output: str | None, error: type[Exception], *, json:
     """The rendered report to ``output`` (a path the user asked for) or to stdout.
 
     A file is written whole in UTF-8. On stdout the text is fitted to the stream's encoding
-    (:mod:`bnbdoctor.render.charset`: cp1252, latin-1 or ASCII get ASCII symbols; ``json`` text gets
+    (:mod:`bnbdoctor.charset`: cp1252, latin-1 or ASCII get ASCII symbols; ``json`` text gets
     escapes), so no command ends in a UnicodeEncodeError on a non-UTF-8 terminal."""
     if output:
         output = expand_output_path(output)
@@ -129,7 +129,7 @@ def write_output(text: str, output: str | None, error: type[Exception], *, json:
             raise error(f"cannot write {output}: {exc.strerror or exc}") from None
         note(f"report written to {output}")
     else:
-        from bnbdoctor.render.charset import fit_to_encoding, stream_encoding
+        from bnbdoctor.charset import fit_to_encoding, stream_encoding
 
         sys.stdout.write(fit_to_encoding(text, stream_encoding(sys.stdout), json=json))
         sys.stdout.flush()

@@ -14,6 +14,25 @@ from typing import Any
 SCHEMA_VERSION = 1
 
 
+@dataclass(frozen=True)
+class OsInfo:
+    """What the operating system says about itself, before any file is read: a host's answer
+    (:meth:`bnbdoctor.hosts.base.Host.os_info`, recorded in a fixture's ``machine.json``), which the
+    platform probe turns into :class:`PlatformFacts` and the redactor reads the identity from. Not a
+    section of :class:`Facts`; it is here, below the hosts and the redactor, so that both can use it."""
+
+    system: str  # "Linux", "Windows" or "Darwin", as platform.system() spells them
+    machine: str  # "x86_64", "aarch64", "AMD64", "arm64"
+    release: str = ""  # kernel release, Windows build or Darwin release
+    version: str = ""  # platform.version(): the Windows build string, the kernel build line
+    libc_name: str | None = None  # "glibc", "musl" or None
+    libc_version: str | None = None
+    mac_version: str | None = None
+    hostname: str | None = None
+    username: str | None = None
+    home: str | None = None
+
+
 @dataclass
 class PlatformFacts:
     """The operating system, as the loader and the wheels see it."""

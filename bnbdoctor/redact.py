@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from bnbdoctor.hosts.base import OsInfo
+from bnbdoctor.facts import OsInfo
 
 USER = "<user>"
 HOST = "<host>"

@@ -168,11 +168,12 @@ def test_python_names_what_it_accepts_when_it_is_none_of_them(tmp_path: Path) ->
 
 
 def test_fit_resolves_python_as_the_doctor_does(tmp_path: Path) -> None:
-    from bnbdoctor.fit.core import choose_python
+    from bnbdoctor.fit.options import FitInputError
     from bnbdoctor.hosts.live import LiveHost
+    from bnbdoctor.modelfiles.interpreter import choose_python
 
     venv = _venv(tmp_path / "env")
-    assert choose_python(LiveHost(), str(venv)) == (str(venv / "bin" / "python"), "--python")
+    assert choose_python(LiveHost(), str(venv), FitInputError) == (str(venv / "bin" / "python"), "--python")
 
 
 # -- tab completion (shtab) ------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from conftest import ROOT
 from test_render import reports  # noqa: F401  (the module-scoped fixture: one report of each kind)
 
 from bnbdoctor import contract
-from bnbdoctor.render import OutputFormat, ReportKind, render
-from bnbdoctor.render.charset import ASCII_FALLBACK, fit_to_encoding
+from bnbdoctor.charset import ASCII_FALLBACK, fit_to_encoding
+from bnbdoctor.render import REPORT_KINDS, OutputFormat, ReportKind, ReportKinds, render
 from bnbdoctor.render.options import emit
 from bnbdoctor.report import Report
 
@@ -27,7 +27,9 @@ ENCODINGS = ["cp1252", "latin-1", "ascii"]
 DOCUMENTS = [OutputFormat.TEXT, OutputFormat.MARKDOWN, OutputFormat.JSON]
 
 
-def emitted(report: Report, fmt: OutputFormat, kind: ReportKind, encoding: str, monkeypatch: pytest.MonkeyPatch) -> str:
+def emitted(
+    report: Report, fmt: OutputFormat, kind: ReportKinds, encoding: str, monkeypatch: pytest.MonkeyPatch
+) -> str:
     """What ``emit`` writes to a stdout in ``encoding``, decoded; a strict stream, as Python's own stdout is."""
     raw = io.BytesIO()
     stream = io.TextIOWrapper(raw, encoding=encoding, errors="strict", write_through=True)
@@ -38,10 +40,10 @@ def emitted(report: Report, fmt: OutputFormat, kind: ReportKind, encoding: str, 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @pytest.mark.parametrize("fmt", DOCUMENTS)
-@pytest.mark.parametrize("kind", list(ReportKind))
+@pytest.mark.parametrize("kind", REPORT_KINDS)
 def test_every_format_and_command_writes_under_any_encoding(
-    reports: dict[ReportKind, Report],  # noqa: F811
-    kind: ReportKind,
+    reports: dict[ReportKinds, Report],  # noqa: F811
+    kind: ReportKinds,
     fmt: OutputFormat,
     encoding: str,
     monkeypatch: pytest.MonkeyPatch,
@@ -58,7 +60,7 @@ def test_every_format_and_command_writes_under_any_encoding(
         assert text.isascii()
 
 
-def test_text_symbols_fall_back_to_ascii(reports: dict[ReportKind, Report], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_text_symbols_fall_back_to_ascii(reports: dict[ReportKinds, Report], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     text = emitted(reports[ReportKind.DOCTOR], OutputFormat.TEXT, ReportKind.DOCTOR, "cp1252", monkeypatch)
     assert "x error   BNB103" in text and "  + BNB001" in text
     markdown = emitted(reports[ReportKind.DOCTOR], OutputFormat.MARKDOWN, ReportKind.DOCTOR, "ascii", monkeypatch)

@@ -14,8 +14,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import jsonschema
 import pytest
@@ -236,25 +234,6 @@ def test_markdown_output(tmp_path: Path) -> None:
     assert main([str(DATA / "real_logs" / "glibc_2_34_not_found.txt"), "--markdown", "-o", str(out)]) == 1
     text = out.read_text()
     assert "BNB307" in text
-
-
-def test_markdown_falls_back_to_text_when_the_renderer_is_absent(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_markdown(name: str, *args: Any, **kwargs: Any) -> ModuleType:
-        if name == "bnbdoctor.render.markdown":
-            raise ImportError("not in this build")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_markdown)
-    assert main([str(DATA / "real_logs" / "triton_ops_module_missing.txt"), "--markdown"]) == 1
-    captured = capsys.readouterr()
-    assert "Markdown output is not available" in captured.err
-    assert "BNB512" in captured.out
 
 
 def test_only_chosen_rules_run() -> None:

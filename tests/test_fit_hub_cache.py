@@ -19,10 +19,10 @@ from bnbdoctor.cli import main as cli_main
 from bnbdoctor.explain import explain_text
 from bnbdoctor.fit import core
 from bnbdoctor.fit.cli import build_parser
-from bnbdoctor.fit.hub_cache import hub_cache, is_repo_id
 from bnbdoctor.fit.model_input import resolve_model
 from bnbdoctor.fit.options import FitInputError
 from bnbdoctor.hosts.live import LiveHost
+from bnbdoctor.modelfiles.hub_cache import hub_cache, is_repo_id
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "fit"

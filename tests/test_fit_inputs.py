@@ -26,8 +26,9 @@ from bnbdoctor.fit.options import (
     parse_max_memory,
     parse_size,
 )
-from bnbdoctor.fit.snippets import collapse_runs, device_map_python, memory_literal
+from bnbdoctor.fit.snippets import device_map_python, memory_literal
 from bnbdoctor.hosts.live import LiveHost
+from bnbdoctor.render.fit_lines import collapse_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "fit"

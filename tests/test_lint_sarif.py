@@ -13,7 +13,7 @@ from conftest import ROOT
 
 from bnbdoctor.lint import cli
 from bnbdoctor.lint.cli import lint_report
-from bnbdoctor.render import OutputFormat, ReportKind, render, renderer_for
+from bnbdoctor.render import OutputFormat, ReportKind, UnsupportedFormat, render, renderer_for
 from bnbdoctor.render.lint_sarif import SARIF_VERSION, to_sarif
 
 LINT = ROOT / "tests" / "data" / "lint"
@@ -75,5 +75,5 @@ def test_sarif_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_sarif_is_for_lint_reports_only() -> None:
     for kind in ReportKind:
         if kind is not ReportKind.LINT:
-            with pytest.raises(ValueError, match="SARIF is for lint findings"):
+            with pytest.raises(UnsupportedFormat, match=rf"^bnbdoctor {kind.value} has no --sarif output \(it offers "):
                 renderer_for(OutputFormat.SARIF, kind)

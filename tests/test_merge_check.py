@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from bnbdoctor.merge_check.core import MergeOptions, run_merge_check
-from bnbdoctor.merge_check.result import MergeCheck, _percent
+from bnbdoctor.merge_check_result import MergeCheck
 from bnbdoctor.render.merge_check import render_json, render_text
+from bnbdoctor.render.merge_check_words import _percent
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 
 from bnbdoctor.merge_check import cli
 from bnbdoctor.merge_check.cli import redacted
-from bnbdoctor.merge_check.result import WAYS, LayerResult, MergeCheck, WayResult
+from bnbdoctor.merge_check_result import WAYS, LayerResult, MergeCheck, WayResult
 from bnbdoctor.redact import Redactor
 from bnbdoctor.render.markdown import MAX_BODY
 from bnbdoctor.render.merge_check_markdown import render_markdown

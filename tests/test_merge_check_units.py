@@ -16,8 +16,9 @@ from bnbdoctor.hosts.live import LiveHost
 from bnbdoctor.merge_check import cli
 from bnbdoctor.merge_check.core import MergeInputError, MergeOptions, resolve_base, run_merge_check, safetensors_bytes
 from bnbdoctor.merge_check.engine import MARKER, engine_source, parse_answer
-from bnbdoctor.merge_check.result import WAYS, MergeCheck, WayResult, verdict, workflow_script
+from bnbdoctor.merge_check_result import WAYS, MergeCheck, WayResult
 from bnbdoctor.render.merge_check import render_json, render_text
+from bnbdoctor.render.merge_check_words import verdict, workflow_script
 
 
 def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int], int]]) -> None:
@@ -213,7 +214,7 @@ def test_a_timeout_says_how_far_it_got_and_the_limit_that_would_do(tmp_path: Pat
 
 
 def test_the_verdict_never_rounds_a_share_onto_nothing_or_everything() -> None:
-    from bnbdoctor.merge_check.result import _percent
+    from bnbdoctor.render.merge_check_words import _percent
 
     assert [_percent(s) for s in (1.0096, 0.995, 0.9949, 0.004, 0.0155, 1.0, 0.0, None)] == [
         "101 %",

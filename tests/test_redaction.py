@@ -13,7 +13,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from bnbdoctor.hosts.base import OsInfo
+from bnbdoctor.facts import OsInfo
 from bnbdoctor.redact import Redactor
 
 PLANTED = {

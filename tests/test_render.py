@@ -2,14 +2,13 @@
 
 Whole documents per format are compared elsewhere (test_markdown.py and tests/golden/, test_cli.py,
 test_explain.py, test_fit.py, the export tests in test_tui.py); here: every (format, report kind)
-pair reaches a renderer, the three commands offer the same output flags, and ``-o`` never leaves a
-partial file.
+pair the table offers reaches a renderer and every other pair is an error, every command offers the
+table's flags, and ``-o`` never leaves a partial file.
 """
 
 from __future__ import annotations
 
 import argparse
-import builtins
 import copy
 import os
 import re
@@ -18,7 +17,6 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -31,16 +29,36 @@ from bnbdoctor.explain import build_parser as explain_parser
 from bnbdoctor.explain import explain_file
 from bnbdoctor.facts import FitFacts
 from bnbdoctor.fit.cli import build_parser as fit_parser
+from bnbdoctor.fleet.cli import build_parser as fleet_parser
+from bnbdoctor.fleet_report import FLEET_SCHEMA_VERSION, FindingKey, FleetReport, Group
 from bnbdoctor.hosts.fixture import FixtureHost
+from bnbdoctor.lint.cli import build_parser as lint_parser
 from bnbdoctor.lint.cli import lint_report
-from bnbdoctor.render import OutputFormat, Renderer, ReportKind, render, renderer_for
+from bnbdoctor.merge_check.cli import build_parser as merge_check_parser
+from bnbdoctor.merge_check_result import WAYS, MergeCheck, WayResult
+from bnbdoctor.render import (
+    REPORT_KINDS,
+    OutputFormat,
+    Renderer,
+    ReportKind,
+    ReportKinds,
+    UnsupportedFormat,
+    render,
+    renderer_for,
+)
 from bnbdoctor.render.explain_text import render_explain_text
 from bnbdoctor.render.fit_markdown import fit_markdown
 from bnbdoctor.render.fit_text import render_fit_text
+from bnbdoctor.render.fleet import render_json as fleet_json
+from bnbdoctor.render.fleet import render_markdown as fleet_markdown
+from bnbdoctor.render.fleet import render_text as fleet_text
+from bnbdoctor.render.formats import FORMATS, app_exports, offered
 from bnbdoctor.render.json import render_json
 from bnbdoctor.render.lint_text import LintTextRenderer
 from bnbdoctor.render.markdown import render_markdown
-from bnbdoctor.render.options import FORMAT_HELP
+from bnbdoctor.render.merge_check import render_json as merge_check_json
+from bnbdoctor.render.merge_check import render_text as merge_check_text
+from bnbdoctor.render.merge_check_markdown import render_markdown as merge_check_markdown
 from bnbdoctor.render.text import render_text
 from bnbdoctor.report import Report
 
@@ -49,8 +67,8 @@ DOCUMENTS = [fmt for fmt in OutputFormat if fmt not in (OutputFormat.TUI, Output
 
 
 @pytest.fixture(scope="module")
-def reports() -> dict[ReportKind, Report]:
-    """One report of each kind; the fit one is the doctor's with made-up fit facts (no engine run)."""
+def reports() -> dict[ReportKinds, Report]:
+    """One report of each kind that makes a Report; the fit one is the doctor's with made-up fit facts."""
     doctor = diagnose(FixtureHost.named("kepler-k80"))
     fit = copy.deepcopy(doctor)
     fit.facts.fit = FitFacts(
@@ -69,7 +87,42 @@ def reports() -> dict[ReportKind, Report]:
     }
 
 
-def expected(report: Report, fmt: OutputFormat, kind: ReportKind) -> str:
+FLEET = FleetReport(
+    tool="bnbdoctor",
+    kind="fleet",
+    tool_version="0.1.0",
+    schema_version=FLEET_SCHEMA_VERSION,
+    created="2025-01-01T00:00:00Z",
+    nodes=3,
+    groups=[
+        Group(
+            id="a1",
+            status="error",
+            count=2,
+            facts={"gpu": "Tesla K80", "driver": "470"},
+            findings=[FindingKey("BNB103", "error", "the GPU is too old")],
+            nodes=["n1", "n2"],
+        ),
+        Group(id="b2", status="ok", count=1, facts={"gpu": "A100", "driver": "550"}, nodes=["n3"]),
+    ],
+    differs=["gpu", "driver", "findings"],
+)
+MERGE_CHECK = MergeCheck(
+    adapter="out/adapter",
+    base="org/base",
+    base_dir="/cache/base",
+    base_ref="org/base",
+    python="python",
+    quant_type="nf4",
+    blocksize=64,
+    double_quant=False,
+    rank=8,
+    alpha=16,
+    overall={way: WayResult(kept=0.9, unmoved=0.1) for way in WAYS},
+)
+
+
+def expected(report: Report, fmt: OutputFormat, kind: ReportKinds) -> str:
     """What each command rendered before the one dispatch existed."""
     if fmt is OutputFormat.JSON:
         return render_json(report)
@@ -85,55 +138,68 @@ def expected(report: Report, fmt: OutputFormat, kind: ReportKind) -> str:
     return render_markdown(report)
 
 
-@pytest.mark.parametrize("kind", list(ReportKind))
+@pytest.mark.parametrize("kind", REPORT_KINDS)
 @pytest.mark.parametrize("fmt", DOCUMENTS)
 def test_every_format_and_kind_dispatches_to_a_renderer(
-    reports: dict[ReportKind, Report], fmt: OutputFormat, kind: ReportKind
+    reports: dict[ReportKinds, Report], fmt: OutputFormat, kind: ReportKinds
 ) -> None:
-    renderer: Renderer = renderer_for(fmt, kind)
-    assert callable(renderer.render)
-    text = render(reports[kind], fmt, kind, color=False)
-    assert text == expected(reports[kind], fmt, kind)
+    renderer: Renderer[Report] = renderer_for(fmt, kind)
+    assert renderer.render(reports[kind], color=False) == expected(reports[kind], fmt, kind)
+    assert render(reports[kind], fmt, kind, color=False) == expected(reports[kind], fmt, kind)
+
+
+def test_the_fleet_and_merge_check_documents_go_through_the_same_dispatch() -> None:
+    assert render(FLEET, OutputFormat.TEXT, ReportKind.FLEET) == fleet_text(FLEET)
+    assert render(FLEET, OutputFormat.JSON, ReportKind.FLEET) == fleet_json(FLEET)
+    assert render(FLEET, OutputFormat.MARKDOWN, ReportKind.FLEET) == fleet_markdown(FLEET)
+    assert render(MERGE_CHECK, OutputFormat.TEXT, ReportKind.MERGE_CHECK) == merge_check_text(MERGE_CHECK)
+    assert render(MERGE_CHECK, OutputFormat.JSON, ReportKind.MERGE_CHECK) == merge_check_json(MERGE_CHECK)
+    assert render(MERGE_CHECK, OutputFormat.MARKDOWN, ReportKind.MERGE_CHECK) == merge_check_markdown(MERGE_CHECK)
+    assert fleet_text(FLEET).startswith("bnbdoctor fleet: 3 nodes in 2 groups")
+
+
+def test_the_table_and_the_dispatch_agree() -> None:
+    """Every pair the table offers renders (the app aside); every other pair is one line, not another format."""
+    for fmt, row in FORMATS.items():
+        for kind in ReportKind:
+            if kind in row.help and fmt is not OutputFormat.TUI:
+                assert callable(renderer_for(fmt, kind).render), (fmt, kind)
+            else:
+                with pytest.raises(UnsupportedFormat) as raised:
+                    renderer_for(fmt, kind)
+                assert "\n" not in str(raised.value), (fmt, kind)
 
 
 def test_the_app_is_not_a_document() -> None:
     for kind in ReportKind:
-        with pytest.raises(ValueError, match="not a document"):
+        with pytest.raises(UnsupportedFormat, match="not a document"):
             renderer_for(OutputFormat.TUI, kind)
 
 
-def test_colour_reaches_text_renderers_only(reports: dict[ReportKind, Report]) -> None:
-    for kind in ReportKind:
+def test_an_unsupported_pair_says_what_the_command_offers() -> None:
+    with pytest.raises(
+        UnsupportedFormat,
+        match=r"^bnbdoctor merge-check has no --sarif output \(it offers --text, --json, --markdown\)$",
+    ):
+        renderer_for(OutputFormat.SARIF, ReportKind.MERGE_CHECK)
+
+
+def test_every_format_a_command_offers_has_help_and_the_apps_export_files() -> None:
+    for fmt, row in FORMATS.items():
+        assert row.help, fmt  # a format no command offers is not in the table
+        assert row.exported_by <= set(row.help), fmt  # the app writes only what its command offers
+        assert (row.suffix is None) == (fmt is OutputFormat.TUI), fmt  # every document is a file, the app is not
+    assert list(app_exports(ReportKind.FLEET)) == [OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.MARKDOWN]
+    assert app_exports(ReportKind.DOCTOR) == {OutputFormat.JSON: ".json", OutputFormat.MARKDOWN: ".md"}
+    assert app_exports(ReportKind.LINT) == {}
+
+
+def test_colour_reaches_text_renderers_only(reports: dict[ReportKinds, Report]) -> None:
+    for kind in REPORT_KINDS:
         assert "\x1b[" in render(reports[kind], OutputFormat.TEXT, kind, color=True)
         for fmt in (OutputFormat.JSON, OutputFormat.MARKDOWN):
             assert render(reports[kind], fmt, kind, color=True) == render(reports[kind], fmt, kind)
-
-
-def without_markdown(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_import = builtins.__import__
-
-    def no_markdown(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "bnbdoctor.render.markdown":
-            raise ImportError("not in this build")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_markdown)
-
-
-def test_markdown_fallbacks(
-    reports: dict[ReportKind, Report], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    without_markdown(monkeypatch)
-    with pytest.raises(ImportError):  # the doctor has no fallback: the app does not offer the format
-        renderer_for(OutputFormat.MARKDOWN, ReportKind.DOCTOR)
-    explain = reports[ReportKind.EXPLAIN]
-    assert render(explain, OutputFormat.MARKDOWN, ReportKind.EXPLAIN) == render_explain_text(explain)
-    assert capsys.readouterr().err == (
-        "bnbdoctor: Markdown output is not available in this build; writing text instead\n"
-    )
-    fit = reports[ReportKind.FIT]
-    assert render(fit, OutputFormat.MARKDOWN, ReportKind.FIT) == fit_markdown(fit)
-    assert "printing the fit section only" in capsys.readouterr().err
+    assert [fmt for fmt, row in FORMATS.items() if row.coloured] == [OutputFormat.TEXT]
 
 
 def output_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, object]]:
@@ -146,21 +212,30 @@ def output_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, object
     }
 
 
-def test_the_three_commands_expose_the_same_output_flags() -> None:
-    common = {
-        "--text": ("format", OutputFormat.TEXT),
-        "--json": ("format", OutputFormat.JSON),
-        "--markdown": ("format", OutputFormat.MARKDOWN),
-        "-o": ("output", None),
-        "--output": ("output", None),
+def test_every_command_exposes_the_output_flags_of_the_table() -> None:
+    parsers = {
+        ReportKind.DOCTOR: doctor_parser(),
+        ReportKind.EXPLAIN: explain_parser(),
+        ReportKind.FIT: fit_parser(),
+        ReportKind.LINT: lint_parser(),
+        ReportKind.FLEET: fleet_parser(),
+        ReportKind.MERGE_CHECK: merge_check_parser(),
     }
-    assert output_flags(explain_parser()) == common
-    assert output_flags(fit_parser()) == common
-    assert output_flags(doctor_parser()) == {**common, "--tui": ("format", OutputFormat.TUI)}
-    for parser in (doctor_parser(), explain_parser(), fit_parser()):
+    assert set(parsers) == set(ReportKind)
+    for kind, parser in parsers.items():
+        flags = {f"--{fmt.value}": ("format", fmt) for fmt in offered(kind)}
+        assert output_flags(parser) == {**flags, "-o": ("output", None), "--output": ("output", None)}, kind
         [group] = [g for g in parser._mutually_exclusive_groups if any(a.dest == "format" for a in g._group_actions)]
         assert {a.dest for a in group._group_actions} == {"format"}  # one group: --json --markdown is an error
-    assert set(FORMAT_HELP) == set(ReportKind)
+        helps = {a.option_strings[0]: a.help for a in parser._actions if a.dest == "format"}
+        assert helps == {f"--{fmt.value}": text for fmt, text in offered(kind).items()}, kind
+    assert list(offered(ReportKind.DOCTOR)) == [
+        OutputFormat.TEXT,
+        OutputFormat.JSON,
+        OutputFormat.MARKDOWN,
+        OutputFormat.TUI,
+    ]
+    assert list(offered(ReportKind.LINT))[-1] is OutputFormat.SARIF
 
 
 def test_help_texts_stay_per_command() -> None:
@@ -170,6 +245,7 @@ def test_help_texts_stay_per_command() -> None:
     assert helps(doctor_parser())["--markdown"] == "a report to paste into a GitHub issue (redacted, replayable)"
     assert helps(explain_parser())["--markdown"] == "Markdown to paste into an issue"
     assert helps(fit_parser())["--text"] == "text (default)"
+    assert helps(fleet_parser())["--tui"] == "the groups in the interactive app (same exit code; needs a terminal)"
 
 
 @pytest.mark.parametrize("args", [["--fixture", "kepler-k80", "--json"], ["explain", str(LOG), "--json"]])

@@ -37,6 +37,8 @@ from bnbdoctor.catalog import entry_url
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.hosts.base import NvmlAnswer
 from bnbdoctor.hosts.fixture import FixtureHost, resolve_fixture
+from bnbdoctor.render import OutputFormat, ReportKind, render
+from bnbdoctor.render.formats import app_exports
 from bnbdoctor.report import ExitCode, Report
 from bnbdoctor.serde import to_jsonable
 from bnbdoctor.tui import export as export_mod
@@ -101,17 +103,23 @@ def test_facts_tree_search_keeps_matches_and_their_ancestors() -> None:
     assert durations and all(node.value == "(hidden)" for node in durations)
 
 
-def test_export_formats_are_a_registry(tmp_path: Path) -> None:
+def test_export_formats_come_from_the_one_table(tmp_path: Path) -> None:
     report = diagnose(FixtureHost.named("kepler-k80"))
-    assert "json" in export_mod.available_formats()
-    assert export_mod.format_for_path("x.md") == "markdown" and export_mod.format_for_path("x.json") == "json"
-    written = export_mod.export_report(report, tmp_path / "r.json")
+    assert list(app_exports(ReportKind.DOCTOR)) == [OutputFormat.JSON, OutputFormat.MARKDOWN]
+    doctor = ReportKind.DOCTOR
+    assert export_mod.format_for_path("x.md", doctor) is OutputFormat.MARKDOWN
+    assert export_mod.format_for_path("x.json", doctor) is OutputFormat.JSON
+    assert export_mod.format_for_path("x.txt", doctor) is None  # the doctor's app writes no text
+    written = export_mod.export_report(report, tmp_path / "r.txt")  # no format the app writes: JSON, the first
     assert json.loads(written.read_text())["summary"]["errors"] == report.summary.errors
-    with pytest.raises(export_mod.ExportError, match="unknown export format"):
-        export_mod.render_export(report, "yaml")
+    with pytest.raises(export_mod.ExportError, match=r"^the app does not export sarif \(it writes json, markdown\)$"):
+        export_mod.export_report(report, tmp_path / "r.sarif", OutputFormat.SARIF)
     with pytest.raises(export_mod.ExportError, match="cannot write"):
         export_mod.export_report(report, tmp_path / "missing" / "r.json")
-    assert export_mod.default_export_path(report, "json", tmp_path).name == "bnbdoctor-fixture-kepler-k80.json"
+    assert not (tmp_path / "r.sarif").exists()
+    assert (
+        export_mod.default_export_path(report, OutputFormat.JSON, tmp_path).name == "bnbdoctor-fixture-kepler-k80.json"
+    )
 
 
 def test_session_exit_code_follows_the_last_report() -> None:
@@ -271,8 +279,7 @@ async def test_export_writes_the_report_as_json(tmp_path: Path, monkeypatch: pyt
 
 @pytest.mark.slow
 @asynctest
-async def test_export_dialog_offers_every_available_format(tmp_path: Path) -> None:
-    assert "markdown" in export_mod.available_formats()
+async def test_export_dialog_offers_every_format_the_app_writes(tmp_path: Path) -> None:
     app = make_app("kepler-k80", tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
@@ -281,7 +288,7 @@ async def test_export_dialog_offers_every_available_format(tmp_path: Path) -> No
         screen = app.screen
         assert isinstance(screen, ExportScreen)
         buttons = {button.name: button for button in screen.query(RadioButton)}
-        assert list(buttons) == export_mod.available_formats()
+        assert list(buttons) == [fmt.value for fmt in app_exports(ReportKind.DOCTOR)]
         buttons["markdown"].value = True  # choosing a format changes the suffix
         await pilot.pause()
         assert screen.query_one("#export-path", Input).value.endswith("bnbdoctor-fixture-kepler-k80.md")
@@ -291,7 +298,7 @@ async def test_export_dialog_offers_every_available_format(tmp_path: Path) -> No
         assert app.report is not None
         text = written.read_text(encoding="utf-8")
         # exports leave the machine: they are redacted like --markdown (the fixture's home folder is gone)
-        assert text == export_mod.render_export(app.session.shareable(app.report), "markdown")
+        assert text == render(app.session.shareable(app.report), OutputFormat.MARKDOWN, ReportKind.DOCTOR)
         assert "redacted)" in text and "/home/azureuser" not in text
 
 

@@ -328,7 +328,7 @@ def test_a_large_group_shows_its_first_nodes_and_how_many_more() -> None:
 
     from rich.console import Console
 
-    from bnbdoctor.fleet.model import FleetReport, Group
+    from bnbdoctor.fleet_report import FleetReport, Group
     from bnbdoctor.tui.screens.fleet import NODES_SHOWN, group_detail
 
     nodes = [f"n{i:05d}" for i in range(NODES_SHOWN + 42)]

@@ -31,7 +31,7 @@ from textual.widgets import (
 )
 from tui_support import SIZE, SMALL, Notes, _quiet_app, asynctest, make_app  # noqa: F401 - _quiet_app: autouse fixture
 
-from bnbdoctor.fit.snippets import device_map_lines
+from bnbdoctor.render.fit_lines import device_map_lines
 from bnbdoctor.tui.app import DoctorApp
 from bnbdoctor.tui.screens.help import KEYS, VIEWS_TEXT
 from bnbdoctor.tui.screens.main import VIEWS, DiagnosisScreen

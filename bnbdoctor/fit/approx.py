@@ -16,8 +16,6 @@ unusable (None), never an exception, so the work per input stays bounded by thes
 
 from __future__ import annotations
 
-import json
-import struct
 from typing import Any
 
 from bnbdoctor.facts import FitDevice, FitTensor
@@ -31,6 +29,7 @@ from bnbdoctor.fit_protocol import (
     VERDICT_LIKELY_RAISES,
 )
 from bnbdoctor.hosts.base import Host
+from bnbdoctor.modelfiles.checkpoint import safetensors_header
 
 _ELEMENT = {
     "F64": 8,
@@ -47,7 +46,6 @@ _ELEMENT = {
     "F8_E5M2": 1,
 }
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
-_HEADER_LIMIT = 100 * 1024 * 1024
 #: Largest width, vocabulary or tensor dimension believed (the largest published vocabularies are ~2**18).
 MAX_DIM = 1 << 24
 #: Most decoder layers believed (published models have at most a few hundred).
@@ -86,24 +84,6 @@ def _field(c: dict[str, Any], limit: int, *keys: str) -> int | None:
         found = _whole(raw, limit)
         return -1 if found is None else found
     return None
-
-
-def safetensors_header(host: Host, path: str) -> dict[str, Any] | None:
-    """The JSON header of a safetensors file, or None when it is not one."""
-    head = host.read_bytes(path, 8)
-    if head is None or len(head) < 8:
-        return None
-    (length,) = struct.unpack("<Q", head)
-    if length == 0 or length > _HEADER_LIMIT:
-        return None
-    data = host.read_bytes(path, 8 + length)
-    if data is None or len(data) < 8 + length:
-        return None
-    try:
-        header = json.loads(data[8:].decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    return header if isinstance(header, dict) else None
 
 
 def _kind(name: str, shape: list[int], tied: bool) -> tuple[str, bool]:

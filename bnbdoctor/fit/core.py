@@ -45,6 +45,7 @@ from bnbdoctor.fit_protocol import (
     VERDICT_UNKNOWN,
 )
 from bnbdoctor.hosts.base import Host
+from bnbdoctor.modelfiles.interpreter import choose_python
 from bnbdoctor.report import Report, build_report
 from bnbdoctor.serde import from_dict
 
@@ -62,16 +63,6 @@ def _version(text: str | None) -> Version | None:
         return Version(text) if text else None
     except InvalidVersion:
         return None
-
-
-def choose_python(host: Host, python: str | None) -> tuple[str, str]:
-    """The patient interpreter, chosen as the doctor chooses it."""
-    from bnbdoctor.probes.base import ProbeContext, ProbeOptions
-    from bnbdoctor.probes.python_env import choose_interpreter, require_python
-
-    if python:
-        python = require_python(host, python, FitInputError)
-    return choose_interpreter(ProbeContext(host, ProbeOptions(python=python)))
 
 
 def detect_gpus(host: Host) -> tuple[dict[str, int], str]:
@@ -335,7 +326,7 @@ def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | 
     model = resolve_model(host, options.model, options.trust_remote_code)
     if progress:
         progress("bnbdoctor fit: choosing the Python whose transformers to run")
-    python, selected_by = choose_python(host, options.python)
+    python, selected_by = choose_python(host, options.python, FitInputError)
     max_memory, free, source, notes = _memory_plan(host, options)
     quant, double_quant, quant_type = _quant(options, model, notes)
     dtype = options.dtype or DTYPE_AUTO

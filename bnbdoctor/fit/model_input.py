@@ -1,5 +1,5 @@
 """Which model ``bnbdoctor fit MODEL`` means: a model folder, a ``config.json``, a Hugging Face cache folder, or a
-model id (``org/name``) found in the local Hugging Face cache (:mod:`bnbdoctor.fit.hub_cache`).
+model id (``org/name``) found in the local Hugging Face cache (:mod:`bnbdoctor.modelfiles.hub_cache`).
 
 Everything is read through the host, locally: bnbdoctor never contacts the Hub. The checks here are
 the ones that need no transformers (a missing folder, a config without ``architectures``, custom
@@ -10,20 +10,14 @@ the rest (an unknown ``model_type``) with the user's transformers.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bnbdoctor.fit import hub_cache
 from bnbdoctor.fit.options import FitInputError
 from bnbdoctor.fit_protocol import QUANT_4BIT, QUANT_8BIT
 from bnbdoctor.hosts.base import Host
-
-#: Weight files from_pretrained would read, in its order of preference.
-_INDEX = "model.safetensors.index.json"
-_SINGLE = "model.safetensors"
-#: Longest file name believed in an index's weight_map.
-_MAX_NAME = 255
+from bnbdoctor.modelfiles import hub_cache
+from bnbdoctor.modelfiles.checkpoint import checkpoint_files, snapshot
 
 
 @dataclass
@@ -45,24 +39,21 @@ class ModelInput:
     from_cache: str | None = None  # the cache's repo folder when MODEL was a Hugging Face cache entry
 
 
-def _snapshot(host: Host, repo_dir: str) -> str | None:
-    """The snapshot a Hugging Face cache entry (``models--org--name``) points at: refs/main, else the only one.
+def cached_repo(host: Host, repo_id: str) -> str:
+    """The cache folder of ``repo_id``; raises :class:`FitInputError` (one line) when it is not cached."""
+    cache = hub_cache.hub_cache(host)
+    folder = host.pathmod.join(cache, hub_cache.repo_folder_name(repo_id))
+    if host.is_dir(folder):
+        return folder
+    raise FitInputError(
+        f"{repo_id}: not a local folder and not in the Hugging Face cache ({cache}); bnbdoctor fit works "
+        f"offline and needs only the config: {fetch_config_command(repo_id)}"
+    )
 
-    A refs/main whose snapshot lacks config.json counts as no snapshot: offline, from_pretrained reads that one."""
-    join: Callable[..., str] = host.pathmod.join
-    snapshots = join(repo_dir, "snapshots")
-    names = host.list_dir(snapshots) or []
-    ref = (host.read_text(join(repo_dir, "refs", "main")) or "").strip()
-    if ref and ref in names:
-        return join(snapshots, ref) if host.is_file(join(snapshots, ref, "config.json")) else None
-    with_config = [n for n in names if host.is_file(join(snapshots, n, "config.json"))]
-    if len(with_config) == 1:
-        return join(snapshots, with_config[0])
-    if with_config:
-        raise FitInputError(
-            f"{repo_dir}: {len(with_config)} snapshots and no refs/main; pass one folder under {snapshots}"
-        )
-    return None
+
+def fetch_config_command(repo_id: str) -> str:
+    """The command that downloads only the model's config.json into the cache."""
+    return f"hf download {repo_id} config.json"
 
 
 def _model_folder(host: Host, path: str, repo_id: str | None = None) -> tuple[str, str | None]:
@@ -71,10 +62,10 @@ def _model_folder(host: Host, path: str, repo_id: str | None = None) -> tuple[st
     if host.is_file(join(path, "config.json")):
         return path, None
     if host.is_dir(join(path, "snapshots")):
-        found = _snapshot(host, path)
+        found = snapshot(host, path, FitInputError)
         if found:
             return found, path
-        fetch = hub_cache.fetch_config_command(repo_id) if repo_id else "download the model first"
+        fetch = fetch_config_command(repo_id) if repo_id else "download the model first"
         raise FitInputError(
             f"{path}: a Hugging Face cache entry without a downloaded config.json "
             f"(bnbdoctor fit works offline; {fetch})"
@@ -89,31 +80,6 @@ def _model_folder(host: Host, path: str, repo_id: str | None = None) -> tuple[st
     raise FitInputError(f"{path}: no config.json in this folder")
 
 
-def _shards(index: str) -> list[str]:
-    """The shard file names an index's ``weight_map`` names (none when the index is not one)."""
-    try:
-        data = json.loads(index)
-    except (ValueError, RecursionError):
-        return []
-    weight_map = data.get("weight_map") if isinstance(data, dict) else None
-    if not isinstance(weight_map, dict):
-        return []
-    return sorted({v for v in weight_map.values() if isinstance(v, str) and v and len(v) <= _MAX_NAME})
-
-
-def _checkpoint_files(host: Host, folder: str) -> list[str]:
-    join = host.pathmod.join
-    index = host.read_text(join(folder, _INDEX))
-    if index is not None:
-        shards = _shards(index)
-        files = [join(folder, s) for s in shards if host.is_file(join(folder, s))]
-        if files:
-            return files
-    if host.is_file(join(folder, _SINGLE)):
-        return [join(folder, _SINGLE)]
-    return [join(folder, n) for n in (host.list_dir(folder) or []) if n.endswith(".safetensors")]
-
-
 def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> ModelInput:
     """Find and read the model's config; raise :class:`FitInputError` (one line) on bad input."""
     path = given.rstrip("/\\") or given
@@ -121,7 +87,7 @@ def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> Mo
     if not host.exists(path):
         if not hub_cache.is_repo_id(given):
             raise FitInputError(f"{given}: no such file or folder")
-        repo_id, path = given, hub_cache.cached_repo(host, given)  # as from_pretrained: a local folder first
+        repo_id, path = given, cached_repo(host, given)  # as from_pretrained: a local folder first
     cache_repo = None
     if host.is_dir(path):
         folder, cache_repo = _model_folder(host, path, repo_id)
@@ -181,5 +147,5 @@ def resolve_model(host: Host, given: str, trust_remote_code: bool = False) -> Mo
         quant_type = quant.get("bnb_4bit_quant_type")
         model.pre_quant_type = quant_type if isinstance(quant_type, str) else None
         model.pre_double_quant = bool(quant.get("bnb_4bit_use_double_quant"))
-    model.checkpoint_files = _checkpoint_files(host, folder)
+    model.checkpoint_files = checkpoint_files(host, folder)
     return model

@@ -1,29 +1,26 @@
-"""Python a user can paste: device maps, max_memory dicts and from_pretrained calls; device maps as display rows.
+"""Python a user can paste: device maps, max_memory dicts and from_pretrained calls.
 
-Runs of numbered siblings (``model.layers.0`` ... ``model.layers.39`` on one device) are written
-as dict comprehensions, so an 80-layer map stays a dozen lines and is still exactly the map.
+Runs of numbered siblings (``model.layers.0`` ... ``model.layers.39`` on one device, found as the report
+shows them: :func:`bnbdoctor.render.fit_lines.collapse_runs`) are written as dict comprehensions, so an
+80-layer map stays a dozen lines and is still exactly the map.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from bnbdoctor.fit_protocol import QUANT_4BIT, QUANT_8BIT, QUANT_TYPE_FP4
+from bnbdoctor.render.fit_lines import collapse_runs
 from bnbdoctor.units import GIB, MIB
 
 __all__ = [
     "bnb_config_python",
-    "collapse_runs",
     "device_literal",
-    "device_map_lines",
     "device_map_python",
     "from_pretrained_python",
     "max_memory_literal",
     "memory_literal",
 ]
-
-_NUMBERED = re.compile(r"^(?P<prefix>.*\.)(?P<index>\d+)$")
 
 
 def memory_literal(size: int) -> str:
@@ -46,37 +43,6 @@ def max_memory_literal(memory: Mapping[str, int]) -> str:
 
     items = [f"{device_literal(k)}: {memory_literal(int(memory[k]))}" for k in sorted(memory, key=order)]
     return "{" + ", ".join(items) + "}"
-
-
-def collapse_runs(device_map: Mapping[str, int | str]) -> list[tuple[str, int | str, int | None, int | None]]:
-    """(prefix or key, device, first, last) groups: consecutive numbered siblings on one device."""
-    groups: list[tuple[str, int | str, int | None, int | None]] = []
-    for key, device in device_map.items():
-        match = _NUMBERED.match(key)
-        if match and groups:
-            prefix, index = match.group("prefix"), int(match.group("index"))
-            last_prefix, last_device, first, last = groups[-1]
-            if last is not None and last_prefix == prefix and last_device == device and index == last + 1:
-                groups[-1] = (prefix, device, first, index)
-                continue
-        if match:
-            groups.append((match.group("prefix"), device, int(match.group("index")), int(match.group("index"))))
-        else:
-            groups.append((key, device, None, None))
-    return groups
-
-
-def device_map_lines(device_map: Mapping[str, int | str]) -> list[tuple[str, str]]:
-    """(module or range, device) rows for display: ``model.layers.0-15`` -> ``1``."""
-    rows = []
-    for prefix, device, first, last in collapse_runs(device_map):
-        if first is None:
-            rows.append((prefix or '""', str(device)))
-        elif first == last:
-            rows.append((f"{prefix}{first}", str(device)))
-        else:
-            rows.append((f"{prefix}{first}-{last}", str(device)))
-    return rows
 
 
 def device_map_python(device_map: Mapping[str, int | str], name: str = "device_map") -> str:

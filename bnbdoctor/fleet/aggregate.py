@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from bnbdoctor import __version__
 from bnbdoctor.fleet.inputs import Item
-from bnbdoctor.fleet.model import (
+from bnbdoctor.fleet_report import (
     FLEET_SCHEMA_VERSION,
     KEY_FACTS,
     FindingKey,

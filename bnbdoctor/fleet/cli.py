@@ -12,16 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from bnbdoctor.argparsing import Parser
-from bnbdoctor.contract import guarded, note, write_output
-from bnbdoctor.render import OutputFormat
-from bnbdoctor.render.options import add_output_arguments
-
-FORMAT_HELP = {
-    OutputFormat.TEXT: "the groups side by side (default)",
-    OutputFormat.JSON: "one JSON document (docs/fleet.schema.json)",
-    OutputFormat.MARKDOWN: "Markdown to paste into an issue",
-    OutputFormat.TUI: "the groups in the interactive app (same exit code; needs a terminal)",
-}
+from bnbdoctor.contract import guarded, note
+from bnbdoctor.render import OutputFormat, ReportKind
+from bnbdoctor.render.options import add_output_arguments, emit
 
 
 class UsageError(Exception):
@@ -37,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="report files, folders, globs, or - for JSON Lines on stdin"
     )
-    add_output_arguments(parser, FORMAT_HELP)
+    add_output_arguments(parser, ReportKind.FLEET)
     parser.add_argument(
         "--nagios", action="store_true", help="exit 0 OK / 1 WARNING / 2 CRITICAL / 3 UNKNOWN, a status line on stdout"
     )
@@ -50,7 +43,6 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from bnbdoctor.fleet.aggregate import aggregate
     from bnbdoctor.fleet.inputs import InputError, iter_reports
-    from bnbdoctor.fleet.render import render_fleet
     from bnbdoctor.fleet.status import exit_code, nagios_line, nagios_state
 
     fmt: OutputFormat = args.format or OutputFormat.TEXT
@@ -72,8 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.nagios and args.format is None and not args.output:
         sys.stdout.write(nagios_line(report))
         return int(nagios_state(report))
-    text = render_fleet(report, fmt)
-    write_output(text, args.output, UsageError, json=fmt is OutputFormat.JSON)  # fitted to stdout's encoding
+    emit(report, fmt, ReportKind.FLEET, args.output, error=UsageError)  # fitted to stdout's encoding
     if args.nagios:
         return int(nagios_state(report))
     return int(exit_code(report, args.strict))

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from bnbdoctor.fleet.model import KEY_FACTS, FindingKey, NodeSummary
+from bnbdoctor.fleet_report import KEY_FACTS, FindingKey, NodeSummary
 from bnbdoctor.report_io import ReportError, check_schema_version, parse_report
 
 _DECODER = json.JSONDecoder()

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from bnbdoctor.fleet.model import FLEET_SCHEMA_VERSION, FleetReport
+from bnbdoctor.fleet_report import FLEET_SCHEMA_VERSION, FleetReport
 from bnbdoctor.schema import dataclass_schema
 
 

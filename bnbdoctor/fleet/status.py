@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from bnbdoctor.fleet.model import FleetReport
+from bnbdoctor.fleet_report import FleetReport
 from bnbdoctor.report import ExitCode
 
 

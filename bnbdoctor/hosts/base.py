@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol, TypeVar
 
+from bnbdoctor.facts import OsInfo
+
 #: How long a command may run before it is killed, unless a probe asks for less.
 DEFAULT_TIMEOUT_S = 10.0
 #: The most bytes a probe reads from one file (ELF libraries are read in full up to this).
@@ -90,22 +92,6 @@ class EngineAnswer:
             return cls(data=data, duration_s=result.duration_s)
         failure = f"{what} printed no answer" if result.ok else result.describe_failure()
         return cls(failure=failure, duration_s=result.duration_s, timed_out=result.timed_out)
-
-
-@dataclass(frozen=True)
-class OsInfo:
-    """What the operating system says about itself, before any file is read."""
-
-    system: str  # "Linux", "Windows" or "Darwin", as platform.system() spells them
-    machine: str  # "x86_64", "aarch64", "AMD64", "arm64"
-    release: str = ""  # kernel release, Windows build or Darwin release
-    version: str = ""  # platform.version(): the Windows build string, the kernel build line
-    libc_name: str | None = None  # "glibc", "musl" or None
-    libc_version: str | None = None
-    mac_version: str | None = None
-    hostname: str | None = None
-    username: str | None = None
-    home: str | None = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bnbdoctor.environment import check_allowed
+from bnbdoctor.facts import OsInfo
 from bnbdoctor.hosts.base import (
     DEFAULT_READ_LIMIT,
     DEFAULT_TIMEOUT_S,
@@ -29,7 +30,6 @@ from bnbdoctor.hosts.base import (
     Host,
     NvmlAnswer,
     NvmlDevice,
-    OsInfo,
     open_file_reader,
     read_at_most,
 )

@@ -2,5 +2,6 @@
 
 - :mod:`.core` resolves the adapter and its base and runs the engine; :mod:`.engine` ships
   :mod:`.engine_script` to the patient interpreter (bnbdoctor never imports torch itself);
-- :mod:`.result` holds what was measured and says it in words; :mod:`.cli` is the command line.
+- :mod:`bnbdoctor.merge_check_result` holds what was measured (data), :mod:`bnbdoctor.render.merge_check_words`
+  says it in words; :mod:`.cli` is the command line.
 """

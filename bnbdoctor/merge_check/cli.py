@@ -13,18 +13,12 @@ from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser
-from bnbdoctor.contract import guarded, write_output
+from bnbdoctor.contract import guarded
 from bnbdoctor.merge_check.core import BLOCKSIZES, QUANT_TYPES, MergeInputError, MergeOptions
-from bnbdoctor.merge_check.result import LOW_KEPT, WAYS, MergeCheck
-from bnbdoctor.render import OutputFormat
-from bnbdoctor.render.options import add_output_arguments
+from bnbdoctor.merge_check_result import LOW_KEPT, WAYS, MergeCheck
+from bnbdoctor.render import OutputFormat, ReportKind
+from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode
-
-FORMAT_HELP = {
-    OutputFormat.TEXT: "text (default)",
-    OutputFormat.JSON: "one JSON document",
-    OutputFormat.MARKDOWN: "Markdown to paste into a GitHub issue (redacted: your home folder, user and host names)",
-}
 
 if TYPE_CHECKING:
     from bnbdoctor.redact import Redactor
@@ -49,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--python", metavar="PATH", help="the interpreter whose torch/bitsandbytes to use")
     parser.add_argument("--max-layers", type=int, metavar="N", help="measure only the first N adapted layers")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="time limit (default 600 s)")
-    add_output_arguments(parser, FORMAT_HELP)
+    add_output_arguments(parser, ReportKind.MERGE_CHECK)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
     return parser
@@ -68,23 +62,6 @@ def redacted(check: MergeCheck, redactor: Redactor) -> MergeCheck:
     from bnbdoctor.serde import field_names, from_dict, to_jsonable
 
     return from_dict(MergeCheck, redactor.walk(to_jsonable(check), field_names(MergeCheck) | frozenset(WAYS)))
-
-
-def _render(check: MergeCheck, fmt: str) -> str:
-    """The document in ``fmt`` ("text", "json" or "markdown"); Markdown is redacted for a public issue."""
-    if fmt == "json":
-        from bnbdoctor.render.merge_check import render_json
-
-        return render_json(check)
-    if fmt == "markdown":
-        from bnbdoctor.hosts.live import LiveHost
-        from bnbdoctor.redact import Redactor
-        from bnbdoctor.render.merge_check_markdown import render_markdown
-
-        return render_markdown(redacted(check, Redactor.for_machine(LiveHost().os_info())))
-    from bnbdoctor.render.merge_check import render_text
-
-    return render_text(check)
 
 
 def main(argv: list[str]) -> int:
@@ -110,8 +87,14 @@ def main(argv: list[str]) -> int:
         )
         with status(f"bnbdoctor merge-check: reading {args.adapter}") as progress:
             check = run_merge_check(options, progress=progress)
-        text = _render(check, args.format or OutputFormat.TEXT)
-        write_output(text, args.output, MergeInputError, json=args.format is OutputFormat.JSON)
+        fmt = args.format or OutputFormat.TEXT
+        shown = check
+        if fmt is OutputFormat.MARKDOWN:  # for a public issue: redacted (text and JSON are as measured)
+            from bnbdoctor.hosts.live import LiveHost
+            from bnbdoctor.redact import Redactor
+
+            shown = redacted(check, Redactor.for_machine(LiveHost().os_info()))
+        emit(shown, fmt, ReportKind.MERGE_CHECK, args.output, error=MergeInputError)
         return int(exit_code(check))
 
     return guarded(body, (MergeInputError,), args.debug)

@@ -18,7 +18,10 @@ from typing import Any
 
 from bnbdoctor.hosts.base import EngineAnswer, Host
 from bnbdoctor.merge_check.engine import LayerProgress, run_engine
-from bnbdoctor.merge_check.result import WAYS, LayerResult, MergeCheck, WayResult
+from bnbdoctor.merge_check_result import WAYS, LayerResult, MergeCheck, WayResult
+from bnbdoctor.modelfiles import hub_cache
+from bnbdoctor.modelfiles.checkpoint import checkpoint_files, safetensors_header, snapshot
+from bnbdoctor.modelfiles.interpreter import choose_python
 
 QUANT_TYPES = ("nf4", "fp4")
 BLOCKSIZES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -60,14 +63,8 @@ def _read_json(host: Host, path: str) -> dict[str, Any]:
 
 
 def _snapshot(host: Host, repo_dir: str) -> str:
-    """A hub cache entry (``models--org--name``) -> the snapshot from_pretrained reads (fit's rule)."""
-    from bnbdoctor.fit.model_input import _snapshot as snapshot_of
-    from bnbdoctor.fit.options import FitInputError
-
-    try:
-        found = snapshot_of(host, repo_dir)
-    except FitInputError as exc:
-        raise MergeInputError(str(exc)) from None
+    """A hub cache entry (``models--org--name``) -> the snapshot from_pretrained reads (as fit finds it)."""
+    found = snapshot(host, repo_dir, MergeInputError)
     if found is None:
         raise MergeInputError(f"{repo_dir}: no snapshot with a config.json in the Hugging Face cache")
     return found
@@ -76,8 +73,6 @@ def _snapshot(host: Host, repo_dir: str) -> str:
 def resolve_base(host: Host, name: str, relative_to: str) -> tuple[str, str]:
     """(the local folder holding the base's safetensors, the name the workflow script loads it by):
     ``name`` as a folder (also beside the adapter), or a cached Hub id, which the script loads by its id."""
-    from bnbdoctor.fit import hub_cache
-
     join = host.pathmod.join
     for candidate in (name, join(relative_to, name)):
         if host.is_dir(candidate):
@@ -98,11 +93,8 @@ def resolve_base(host: Host, name: str, relative_to: str) -> tuple[str, str]:
 def safetensors_bytes(host: Host, folder: str) -> tuple[int, int]:
     """(total tensor bytes, largest tensor bytes) of the base's checkpoint, from the safetensors headers only:
     the files the engine reads (the index's shards, else ``model.safetensors``, else every ``*.safetensors``)."""
-    from bnbdoctor.fit.approx import safetensors_header
-    from bnbdoctor.fit.model_input import _checkpoint_files
-
     total = largest = 0
-    for path in _checkpoint_files(host, folder):
+    for path in checkpoint_files(host, folder):
         header = safetensors_header(host, path)
         if header is None:
             raise MergeInputError(f"{path}: not a safetensors file (its header cannot be read)")
@@ -193,13 +185,7 @@ def run_merge_check(options: MergeOptions, host: Host | None = None, progress: P
     total, largest = safetensors_bytes(host, base_dir)
     if total == 0:
         raise MergeInputError(f"{base_dir}: no safetensors weights")
-    from bnbdoctor.fit.core import choose_python
-    from bnbdoctor.fit.options import FitInputError
-
-    try:
-        python, _ = choose_python(host, options.python)
-    except FitInputError as exc:
-        raise MergeInputError(str(exc)) from None
+    python, _ = choose_python(host, options.python, MergeInputError)
     reader = host.open_reader(adapter_file)
     adapter_bytes = reader.size if reader is not None else 0
     if reader is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bnbdoctor.hosts.base import CommandResult, EngineAnswer, Host
-from bnbdoctor.merge_check.result import short_module
+from bnbdoctor.render.merge_check_words import short_module
 
 MARKER = "@@BNBDOCTOR-MERGE@@"
 #: The engine's stderr line as a layer's measurement begins (``PROGRESS`` in the engine script).

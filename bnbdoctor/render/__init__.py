@@ -1,24 +1,35 @@
-"""Renderers: one interface, one module per format, and the one dispatch that picks a renderer.
+"""Renderers: one interface, one module per format, and the one dispatch that picks a renderer for every command.
 
 - :class:`OutputFormat`: what the user asked for (``--text``, ``--json``, ``--markdown``; ``--tui``
-  for the doctor, which runs the app instead of rendering a document; ``--sarif`` for lint);
-- :class:`ReportKind`: which command made the report (the doctor, ``explain``, ``fit``): JSON is one
-  layout for all of them, text and Markdown differ per kind;
-- :class:`Renderer`: the interface every renderer implements, ``render(report, *, color) -> str``;
-- :func:`renderer_for`: (format, kind) -> renderer, the only place that chooses one; :func:`render`
-  does both steps.
+  for the doctor and the fleet, which runs the app instead of rendering a document; ``--sarif`` for lint);
+- :class:`ReportKind`: which command made the document. The doctor, ``explain``, ``fit`` and ``lint`` make a
+  :class:`~bnbdoctor.report.Report` (JSON is one layout for all four, text and Markdown differ per kind);
+  ``fleet`` makes a :class:`~bnbdoctor.fleet_report.FleetReport`, ``merge-check`` a
+  :class:`~bnbdoctor.merge_check_result.MergeCheck`;
+- :class:`Renderer`: the interface every renderer implements, ``render(document, *, color) -> str``, generic
+  over the document it reads;
+- :func:`renderer_for`: (format, kind) -> renderer, the only place that chooses one; :func:`render` does both
+  steps. A pair no command offers raises :class:`UnsupportedFormat`, never a document in another format.
 
-Renderer modules are imported inside :func:`renderer_for`, only the one chosen, so ``--json`` never
-imports ``rich``. The command-line flags and writing the result are in :mod:`bnbdoctor.render.options`.
+Which formats each command offers, their ``--help`` texts and file suffixes are the one table in
+:mod:`bnbdoctor.render.formats`. Renderer modules are imported inside :func:`renderer_for`, only the one
+chosen, so ``--json`` never imports ``rich``. The command-line flags and writing the result are in
+:mod:`bnbdoctor.render.options`.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from bnbdoctor.fleet_report import FleetReport
+    from bnbdoctor.merge_check_result import MergeCheck
     from bnbdoctor.report import Report
 
 if sys.version_info >= (3, 11):
@@ -29,7 +40,17 @@ else:  # Python 3.10 is bnbdoctor's floor; typing_extensions is not a dependency
         raise AssertionError(f"unhandled value: {value!r}")
 
 
-__all__ = ["OutputFormat", "Renderer", "ReportKind", "render", "renderer_for"]
+__all__ = [
+    "REPORT_KINDS",
+    "OutputFormat",
+    "PlainRenderer",
+    "Renderer",
+    "ReportKind",
+    "ReportKinds",
+    "UnsupportedFormat",
+    "render",
+    "renderer_for",
+]
 
 
 class OutputFormat(str, Enum):
@@ -43,46 +64,81 @@ class OutputFormat(str, Enum):
 
 
 class ReportKind(str, Enum):
-    """The command a report comes from; text and Markdown are laid out per kind."""
+    """The command a document comes from; text and Markdown are laid out per kind."""
 
     DOCTOR = "doctor"
     EXPLAIN = "explain"
     FIT = "fit"
     LINT = "lint"
+    FLEET = "fleet"
+    MERGE_CHECK = "merge-check"
 
 
-class Renderer(Protocol):
-    """Turns a report into one document. ``color``: ANSI styles, for text on a terminal only."""
+#: The kinds whose document is a :class:`~bnbdoctor.report.Report`.
+ReportKinds: TypeAlias = Literal[ReportKind.DOCTOR, ReportKind.EXPLAIN, ReportKind.FIT, ReportKind.LINT]
+REPORT_KINDS: tuple[ReportKinds, ...] = (ReportKind.DOCTOR, ReportKind.EXPLAIN, ReportKind.FIT, ReportKind.LINT)
 
-    def render(self, report: Report, *, color: bool) -> str: ...
+DocumentT = TypeVar("DocumentT")
+DocumentT_contra = TypeVar("DocumentT_contra", contravariant=True)
 
 
-def renderer_for(fmt: OutputFormat, kind: ReportKind) -> Renderer:
-    """The renderer for ``fmt`` and ``kind``; raises ImportError when its module is not in this build.
+class UnsupportedFormat(ValueError):
+    """A (format, kind) pair no command offers: one line saying so, never a document in another format."""
 
-    Two fallbacks, each with a note on stderr: explain's Markdown becomes explain's text, and fit's
-    Markdown keeps only its fit section when the shared Markdown renderer is missing.
-    """
-    if fmt is OutputFormat.JSON:
-        from bnbdoctor.render.json import JsonRenderer
 
-        return JsonRenderer()
+class Renderer(Protocol[DocumentT_contra]):
+    """Turns a document into text. ``color``: ANSI styles, for text on a terminal only."""
+
+    def render(self, document: DocumentT_contra, *, color: bool) -> str: ...
+
+
+@dataclass(frozen=True)
+class PlainRenderer(Generic[DocumentT]):
+    """A :class:`Renderer` made of a function of the document alone, for formats without colour (the
+    fleet's and merge-check's documents are rendered by plain functions)."""
+
+    function: Callable[[DocumentT], str]
+
+    def render(self, document: DocumentT, *, color: bool = False) -> str:
+        return self.function(document)
+
+
+@overload
+def renderer_for(fmt: OutputFormat, kind: ReportKinds) -> Renderer[Report]: ...
+@overload
+def renderer_for(fmt: OutputFormat, kind: Literal[ReportKind.FLEET]) -> Renderer[FleetReport]: ...
+@overload
+def renderer_for(fmt: OutputFormat, kind: Literal[ReportKind.MERGE_CHECK]) -> Renderer[MergeCheck]: ...
+@overload
+def renderer_for(fmt: OutputFormat, kind: ReportKind) -> Renderer[Any]: ...  # a kind known only at run time
+def renderer_for(fmt: OutputFormat, kind: ReportKind) -> Renderer[Any]:
+    """The renderer for ``fmt`` and ``kind``; :class:`UnsupportedFormat` when no command offers the pair (as
+    :data:`bnbdoctor.render.formats.FORMATS` says) or ``fmt`` is the app. One branch per format."""
     if fmt is OutputFormat.TEXT:
         return _text_renderer(kind)
+    if fmt is OutputFormat.JSON:
+        return _json_renderer(kind)
     if fmt is OutputFormat.MARKDOWN:
         return _markdown_renderer(kind)
-    if fmt is OutputFormat.TUI:
-        raise ValueError("the app (--tui) is not a document: run it with bnbdoctor.tui.run")
     if fmt is OutputFormat.SARIF:
         if kind is not ReportKind.LINT:
-            raise ValueError(f"SARIF is for lint findings (code locations), not a {kind.value} report")
+            raise _unsupported(fmt, kind)
         from bnbdoctor.render.lint_sarif import SarifRenderer
 
         return SarifRenderer()
+    if fmt is OutputFormat.TUI:
+        raise UnsupportedFormat("the app (--tui) is not a document: run it with bnbdoctor.tui.run")
     assert_never(fmt)
 
 
-def _text_renderer(kind: ReportKind) -> Renderer:
+def _unsupported(fmt: OutputFormat, kind: ReportKind) -> UnsupportedFormat:
+    from bnbdoctor.render.formats import offered
+
+    flags = ", ".join(f"--{offer.value}" for offer in offered(kind))
+    return UnsupportedFormat(f"bnbdoctor {kind.value} has no --{fmt.value} output (it offers {flags})")
+
+
+def _text_renderer(kind: ReportKind) -> Renderer[Any]:
     if kind is ReportKind.DOCTOR:
         from bnbdoctor.render.text import TextRenderer
 
@@ -99,38 +155,63 @@ def _text_renderer(kind: ReportKind) -> Renderer:
         from bnbdoctor.render.lint_text import LintTextRenderer
 
         return LintTextRenderer()
+    if kind is ReportKind.FLEET:
+        from bnbdoctor.render import fleet
+
+        return PlainRenderer(fleet.render_text)
+    if kind is ReportKind.MERGE_CHECK:
+        from bnbdoctor.render import merge_check
+
+        return PlainRenderer(merge_check.render_text)
     assert_never(kind)
 
 
-def _markdown_renderer(kind: ReportKind) -> Renderer:
-    from bnbdoctor.contract import note
+def _json_renderer(kind: ReportKind) -> Renderer[Any]:
+    if kind in (ReportKind.DOCTOR, ReportKind.EXPLAIN, ReportKind.FIT, ReportKind.LINT):  # one layout for every Report
+        from bnbdoctor.render.json import JsonRenderer
 
-    if kind is ReportKind.DOCTOR:
+        return JsonRenderer()
+    if kind is ReportKind.FLEET:
+        from bnbdoctor.render import fleet
+
+        return PlainRenderer(fleet.render_json)
+    if kind is ReportKind.MERGE_CHECK:
+        from bnbdoctor.render import merge_check
+
+        return PlainRenderer(merge_check.render_json)
+    assert_never(kind)
+
+
+def _markdown_renderer(kind: ReportKind) -> Renderer[Any]:
+    if kind in (ReportKind.DOCTOR, ReportKind.EXPLAIN, ReportKind.LINT):
         from bnbdoctor.render.markdown import MarkdownRenderer
 
-        return MarkdownRenderer()
-    if kind in (ReportKind.EXPLAIN, ReportKind.LINT):
-        try:
-            from bnbdoctor.render.markdown import MarkdownRenderer
-        except ImportError:
-            note("Markdown output is not available in this build; writing text instead")
-            return _text_renderer(kind)
         return MarkdownRenderer()
     if kind is ReportKind.FIT:
         from bnbdoctor.render.fit_markdown import FitMarkdownRenderer
 
-        try:
-            from bnbdoctor.render.markdown import MarkdownRenderer
-        except ImportError:
-            note(
-                "--markdown: the Markdown renderer (bnbdoctor.render.markdown) is not in this build; "
-                "printing the fit section only"
-            )
-            return FitMarkdownRenderer(then=None)
-        return FitMarkdownRenderer(then=MarkdownRenderer())
+        return FitMarkdownRenderer()
+    if kind is ReportKind.FLEET:
+        from bnbdoctor.render import fleet
+
+        return PlainRenderer(fleet.render_markdown)
+    if kind is ReportKind.MERGE_CHECK:
+        from bnbdoctor.render import merge_check_markdown
+
+        return PlainRenderer(merge_check_markdown.render_markdown)
     assert_never(kind)
 
 
-def render(report: Report, fmt: OutputFormat, kind: ReportKind, *, color: bool = False) -> str:
-    """``report`` as one document in ``fmt``, laid out for ``kind``."""
-    return renderer_for(fmt, kind).render(report, color=color)
+@overload
+def render(document: Report, fmt: OutputFormat, kind: ReportKinds, *, color: bool = False) -> str: ...
+@overload
+def render(
+    document: FleetReport, fmt: OutputFormat, kind: Literal[ReportKind.FLEET], *, color: bool = False
+) -> str: ...
+@overload
+def render(
+    document: MergeCheck, fmt: OutputFormat, kind: Literal[ReportKind.MERGE_CHECK], *, color: bool = False
+) -> str: ...
+def render(document: object, fmt: OutputFormat, kind: ReportKind, *, color: bool = False) -> str:
+    """``document`` as one document in ``fmt``, laid out for ``kind`` (the document the kind makes)."""
+    return renderer_for(fmt, kind).render(document, color=color)

@@ -1,12 +1,14 @@
 """The plain-string pieces of a ``bnbdoctor fit`` report, shared by its text and Markdown and the app's Fit tab.
 
 The verdict line, the request as from_pretrained sees it, the engine that computed the placement, the
-model's sizes, a device's label. No ``rich`` here: the app and Markdown use these without it.
+model's sizes, a device's label, the device map as rows. No ``rich`` here: the app and Markdown use these
+without it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 
 from bnbdoctor.facts import FitDevice, FitFacts
 from bnbdoctor.units import human
@@ -21,6 +23,9 @@ VERDICT_LINE: dict[str, tuple[str, str]] = {
     "likely_raises": ("✖ probably raises ValueError (approximate: no device map computed)", "red"),
     "unknown": ("? unknown: the model's sizes could not be read", "yellow"),
 }
+
+
+_NUMBERED = re.compile(r"^(?P<prefix>.*\.)(?P<index>\d+)$")
 
 
 def device_label(device: str) -> str:
@@ -107,3 +112,34 @@ def size_line(fit: FitFacts) -> str:
         f"{human(fit.model_bytes)} = quantized Linear {human(fit.quantized_bytes)} + unquantized "
         f"{human(fit.unquantized_bytes)}" + (f" ({kinds})" if kinds else "")
     )
+
+
+def collapse_runs(device_map: Mapping[str, int | str]) -> list[tuple[str, int | str, int | None, int | None]]:
+    """(prefix or key, device, first, last) groups: consecutive numbered siblings on one device."""
+    groups: list[tuple[str, int | str, int | None, int | None]] = []
+    for key, device in device_map.items():
+        match = _NUMBERED.match(key)
+        if match and groups:
+            prefix, index = match.group("prefix"), int(match.group("index"))
+            last_prefix, last_device, first, last = groups[-1]
+            if last is not None and last_prefix == prefix and last_device == device and index == last + 1:
+                groups[-1] = (prefix, device, first, index)
+                continue
+        if match:
+            groups.append((match.group("prefix"), device, int(match.group("index")), int(match.group("index"))))
+        else:
+            groups.append((key, device, None, None))
+    return groups
+
+
+def device_map_lines(device_map: Mapping[str, int | str]) -> list[tuple[str, str]]:
+    """(module or range, device) rows for display: ``model.layers.0-15`` -> ``1``."""
+    rows = []
+    for prefix, device, first, last in collapse_runs(device_map):
+        if first is None:
+            rows.append((prefix or '""', str(device)))
+        elif first == last:
+            rows.append((f"{prefix}{first}", str(device)))
+        else:
+            rows.append((f"{prefix}{first}-{last}", str(device)))
+    return rows

@@ -4,14 +4,17 @@ then the shared Markdown report of the findings and the facts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from bnbdoctor.fit.snippets import device_map_lines
-from bnbdoctor.render.fit_lines import BUDGET_COLUMNS, VERDICT_LINE, budget_rows, engine_line, request_line, size_line
+from bnbdoctor.render.fit_lines import (
+    BUDGET_COLUMNS,
+    VERDICT_LINE,
+    budget_rows,
+    device_map_lines,
+    engine_line,
+    request_line,
+    size_line,
+)
+from bnbdoctor.render.markdown import render_markdown
 from bnbdoctor.report import Report
-
-if TYPE_CHECKING:
-    from bnbdoctor.render import Renderer
 
 
 def fit_markdown(report: Report) -> str:
@@ -47,14 +50,8 @@ def fit_markdown(report: Report) -> str:
 
 
 class FitMarkdownRenderer:
-    """The :class:`~bnbdoctor.render.Renderer` for ``bnbdoctor fit --markdown``.
-
-    ``then`` renders what follows the fit section (the shared Markdown report); None: the fit section only.
-    """
-
-    def __init__(self, then: Renderer | None) -> None:
-        self.then = then
+    """The :class:`~bnbdoctor.render.Renderer` for ``bnbdoctor fit --markdown``: the fit section, then the
+    shared Markdown report of the findings and the facts."""
 
     def render(self, report: Report, *, color: bool = False) -> str:
-        section = fit_markdown(report)
-        return section if self.then is None else section + "\n" + self.then.render(report, color=color)
+        return fit_markdown(report) + "\n" + render_markdown(report)

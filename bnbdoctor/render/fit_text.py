@@ -10,11 +10,11 @@ from rich.table import Table
 from rich.text import Text
 
 from bnbdoctor.facts import FitDevice
-from bnbdoctor.fit.snippets import device_map_lines
 from bnbdoctor.render.fit_lines import (
     BUDGET_COLUMNS,
     VERDICT_LINE,
     budget_rows,
+    device_map_lines,
     engine_line,
     request_line,
     size_line,

@@ -1,4 +1,4 @@
-"""Text and JSON documents for ``bnbdoctor merge-check`` (a :class:`~bnbdoctor.merge_check.result.MergeCheck`).
+"""Text and JSON documents for ``bnbdoctor merge-check`` (a :class:`~bnbdoctor.merge_check_result.MergeCheck`).
 
 JSON: the measurement as :func:`bnbdoctor.serde.to_jsonable` writes it, plus ``verdict``,
 ``merge_peak_bytes`` and ``workflow_script``. Text: the verdict, one line per way of merging, the
@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bnbdoctor.merge_check.result import WAY_TITLES, WAYS, MergeCheck, verdict, workflow_script
+from bnbdoctor.merge_check_result import WAYS, MergeCheck
+from bnbdoctor.render.merge_check_words import WAY_TITLES, verdict, workflow_script
 from bnbdoctor.serde import to_jsonable
 from bnbdoctor.units import human
 

@@ -9,16 +9,9 @@ doctor's does: when every layer does not fit, the table keeps the layers that ke
 
 from __future__ import annotations
 
-from bnbdoctor.merge_check.result import (
-    WAY_TITLES,
-    WAYS,
-    LayerResult,
-    MergeCheck,
-    short_module,
-    verdict,
-    workflow_script,
-)
+from bnbdoctor.merge_check_result import WAYS, LayerResult, MergeCheck
 from bnbdoctor.render.markdown import MAX_BODY, code, plain
+from bnbdoctor.render.merge_check_words import WAY_TITLES, short_module, verdict, workflow_script
 from bnbdoctor.units import human
 
 #: The per-way table's short names, in :data:`WAYS` order.

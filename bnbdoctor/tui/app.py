@@ -22,14 +22,10 @@ from textual.worker import Worker, get_current_worker
 
 from bnbdoctor.doctor import Cancelled
 from bnbdoctor.facts import ProbeRun
+from bnbdoctor.render import OutputFormat, ReportKind
+from bnbdoctor.render.formats import app_exports
 from bnbdoctor.report import ExitCode, Report
-from bnbdoctor.tui.export import (
-    ExportRequest,
-    available_formats,
-    default_export_path,
-    export_and_say,
-    export_report,
-)
+from bnbdoctor.tui.export import ExportRequest, default_export_path, export_and_say, export_report
 from bnbdoctor.tui.messages import DiagnosisFailed, ProbeFinished, ReportReady
 from bnbdoctor.tui.screens.export import ExportScreen
 from bnbdoctor.tui.screens.help import HelpScreen
@@ -194,8 +190,8 @@ class DoctorApp(App[None]):
         if self.report is None:
             self.notify("No report yet: wait for the probes.", severity="warning")
             return
-        formats = available_formats()
-        chosen = formats[0]
+        formats = app_exports(ReportKind.DOCTOR)
+        chosen = next(iter(formats))
         self.push_screen(
             ExportScreen(
                 default_export_path(self.report, chosen, self.export_dir),
@@ -210,7 +206,7 @@ class DoctorApp(App[None]):
         if request is not None:
             self.export(request.path, request.format)
 
-    def export(self, path: str | Path, fmt: str | None = None) -> Path | None:
+    def export(self, path: str | Path, fmt: OutputFormat | None = None) -> Path | None:
         """Write the last report to ``path`` (relative to the export folder) and say so."""
         if self.report is None:
             return None

@@ -18,14 +18,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, get_current_worker
 
-from bnbdoctor.fleet.model import FleetReport
-from bnbdoctor.tui.export import (
-    FLEET_EXPORT_FORMATS,
-    ExportRequest,
-    export_and_say,
-    export_fleet,
-    fleet_suffixes,
-)
+from bnbdoctor.fleet_report import FleetReport
+from bnbdoctor.render import OutputFormat, ReportKind
+from bnbdoctor.render.formats import app_exports
+from bnbdoctor.tui.export import ExportRequest, export_and_say, export_fleet
 from bnbdoctor.tui.fleet_session import FleetSession, ReadCancelled
 from bnbdoctor.tui.messages import FleetFailed, FleetProgress, FleetReady
 from bnbdoctor.tui.screens.export import ExportScreen
@@ -158,15 +154,14 @@ class FleetApp(App[None]):
         if self.report is None:
             self.notify("No fleet report yet: wait for the reports to be read.", severity="warning")
             return
-        formats = list(FLEET_EXPORT_FORMATS)
-        chosen = formats[0]
+        formats = app_exports(ReportKind.FLEET)
+        chosen = next(iter(formats))
         self.push_screen(
             ExportScreen(
-                self.export_dir / f"bnbdoctor-fleet{fleet_suffixes()[chosen]}",
+                self.export_dir / f"bnbdoctor-fleet{formats[chosen]}",
                 formats,
                 chosen,
                 cursor_blink=self.CURSOR_BLINK,
-                suffixes=fleet_suffixes(),
                 title="Export the fleet report",
             ),
             self._export_chosen,
@@ -176,7 +171,7 @@ class FleetApp(App[None]):
         if request is not None:
             self.export(request.path, request.format)
 
-    def export(self, path: str | Path, fmt: str | None = None) -> Path | None:
+    def export(self, path: str | Path, fmt: OutputFormat | None = None) -> Path | None:
         """Write the fleet report to ``path`` (relative to the export folder) and say so."""
         report = self.report
         if report is None:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from bnbdoctor.fleet.aggregate import aggregate
 from bnbdoctor.fleet.inputs import Item, iter_paths
-from bnbdoctor.fleet.model import FleetReport
-from bnbdoctor.fleet.render import headline
 from bnbdoctor.fleet.status import exit_code, nagios_state
+from bnbdoctor.fleet_report import FleetReport
+from bnbdoctor.render.fleet import headline
 from bnbdoctor.report import ExitCode
 
 

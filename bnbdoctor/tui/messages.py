@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from bnbdoctor.facts import ProbeRun
-from bnbdoctor.fleet.model import FleetReport
+from bnbdoctor.fleet_report import FleetReport
 from bnbdoctor.report import Report
 
 

@@ -13,7 +13,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet
 
-from bnbdoctor.tui.export import EXPORT_FORMATS, ExportRequest
+from bnbdoctor.render import OutputFormat
+from bnbdoctor.tui.export import ExportRequest
 
 
 class ExportScreen(ModalScreen["ExportRequest | None"]):
@@ -24,19 +25,18 @@ class ExportScreen(ModalScreen["ExportRequest | None"]):
     def __init__(
         self,
         path: Path,
-        formats: list[str],
-        chosen: str,
+        formats: Mapping[OutputFormat, str],
+        chosen: OutputFormat,
         *,
         cursor_blink: bool = True,
-        suffixes: Mapping[str, str] | None = None,
         title: str = "Export the report",
     ) -> None:
         super().__init__()
         self.path = path
-        #: Each format's file suffix (default: the doctor's formats, :data:`EXPORT_FORMATS`).
-        self.suffixes = dict(suffixes) if suffixes is not None else {n: f.suffix for n, f in EXPORT_FORMATS.items()}
+        #: The formats offered, in menu order, each with its file suffix
+        #: (:func:`bnbdoctor.render.formats.app_exports`).
+        self.formats = dict(formats)
         self.title = title
-        self.formats = formats
         self.chosen = chosen
         self.cursor_blink = cursor_blink
 
@@ -44,9 +44,10 @@ class ExportScreen(ModalScreen["ExportRequest | None"]):
         with Vertical(id="export-dialog"):
             yield Label("Format")
             with RadioSet(id="export-format"):
-                for name in self.formats:
+                for fmt in self.formats:
+                    name = fmt.value
                     yield RadioButton(
-                        name.upper() if len(name) <= 4 else name.capitalize(), value=name == self.chosen, name=name
+                        name.upper() if len(name) <= 4 else name.capitalize(), value=fmt is self.chosen, name=name
                     )
             yield Label("File")
             path_input = Input(str(self.path), id="export-path")
@@ -62,10 +63,10 @@ class ExportScreen(ModalScreen["ExportRequest | None"]):
 
     @on(RadioSet.Changed, "#export-format")
     def _format_changed(self, event: RadioSet.Changed) -> None:
-        name = event.pressed.name or self.chosen
-        self.chosen = name
+        if event.pressed.name:
+            self.chosen = OutputFormat(event.pressed.name)
         path_input = self.query_one("#export-path", Input)
-        path_input.value = str(Path(path_input.value).with_suffix(self.suffixes[name]))
+        path_input.value = str(Path(path_input.value).with_suffix(self.formats[self.chosen]))
 
     @on(Input.Submitted, "#export-path")
     @on(Button.Pressed, "#export-ok")

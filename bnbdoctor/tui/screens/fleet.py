@@ -3,7 +3,7 @@
 The table has one row per group (the healthy majority is one row, however many nodes it holds):
 its number, node count, status, and what sets it apart from the largest group. The pane beside it
 shows the highlighted group: side by side with the largest group, the rows of ``bnbdoctor fleet``'s
-own table (:func:`bnbdoctor.fleet.render.comparison_rows`, the differing ones marked), then its node
+own table (:func:`bnbdoctor.render.fleet.comparison_rows`, the differing ones marked), then its node
 names and its findings. Above them: the headline, the key facts every node shares, and the
 unreadable reports (a count and the first errors). The app reads the reports and calls
 :meth:`FleetScreen.show_reading` and :meth:`FleetScreen.show_report`; the screen never imports it.
@@ -20,8 +20,8 @@ from textual.containers import Container, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from bnbdoctor.fleet.model import FleetReport, Group
-from bnbdoctor.fleet.render import comparison_rows, headline, same_facts
+from bnbdoctor.fleet_report import FleetReport, Group
+from bnbdoctor.render.fleet import comparison_rows, headline, same_facts
 
 #: Unreadable reports whose errors are shown above the table (the count is always shown).
 ERRORS_SHOWN = 3

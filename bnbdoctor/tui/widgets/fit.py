@@ -352,7 +352,7 @@ class FitView(ToolView):
             widget.display = bool(shown)
 
     def _show_map(self, fit: FitFacts) -> None:
-        from bnbdoctor.fit.snippets import device_map_lines
+        from bnbdoctor.render.fit_lines import device_map_lines
 
         rows = device_map_lines(fit.placement)
         tree = self.query_one("#fit-map", Tree)

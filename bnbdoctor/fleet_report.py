@@ -1,6 +1,7 @@
-"""The fleet report: plain dataclasses, JSON round trip via :mod:`bnbdoctor.serde`.
+"""The fleet report (``bnbdoctor fleet``): plain dataclasses, JSON round trip via :mod:`bnbdoctor.serde`.
 
-``docs/fleet.schema.json`` is generated from these (``python -m bnbdoctor.fleet.schema``).
+``docs/fleet.schema.json`` is generated from these (``python -m bnbdoctor.fleet.schema``). They are data,
+below the fleet's pipeline and the renderers (:mod:`bnbdoctor.render.fleet`), which both read them.
 """
 
 from __future__ import annotations

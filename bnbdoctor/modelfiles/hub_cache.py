@@ -6,15 +6,14 @@ huggingface_hub uses. That folder is, as huggingface_hub decides it (its environ
 reference, https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables):
 ``HF_HUB_CACHE``, else the older ``HUGGINGFACE_HUB_CACHE``, else ``$HF_HOME/hub``, where ``HF_HOME``
 defaults to ``$XDG_CACHE_HOME/huggingface``, else ``~/.cache/huggingface``. Everything is read
-through the host; nothing here contacts the Hub. An id that is not cached gets one line saying how
-to fetch only its ``config.json`` (which is all ``fit`` needs).
+through the host; nothing here contacts the Hub. What a command says when an id is not cached is the
+command's (``fit`` names the one file it needs, ``merge-check`` the weights).
 """
 
 from __future__ import annotations
 
 import re
 
-from bnbdoctor.fit.options import FitInputError
 from bnbdoctor.hosts.base import Host
 
 #: A Hub repository id as from_pretrained accepts one: ``org/name``, letters, digits, ``-``, ``_``, ``.``.
@@ -55,20 +54,3 @@ def hub_cache(host: Host) -> str:
 def repo_folder_name(repo_id: str) -> str:
     """The cache's folder name for a model repository: ``org/name`` -> ``models--org--name``."""
     return "models--" + repo_id.replace("/", "--")
-
-
-def fetch_config_command(repo_id: str) -> str:
-    """The command that downloads only the model's config.json into the cache."""
-    return f"hf download {repo_id} config.json"
-
-
-def cached_repo(host: Host, repo_id: str) -> str:
-    """The cache folder of ``repo_id``; raises :class:`FitInputError` (one line) when it is not cached."""
-    cache = hub_cache(host)
-    folder = host.pathmod.join(cache, repo_folder_name(repo_id))
-    if host.is_dir(folder):
-        return folder
-    raise FitInputError(
-        f"{repo_id}: not a local folder and not in the Hugging Face cache ({cache}); bnbdoctor fit works "
-        f"offline and needs only the config: {fetch_config_command(repo_id)}"
-    )

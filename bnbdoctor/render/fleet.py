@@ -1,8 +1,8 @@
-"""The fleet report as text, JSON or Markdown.
+"""The fleet report (``bnbdoctor fleet``) as text, JSON or Markdown, and the pieces the fleet app shows too.
 
 Text and Markdown show the groups side by side (only the key facts that differ, and the
 findings), largest first; a group with no findings is one line; then each group with findings,
-its findings and its nodes. JSON is the whole :class:`~.model.FleetReport` (docs/fleet.schema.json).
+its findings and its nodes. JSON is the whole :class:`~bnbdoctor.fleet_report.FleetReport` (docs/fleet.schema.json).
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from bnbdoctor.fleet.model import FleetReport, Group
-from bnbdoctor.render import OutputFormat
+from bnbdoctor.fleet_report import FleetReport, Group
 from bnbdoctor.serde import to_jsonable
 
 #: Groups shown side by side; the rest are listed below the table.
@@ -111,11 +110,3 @@ def render_markdown(report: FleetReport) -> str:
 
 def render_json(report: FleetReport) -> str:
     return json.dumps(to_jsonable(report), indent=2, ensure_ascii=False) + "\n"
-
-
-def render_fleet(report: FleetReport, fmt: OutputFormat) -> str:
-    if fmt is OutputFormat.JSON:
-        return render_json(report)
-    if fmt is OutputFormat.MARKDOWN:
-        return render_markdown(report)
-    return render_text(report)

@@ -1,17 +1,15 @@
-"""What ``merge-check`` measured (plain dataclasses, JSON through :mod:`bnbdoctor.serde`), and its verdict in words.
+"""What a merge-check document says in words, whatever its format: the verdict, the ways of merging, the script.
 
-``kept`` is the projection ⟨M - base_M, ΔW⟩ / ‖ΔW‖² of what a merge changed onto the update the adapter
-trained; ``unmoved`` is the share of the adapted weights the merge left exactly where they were.
 :func:`verdict` turns the overall figures into one sentence; :func:`workflow_script` is the merge that
-keeps the update (16-bit base, then quantize once at load), with the user's own paths.
+keeps the update (16-bit base, then quantize once at load), with the user's own paths. Text, JSON and
+Markdown (:mod:`.merge_check`, :mod:`.merge_check_markdown`) all say these same words.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from bnbdoctor.merge_check_result import LOW_KEPT, MergeCheck, WayResult
 
-#: The ways of merging, in report order, and what each one is.
-WAYS = ("4bit", "16bit", "dequantized", "16bit_then_quantize")
+#: What each way of merging (:data:`~bnbdoctor.merge_check_result.WAYS`) is.
 WAY_TITLES = {
     "4bit": "(a) into the 4-bit model (merge_and_unload on a QLoRA model): Q(deq(Q(W)) + ΔW)",
     "16bit": "(b) into the 16-bit base, kept 16-bit: W + ΔW",
@@ -20,64 +18,6 @@ WAY_TITLES = {
 }
 #: The prefixes peft puts before a module path (``base_model.model.model.layers.0...``), left out where shown.
 PEFT_PREFIXES = ("base_model.model.", "base_model.")
-#: Below this share of the update kept, a way of merging is said to lose the adapter.
-LOW_KEPT = 0.5
-
-
-@dataclass
-class WayResult:
-    """One way of merging: the share of the update kept, and of the weights left unmoved."""
-
-    kept: float | None = None
-    unmoved: float | None = None
-
-
-@dataclass
-class LayerResult:
-    """One adapted layer."""
-
-    module: str
-    base_weight: str | None = None
-    shape: list[int] = field(default_factory=list)
-    dtype: str | None = None
-    delta_rel: float | None = None  # ‖ΔW‖ / ‖W‖
-    ways: dict[str, WayResult] = field(default_factory=dict)
-    seconds: float | None = None
-    error: str | None = None
-
-
-@dataclass
-class MergeCheck:
-    """The whole measurement of one adapter against its base."""
-
-    adapter: str
-    base: str
-    base_dir: str
-    base_ref: str  # how the workflow script loads the base: a Hub id, or the folder found
-    python: str
-    quant_type: str
-    blocksize: int
-    double_quant: bool
-    rank: int | None = None
-    alpha: float | None = None
-    use_rslora: bool = False
-    use_dora: bool = False
-    fan_in_fan_out: bool = False
-    base_bytes: int = 0  # the base's tensors, from its safetensors headers
-    largest_tensor_bytes: int = 0
-    adapter_bytes: int = 0
-    scale: float | None = None
-    versions: dict[str, str] = field(default_factory=dict)
-    overall: dict[str, WayResult] = field(default_factory=dict)
-    layers: list[LayerResult] = field(default_factory=list)
-    engine_peak_rss_bytes: int | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    error: str | None = None
-
-    @property
-    def merge_peak_bytes(self) -> int:
-        """Memory the 16-bit merge needs: the whole base in its dtype, the adapter, one merged layer."""
-        return self.base_bytes + self.adapter_bytes + self.largest_tensor_bytes
 
 
 def short_module(module: str) -> str:

@@ -12,6 +12,9 @@ whole report, never a ``UnicodeEncodeError``. :func:`fit_to_encoding` makes a re
 
 Characters the encoding has are kept (cp1252 keeps "—" and "·"), and a UTF encoding changes nothing.
 :func:`stream_encoding` is the encoding of the stream a report goes to.
+
+:func:`bnbdoctor.contract.write_output` applies it to whatever a command writes on stdout (every renderer's
+document, the fleet's, merge-check's), so it sits below the contract and the renderers, and imports nothing.
 """
 
 from __future__ import annotations
