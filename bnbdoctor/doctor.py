@@ -15,6 +15,7 @@ from bnbdoctor.probes.runner import ProgressCallback
 from bnbdoctor.report import Report, build_report
 from bnbdoctor.rules import all_rules, run_rules
 from bnbdoctor.rules.base import Rule
+from bnbdoctor.rules.engine import DOCTOR, Pipeline
 
 T = TypeVar("T")
 
@@ -24,9 +25,12 @@ def gather(host: Host, options: ProbeOptions | None = None, progress: ProgressCa
     return run_probes(PROBES, ProbeContext(host, options or ProbeOptions()), progress)
 
 
-def diagnose_facts(facts: Facts, rules: Iterable[Rule] | None = None, started: float | None = None) -> Report:
-    """Run the rules on facts gathered earlier (live, recorded or from a saved report)."""
-    return build_report(facts, run_rules(facts, list(rules) if rules is not None else all_rules()), started)
+def diagnose_facts(
+    facts: Facts, rules: Iterable[Rule] | None = None, started: float | None = None, pipeline: Pipeline = DOCTOR
+) -> Report:
+    """Run ``pipeline`` (the doctor's, by default) on facts gathered earlier (live, recorded, from a saved
+    report, a log, a fit run or lint) over ``rules`` (default: all of them, as the pipeline selects)."""
+    return build_report(facts, run_rules(facts, list(rules) if rules is not None else all_rules(), pipeline), started)
 
 
 class Cancelled(Exception):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import CheckOutput, Hit, Severity, Skip
 from bnbdoctor.rules import all_rules
 from bnbdoctor.rules.base import PREMISES, Rule, rule
-from bnbdoctor.rules.engine import _premise_order, run_rules
+from bnbdoctor.rules.engine import DOCTOR, run_rules
+from bnbdoctor.rules.premises import premise_order
 
 
 def _rule(
@@ -59,7 +62,7 @@ def test_only_an_error_refutes_and_a_muted_root_passes_its_follow_ons_to_the_roo
 def test_premises_can_be_left_to_the_caller() -> None:
     root = _rule("BNB913", Hit("wrong architecture", "x"), refutes=("library-readable",))
     glibc = _rule("BNB907", Hit("glibc", "x"), requires=("library-readable",))
-    assert len(run_rules(Facts(), [root, glibc], premises=False).findings) == 2
+    assert len(run_rules(Facts(), [root, glibc], replace(DOCTOR, premises=False)).findings) == 2
 
 
 def test_declarations_are_checked() -> None:
@@ -76,7 +79,7 @@ def test_registered_premises_are_used_and_acyclic() -> None:
     refuted = {p for r in rules for p in r.refutes}
     required = {p for r in rules for p in r.requires}
     assert refuted == required == set(PREMISES), "every premise has a rule that refutes it and one that needs it"
-    position = {r.id: i for i, r in enumerate(_premise_order(rules))}
+    position = {r.id: i for i, r in enumerate(premise_order(rules))}
     for r in rules:
         for before in rules:
             if set(r.requires) & set(before.refutes):

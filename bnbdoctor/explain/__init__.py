@@ -1,7 +1,8 @@
 """``bnbdoctor explain``: the doctor's diagnosis from a console log instead of the machine.
 
-- :mod:`~bnbdoctor.explain.pipeline`: a log in, a ranked report out (extract -> rules -> ranking);
-- :mod:`~bnbdoctor.explain.ranking`: which findings stand, which come first, how sure each is;
+- :mod:`~bnbdoctor.explain.pipeline`: a log in, a ranked report out (extract -> the engine's ``EXPLAIN``
+  pipeline, whose log stages, :mod:`bnbdoctor.rules.log_judgement`, say which findings stand, which come
+  first and how sure each is);
 - :mod:`~bnbdoctor.explain.cli`: the command line (``bnbdoctor explain FILE``).
 
 The text renderer of an explain report is :mod:`bnbdoctor.render.explain_text`, beside the others

@@ -3,7 +3,7 @@
 Users usually have a log, not the broken machine. This command reads one (a traceback, the output
 of ``python -m bitsandbytes`` of any release, a notebook cell, a transformers or PEFT error),
 extracts the facts it reveals into the same records the probes fill (``bnbdoctor.logs``), runs
-the same rules, and ranks the findings root cause first (``bnbdoctor.explain.ranking``).
+the same rules, and ranks the findings root cause first (``bnbdoctor.rules.log_judgement``).
 
 Contract (docs/explain.md):
 

@@ -1,4 +1,4 @@
-"""The explain pipeline: a log in, a ranked report out (extract -> rules -> ranking -> report).
+"""The explain pipeline: a log in, a ranked report out (extract -> the engine's EXPLAIN pipeline -> report).
 
 No I/O besides the stream it is given: the command line (:mod:`bnbdoctor.explain.cli`) and the
 app's Explain tab both call these functions.
@@ -53,15 +53,15 @@ def _printable(path: str) -> str:
 
 def explain_stream(stream: BinaryIO, label: str, rules: Iterable[Rule] | None = None) -> Report:
     """Read a log from a binary stream and diagnose it: the whole pipeline, no I/O besides the stream."""
-    from bnbdoctor.explain.ranking import judge
     from bnbdoctor.logs.extract import extract
     from bnbdoctor.rules import all_rules, run_rules
+    from bnbdoctor.rules.engine import EXPLAIN
 
     started = time.perf_counter()
     facts, read_s = extract(stream, label)
     rules_started = time.perf_counter()
     chosen = list(rules) if rules is not None else all_rules()
-    diagnosis = judge(facts, run_rules(facts, chosen, premises=False))  # judge mutes, after its gates
+    diagnosis = run_rules(facts, chosen, EXPLAIN)
     report = build_report(facts, diagnosis, started)
     report.timings["read"] = round(read_s, 4)
     report.timings["rules"] = round(time.perf_counter() - rules_started, 4)

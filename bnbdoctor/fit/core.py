@@ -384,9 +384,8 @@ def run_fit(options: FitOptions, host: Host | None = None, progress: Progress | 
     fit.timings["total"] = round(time.perf_counter() - started, 4)
     facts = Facts(source={"kind": "fit", "label": options.model}, fit=fit)
     from bnbdoctor.rules import all_rules
-    from bnbdoctor.rules.engine import run_rules
+    from bnbdoctor.rules.engine import FIT, run_rules
 
-    rules = [r for r in all_rules() if "fit" in r.needs]
-    report = build_report(facts, run_rules(facts, rules), started)
+    report = build_report(facts, run_rules(facts, all_rules(), FIT), started)
     report.timings.update(fit.timings)
     return report

@@ -53,13 +53,13 @@ def lint_report(paths: list[str], *, python: str | None = None, read_python: boo
     """Lint ``paths`` and judge them with the BNB6xx rules; raises SourceError when nothing can be read."""
     from bnbdoctor.doctor import diagnose_facts
     from bnbdoctor.lint.analyze import lint_facts
-    from bnbdoctor.rules import all_rules
+    from bnbdoctor.rules.engine import LINT
 
     facts = Facts(source={"kind": "lint", "label": "bnbdoctor lint " + " ".join(paths)})
     facts.lint = lint_facts(paths)
     if read_python and any(site.kind in VERSIONED_KINDS for site in facts.lint.sites):
         _python_facts(facts, python)
-    return diagnose_facts(facts, [r for r in all_rules() if "lint" in r.needs])
+    return diagnose_facts(facts, pipeline=LINT)
 
 
 def main(argv: list[str]) -> int:

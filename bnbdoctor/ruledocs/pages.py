@@ -130,9 +130,7 @@ def example_output(case: RuleCase) -> tuple[str, str]:
     source = f"the rule case `tests/rule_cases/{case.label}.json`"
     if rule.reads_log:
         from bnbdoctor.explain.pipeline import explain_file
-        from bnbdoctor.explain.ranking import judge
-        from bnbdoctor.report import build_report
-        from bnbdoctor.rules.engine import run_rules
+        from bnbdoctor.rules.engine import EXPLAIN
 
         if kind == "log" and not case.edits:
             report = explain_file(str(ROOT / str(value)), [rule])
@@ -142,7 +140,7 @@ def example_output(case: RuleCase) -> tuple[str, str]:
             )
         else:
             facts = case_facts(case)
-            report = build_report(facts, judge(facts, run_rules(facts, [rule], premises=False)))  # judge mutes
+            report = diagnose_facts(facts, [rule], pipeline=EXPLAIN)
             intro = f"{about}\n\n`bnbdoctor explain`, given the facts of {source}, prints:"
         redactor = Redactor.for_text(json.dumps(report.source))
         return intro, render(redact_report(report, redactor), OutputFormat.TEXT, ReportKind.EXPLAIN).rstrip() + "\n"

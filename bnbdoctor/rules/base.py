@@ -13,6 +13,8 @@ a rule touches its module and its case folder (``tests/rule_cases/<ID>/``) and n
   from a machine's facts (``bnbdoctor explain`` keeps the machine rule's finding when both fire);
 - ``log_gate``: for a machine rule that concludes from an *absence* (torch missing, no compiled
   library), what a log must show before the conclusion may stand on a log's partial facts;
+- ``only_alone``: for a log rule that reports what no other rule names (BNB549, an error no message
+  family names), its finding stands only when no other rule's error finding does;
 - ``requires`` / ``refutes``: named premises (:data:`PREMISES`). An error finding of a rule that
   ``refutes`` a premise is a root cause: the engine mutes the findings of every rule that
   ``requires`` it (they are listed under the root as "also seen, follows from this") and reports
@@ -80,6 +82,7 @@ class Rule:
     log_gate: LogGate | None = None
     requires: tuple[str, ...] = ()  # premises (PREMISES) the check takes for granted
     refutes: tuple[str, ...] = ()  # premises an error finding of this rule shows to be false
+    only_alone: bool = False  # a finding that stands only when no other rule's error finding does
     module: str = ""  # the rule file that declares it (``bnbdoctor.rules.<family>.bnbNNN_<name>``)
 
     @property
@@ -116,6 +119,7 @@ def rule(
     log_gate: LogGate | None = None,
     requires: tuple[str, ...] = (),
     refutes: tuple[str, ...] = (),
+    only_alone: bool = False,
 ) -> Callable[[Check], Check]:
     """Register a check function as a rule. Ids are public API: never reuse or renumber."""
 
@@ -145,6 +149,7 @@ def rule(
             log_gate,
             requires,
             refutes,
+            only_alone,
             check.__module__,
         )
         return check

@@ -12,8 +12,6 @@ from bnbdoctor.knowledge.ranges import full
 from bnbdoctor.knowledge.selection import LibrarySelection, override_reaching
 from bnbdoctor.rules.common import bnb_of, ev
 
-_PRELOADED = "loaded by torch before bitsandbytes"
-
 
 def _native(facts: Facts) -> NativeFacts:
     native = facts.native

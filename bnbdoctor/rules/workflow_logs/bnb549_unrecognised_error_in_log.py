@@ -6,7 +6,6 @@ from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
-from bnbdoctor.rules.workflow_logs._shared import UNRECOGNISED_ERROR_RULE
 
 
 def _facts_read(facts: Facts) -> list[Evidence]:
@@ -23,12 +22,13 @@ def _facts_read(facts: Facts) -> list[Evidence]:
 
 
 @rule(
-    UNRECOGNISED_ERROR_RULE,
+    "BNB549",
     "unrecognised-error-in-log",
     Severity.WARNING,
     "The log shows no error that bnbdoctor cannot name",
     needs=("log",),
     confirm=("bnbdoctor --markdown",),
+    only_alone=True,
 )
 def unrecognised_error(facts: Facts) -> Hit | None:
     """## What it detects
