@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from markdown_it import MarkdownIt
+from pinned_rules import pinned_rules
 
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.hosts.fixture import FixtureHost
@@ -21,9 +22,9 @@ UPDATE = os.environ.get("BNBDOCTOR_UPDATE_GOLDEN") == "1"
 
 
 def stable_report(name: str) -> Report:
-    """A fixture's redacted report with the run-dependent values (time, durations) pinned."""
+    """A fixture's redacted report with the run-dependent values (time, durations) and the rule set pinned."""
     host = FixtureHost.named(name)
-    report = diagnose(host)
+    report = diagnose(host, rules=pinned_rules())
     report.created = "2026-01-01T00:00:00+00:00"
     report.timings = dict.fromkeys(report.timings, 0.0)
     for run in report.facts.probes:

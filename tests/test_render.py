@@ -63,7 +63,8 @@ from bnbdoctor.render.text import render_text
 from bnbdoctor.report import Report
 
 LOG = ROOT / "tests" / "data" / "real_logs" / "glibc_2_34_not_found.txt"
-DOCUMENTS = [fmt for fmt in OutputFormat if fmt not in (OutputFormat.TUI, OutputFormat.SARIF)]  # SARIF: lint only
+#: The formats every Report kind offers, whose documents each command rendered before the one dispatch existed.
+DOCUMENTS = [OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.MARKDOWN]
 
 
 @pytest.fixture(scope="module")
@@ -229,13 +230,9 @@ def test_every_command_exposes_the_output_flags_of_the_table() -> None:
         assert {a.dest for a in group._group_actions} == {"format"}  # one group: --json --markdown is an error
         helps = {a.option_strings[0]: a.help for a in parser._actions if a.dest == "format"}
         assert helps == {f"--{fmt.value}": text for fmt, text in offered(kind).items()}, kind
-    assert list(offered(ReportKind.DOCTOR)) == [
-        OutputFormat.TEXT,
-        OutputFormat.JSON,
-        OutputFormat.MARKDOWN,
-        OutputFormat.TUI,
-    ]
-    assert list(offered(ReportKind.LINT))[-1] is OutputFormat.SARIF
+    known = (OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.MARKDOWN, OutputFormat.TUI, OutputFormat.SARIF)
+    assert [fmt for fmt in offered(ReportKind.DOCTOR) if fmt in known] == list(known[:4])  # --help's order
+    assert [fmt for fmt in offered(ReportKind.LINT) if fmt in known][-1] is OutputFormat.SARIF
 
 
 def test_help_texts_stay_per_command() -> None:

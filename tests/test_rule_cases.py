@@ -3,9 +3,11 @@ facts that make each rule fire and facts that make it pass, all run by this one 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from bnbdoctor.ruledocs.cases import CASES, RuleCase, all_cases, check_case
+from bnbdoctor.ruledocs.cases import CASES, RuleCase, all_cases, check_case, snapshot_problems, with_snapshot
 from bnbdoctor.rules import all_rules
 
 CASE_LIST = all_cases()
@@ -14,6 +16,19 @@ CASE_LIST = all_cases()
 @pytest.mark.parametrize("case", CASE_LIST, ids=lambda c: c.label)
 def test_case_holds(case: RuleCase) -> None:
     assert check_case(case) == [], case.description
+    assert snapshot_problems(case) == [], case.description
+
+
+def test_a_snapshot_is_the_last_key_and_leaves_the_rest_as_written() -> None:
+    text = '{\n  "base": {"fixture": "a100-healthy"},\n  "expect": {"fires": false}\n}\n'
+    once = with_snapshot(text, {"passed": True})
+    assert once == (
+        '{\n  "base": {"fixture": "a100-healthy"},\n  "expect": {"fires": false},\n'
+        '  "snapshot": {\n    "passed": true\n  }\n}\n'
+    )
+    again = with_snapshot(once, {"skipped": "not Windows"})
+    assert json.loads(again)["snapshot"] == {"skipped": "not Windows"}
+    assert again.startswith('{\n  "base": {"fixture": "a100-healthy"},\n  "expect": {"fires": false},\n  "snapshot"')
 
 
 def test_every_case_folder_names_a_rule() -> None:

@@ -11,12 +11,19 @@ A case is facts plus what the rule must conclude from them::
       "expect": {"fires": true, "severity": "error",          # severity/covers/title of the first
                  "covers": ["kepler_gpu_unsupported"],       # finding; "hits" counts them;
                  "title": "no kernels"},                     # fires=false: passed or skipped
-      "example": true                                         # the case the rule page shows
+      "example": true,                                        # the case the rule page shows
+      "snapshot": {"findings": [{...the whole finding...}]}  # written by python -m bnbdoctor.ruledocs
     }
 
 The base facts are what the real probes read from a recorded machine (``platform_fixtures/``),
 what ``bnbdoctor explain`` extracts from a log, or a saved report's facts. Only the rule under
 test runs, through the same engine as a diagnosis.
+
+``expect`` is what the case is about, written by hand. ``snapshot`` is everything the rule concluded:
+each finding whole (severity, title, explanation, evidence, the fix's text and every command, covers,
+references), or that it passed, or why it was skipped. ``python -m bnbdoctor.ruledocs`` writes it (the
+last key of the file, so the hand-written part keeps its layout), ``--check`` and the case tests refuse
+a stale one: a change in a rule's text shows in review as a change in its cases.
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ class RuleCase:
     edits: dict[str, Any] = field(default_factory=dict)
     expect: Expect = field(default_factory=lambda: Expect(True))
     example: bool = False
+    snapshot: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -107,6 +115,7 @@ def load_case(path: Path) -> RuleCase:
         edits=dict(data.get("set") or {}),
         expect=expect,
         example=bool(data.get("example")),
+        snapshot=data.get("snapshot") if isinstance(data.get("snapshot"), dict) else None,
     )
 
 
@@ -242,6 +251,71 @@ def check_case(case: RuleCase) -> list[str]:
     if undeclared:
         problems.append(f"findings name catalog ids the rule does not declare: {undeclared}")
     return problems
+
+
+def snapshot_problems(case: RuleCase, diagnosis: Diagnosis | None = None) -> list[str]:
+    """Where the case's snapshot differs from what the rule concludes today (empty: it is current)."""
+    today = snapshot_of(diagnosis or run_case(case))
+    if case.snapshot is None:
+        return ["no snapshot: run python -m bnbdoctor.ruledocs"]
+    if case.snapshot == today:
+        return []
+    differs = _first_difference(case.snapshot, today)
+    return [f"the snapshot is stale at {differs} (run python -m bnbdoctor.ruledocs and review the change)"]
+
+
+#: The parts of a finding a snapshot keeps: all that it says (the engine's own bookkeeping left out).
+_SNAPSHOT_FIELDS = ("severity", "title", "explanation", "evidence", "remediation", "covers", "references")
+
+
+def snapshot_of(diagnosis: Diagnosis) -> dict[str, Any]:
+    """What one rule concluded, as a case file keeps it."""
+    if diagnosis.findings:
+        findings = [to_jsonable(finding) for finding in diagnosis.findings]
+        return {"findings": [{name: finding[name] for name in _SNAPSHOT_FIELDS} for finding in findings]}
+    if diagnosis.skipped:
+        return {"skipped": diagnosis.skipped[0].reason}
+    return {"passed": True}
+
+
+def _first_difference(old: Any, new: Any, where: str = "snapshot") -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            if old.get(key) != new.get(key):
+                return _first_difference(old.get(key), new.get(key), f"{where}.{key}")
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
+            if a != b:
+                return _first_difference(a, b, f"{where}[{index}]")
+    return f"{where}: {json.dumps(old, ensure_ascii=False)[:80]} -> {json.dumps(new, ensure_ascii=False)[:80]}"
+
+
+_SNAPSHOT_KEY = '\n  "snapshot": '
+
+
+def with_snapshot(text: str, snapshot: dict[str, Any]) -> str:
+    """A case file's text with ``snapshot`` as its last key, the rest left exactly as it was written."""
+    cut = text.rfind(_SNAPSHOT_KEY)
+    head = text[:cut].rstrip().rstrip(",") if cut != -1 else text.rstrip().removesuffix("}").rstrip()
+    if cut == -1 and not head.startswith("{"):
+        raise CaseError("a case file is one JSON object")
+    block = json.dumps(snapshot, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+    return f"{head},{_SNAPSHOT_KEY}{block}\n}}\n"
+
+
+def stale_snapshots(root: Path = CASES) -> list[RuleCase]:
+    """The cases whose snapshot is missing or differs from what their rule concludes today."""
+    return [case for case in all_cases(root) if snapshot_problems(case)]
+
+
+def write_snapshots(root: Path = CASES) -> list[Path]:
+    """Rewrite every stale case's snapshot; returns the files written."""
+    written = []
+    for case in stale_snapshots(root):
+        text = case.path.read_text(encoding="utf-8")
+        case.path.write_text(with_snapshot(text, snapshot_of(run_case(case))), encoding="utf-8")
+        written.append(case.path)
+    return written
 
 
 def facts_json(facts: Facts) -> str:
