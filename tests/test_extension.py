@@ -1,11 +1,14 @@
 """Adding a rule, a log family or an output format touches what docs/architecture.md says, and nothing else.
 
-A temporary copy of the checkout gets a throwaway rule (BNB399, with a firing and a passing case) and a
-throwaway output format (``--canary``), each written only into the files the "To add …" table of
-``docs/architecture.md`` names for it; then the table's "then" step runs (``python -m bnbdoctor.ruledocs``
-for the rule's page and the index), and the tests that show whole documents (the fast suite, the
-Markdown goldens, the app's snapshots and first minutes, replayed reports) must pass there, unchanged. A
-test that had to be edited for the new rule, or a file the table does not name, fails this test.
+A temporary copy of the checkout gets a throwaway rule (BNB199, with a firing and a passing case), a
+throwaway log family (a new failure: its catalog entry, its signature, one collector line, a log that shows
+it, and the log-side rule BNB598 that reads it) and a throwaway output format (``--canary``), each written
+only into the files the "To add …" table of ``docs/architecture.md`` names for it; then the table's "then"
+steps run (``python -m bnbdoctor.ruledocs`` for the pages, the index and the case snapshots), and the tests
+that show whole documents (the fast suite, the Markdown goldens, the app's snapshots and first minutes,
+replayed reports, explain on every kept log) must pass there, unchanged. A test that had to be edited for
+the new rule, or a file the table does not name, fails this test. Before its rule is added, the log family
+must be refused (tests/test_log_families.py): recognised lines that no rule reads would say nothing.
 """
 
 from __future__ import annotations
@@ -78,6 +81,99 @@ CASES = {
     "tests/rule_cases/BNB199/passes-a100.json": {
         "description": "The A100 server as recorded",
         "base": {"fixture": "a100-healthy"},
+        "expect": {"fires": False},
+    },
+}
+
+#: The throwaway log family: a new failure, "CanaryError: the canary stopped singing".
+CATALOG = "bnbdoctor/data/failure_catalog.json"
+CATALOG_ENTRY = {
+    "id": "canary_stopped_singing",
+    "title": "The canary stopped singing (a throwaway failure of tests/test_extension.py)",
+    "log_excerpt": "CanaryError: the canary stopped singing",
+    "platform": "any",
+    "versions": "any",
+    "root_cause": "The mine's air went bad.",
+    "remediation": "Leave the mine.",
+    "urls": [],
+    "added": "the extension test",
+}
+SIGNATURE_EDIT = (
+    "bnbdoctor/knowledge/signatures.py",
+    "# --- facts (no failure) ",
+    (
+        'CANARY_STOPPED_SINGING = _declare(\n    "canary_stopped_singing", ROOT, "workflow", '
+        '("canary_stopped_singing",), '
+        '"the canary stopped singing"\n)\n'
+    ),
+)
+COLLECTOR_FILE = "bnbdoctor/logs/collectors/workflow.py"
+COLLECTOR_LINE = (
+    '\n\nrecognises(S.CANARY_STOPPED_SINGING, "canary stopped", r"CanaryError: the canary stopped singing")\n'
+)
+LOG_FILE = "tests/data/synthetic_logs/canary_stopped_singing.txt"
+LOG_TEXT = """$ python descend.py
+Traceback (most recent call last):
+  File "/home/miner/descend.py", line 3, in <module>
+    listen()
+  File "/home/miner/descend.py", line 2, in listen
+    raise CanaryError("the canary stopped singing")
+CanaryError: the canary stopped singing
+"""
+LOG_RULE_FILE = "bnbdoctor/rules/workflow_logs/bnb598_log_canary_stopped_singing.py"
+LOG_RULE_SOURCE = '''"""BNB598 log-canary-stopped-singing: passes when no canary went silent (throwaway)."""
+
+from __future__ import annotations
+
+from bnbdoctor.facts import Facts
+from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.rules import log_evidence as log
+from bnbdoctor.rules.base import rule
+
+
+@rule(
+    "BNB598",
+    "log-canary-stopped-singing",
+    Severity.ERROR,
+    "The log shows no canary that stopped singing",
+    needs=("log",),
+    covers=("canary_stopped_singing",),
+)
+def canary_stopped_singing(facts: Facts) -> Hit | None:
+    """## What it detects
+
+    The throwaway failure `CanaryError: the canary stopped singing` in a log.
+
+    ## Why it matters
+
+    It is a throwaway rule: the extension test adds it to check that a new log family needs nothing but the files the
+    architecture names.
+
+    ## How to fix
+
+    Leave the mine.
+    """
+    if not log.seen(facts, S.CANARY_STOPPED_SINGING):
+        return None
+    return Hit(
+        title="the canary stopped singing",
+        explanation="The log shows the canary's last song.",
+        evidence=log.line_evidence(facts, S.CANARY_STOPPED_SINGING),
+        remediation=Remediation("Leave the mine."),
+        covers=["canary_stopped_singing"],
+    )
+'''
+LOG_CASES = {
+    "tests/rule_cases/BNB598/fires-canary-log.json": {
+        "description": "The canary's last song",
+        "base": {"log": LOG_FILE},
+        "expect": {"fires": True, "severity": "error", "title": "canary stopped singing"},
+        "example": True,
+    },
+    "tests/rule_cases/BNB598/passes-near-misses.json": {
+        "description": "Logs that say nothing of canaries",
+        "base": {"log": "tests/data/outcome_logs/near_misses.txt"},
         "expect": {"fires": False},
     },
 }
@@ -200,6 +296,24 @@ def _add_rule(checkout: Path) -> list[str]:
     return [RULE_FILE, *CASES]
 
 
+def _add_log_family(checkout: Path) -> list[str]:
+    """The family without its rule: the catalog entry, the signature, the collector's line, the log."""
+    catalog = json.loads((checkout / CATALOG).read_text(encoding="utf-8"))
+    _write(checkout, CATALOG, json.dumps([*catalog, CATALOG_ENTRY], indent=2, ensure_ascii=False) + "\n")
+    _insert(checkout, *SIGNATURE_EDIT)
+    collector = checkout / COLLECTOR_FILE
+    collector.write_text(collector.read_text(encoding="utf-8") + COLLECTOR_LINE, encoding="utf-8")
+    _write(checkout, LOG_FILE, LOG_TEXT)
+    return [CATALOG, SIGNATURE_EDIT[0], COLLECTOR_FILE, LOG_FILE]
+
+
+def _add_log_rule(checkout: Path) -> list[str]:
+    _write(checkout, LOG_RULE_FILE, LOG_RULE_SOURCE)
+    for relative, case in LOG_CASES.items():
+        _write(checkout, relative, json.dumps(case, indent=2) + "\n")
+    return [LOG_RULE_FILE, *LOG_CASES]
+
+
 def _add_format(checkout: Path) -> list[str]:
     _write(checkout, FORMAT_MODULE, FORMAT_SOURCE)
     for relative, anchor, text in FORMAT_EDITS:
@@ -211,15 +325,29 @@ ADDITIONS: dict[str, Callable[[Path], list[str]]] = {"a machine rule": _add_rule
 
 
 @pytest.mark.slow
-def test_a_rule_and_a_format_need_only_the_files_the_architecture_names(tmp_path: Path) -> None:
+def test_a_rule_a_log_family_and_a_format_need_only_the_files_the_architecture_names(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
     _copy_checkout(checkout)
     for what, add in ADDITIONS.items():
         _assert_named(what, add(checkout))
 
+    _assert_named("a log message family", _add_log_family(checkout))
+    unread = _run(checkout, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_log_families.py")
+    assert unread.returncode != 0 and "canary_stopped_singing" in unread.stdout, (
+        "a log family no rule reads was not refused:\n" + unread.stdout[-3000:]
+    )
+    silent = _run(checkout, "-m", "bnbdoctor", "explain", LOG_FILE, "--json")
+    assert "canary_stopped_singing" in silent.stdout, silent.stdout[-2000:] + silent.stderr  # recognised ...
+    assert "BNB598" not in silent.stdout  # ... but nothing reads it yet
+    _assert_named("a log-side rule", _add_log_rule(checkout))
+
     pages = _run(checkout, "-m", "bnbdoctor.ruledocs")  # the "then" step of the rule's row
     assert pages.returncode == 0, pages.stdout + pages.stderr
     assert "docs/rules/BNB199.md" in pages.stdout
+
+    explained = _run(checkout, "-m", "bnbdoctor", "explain", LOG_FILE, "--json")
+    top = json.loads(explained.stdout)["findings"][0]
+    assert (top["rule_id"], top["title"]) == ("BNB598", "the canary stopped singing"), explained.stdout[-2000:]
 
     fired = _run(checkout, "-m", "bnbdoctor", "--fixture", "a100-healthy", "--rule", "BNB199", "--canary")
     assert fired.returncode == 0 and fired.stdout == "canary: no findings\n", fired.stdout + fired.stderr

@@ -4,18 +4,24 @@ real cextension.py / cuda_setup at each tag (bnb_internals.md §1.3-1.4) and the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bnbdoctor.knowledge.releases import kernel_runs_on, nearest_recorded_wheel, recorded_wheels
 from bnbdoctor.knowledge.selection import (
+    LibrarySelection,
     SelectionInput,
     override_reaching,
     override_variable,
-    select_library,
     tag_misbuilt,
     underlying_selection,
 )
+
+
+def select(*, shipped: list[str], **inputs: Any) -> LibrarySelection | None:
+    """The predicted choice for these inputs (``shipped`` as the list a test writes)."""
+    return SelectionInput(shipped=tuple(shipped), **inputs).select()
 
 
 def files(version: str, os_name: str = "linux") -> list[str]:
@@ -34,7 +40,7 @@ def files(version: str, os_name: str = "linux") -> list[str]:
     ],
 )
 def test_050_nearest_same_major(torch_cuda: str, loaded: str) -> None:
-    sel = select_library(
+    sel = select(
         bnb_version="0.50.2",
         os_name="linux",
         shipped=files("0.50.2"),
@@ -48,7 +54,7 @@ def test_050_nearest_same_major(torch_cuda: str, loaded: str) -> None:
 
 
 def test_050_no_fallback_across_majors() -> None:
-    sel = select_library(
+    sel = select(
         bnb_version="0.50.2",
         os_name="linux",
         shipped=files("0.50.2"),
@@ -61,7 +67,7 @@ def test_050_no_fallback_across_majors() -> None:
 
 
 def test_050_empty_override_is_rejected() -> None:
-    sel = select_library(
+    sel = select(
         bnb_version="0.50.0",
         os_name="linux",
         shipped=files("0.50.2"),
@@ -75,7 +81,7 @@ def test_050_empty_override_is_rejected() -> None:
 
 
 def test_050_override_to_missing_version() -> None:
-    sel = select_library(
+    sel = select(
         bnb_version="0.50.2",
         os_name="linux",
         shipped=files("0.50.2"),
@@ -88,7 +94,7 @@ def test_050_override_to_missing_version() -> None:
 
 
 def test_049_rocm_714_becomes_84() -> None:
-    sel = select_library(
+    sel = select(
         bnb_version="0.49.2",
         os_name="linux",
         shipped=files("0.49.2"),
@@ -101,7 +107,7 @@ def test_049_rocm_714_becomes_84() -> None:
 
 
 def test_045_missing_binary_falls_back_to_cpu() -> None:
-    sel = select_library(
+    sel = select(
         bnb_version="0.45.5",
         os_name="linux",
         shipped=files("0.45.5"),
@@ -113,7 +119,7 @@ def test_045_missing_binary_falls_back_to_cpu() -> None:
 
 
 def test_041_nocublaslt_override_slicing_bug() -> None:
-    sel = select_library(
+    sel = select(
         bnb_version="0.41.1",
         os_name="linux",
         shipped=files("0.41.1"),
@@ -127,7 +133,7 @@ def test_041_nocublaslt_override_slicing_bug() -> None:
 
 
 def test_043_strip_digits_override_bug() -> None:
-    sel = select_library(
+    sel = select(
         bnb_version="0.43.3",
         os_name="linux",
         shipped=files("0.43.3"),
@@ -140,7 +146,7 @@ def test_043_strip_digits_override_bug() -> None:
 
 
 def test_windows_suffix_and_cpu_when_no_gpu() -> None:
-    sel = select_library(
+    sel = select(
         bnb_version="0.50.2",
         os_name="windows",
         shipped=files("0.50.2", "windows"),
@@ -149,7 +155,7 @@ def test_windows_suffix_and_cpu_when_no_gpu() -> None:
         highest_cc=(8, 6),
     )
     assert sel is not None and sel.loaded_file == "libbitsandbytes_cuda121.dll"
-    cpu = select_library(
+    cpu = select(
         bnb_version="0.50.2",
         os_name="linux",
         shipped=files("0.50.2"),
@@ -162,7 +168,7 @@ def test_windows_suffix_and_cpu_when_no_gpu() -> None:
 
 def test_live_bitsandbytes_on_this_machine_selects_cpu(bnb_dir: Path) -> None:
     shipped = sorted(p.name for p in bnb_dir.iterdir() if p.name.startswith("libbitsandbytes"))
-    sel = select_library(
+    sel = select(
         bnb_version="0.50.2", os_name="linux", shipped=shipped, torch_cuda=None, gpu_available=False, highest_cc=None
     )
     assert sel is not None and sel.loaded_file == "libbitsandbytes_cpu.so" and sel.exists

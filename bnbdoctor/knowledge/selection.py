@@ -86,25 +86,40 @@ def _split_tag(backend: str, digits: str) -> tuple[int, int]:
     return int(digits[:cut]), int(digits[cut:] or 0)
 
 
-def select_library(
-    *,
-    bnb_version: str | None,
-    os_name: str,
-    shipped: list[str],
-    torch_cuda: str | None,
-    torch_hip: str | None = None,
-    torch_xpu: str | None = None,
-    gpu_available: bool,
-    highest_cc: tuple[int, int] | None,
-    bnb_cuda_version: str | None = None,
-    bnb_rocm_version: str | None = None,
-) -> LibrarySelection | None:
+@dataclass(frozen=True, kw_only=True)
+class SelectionInput:
+    """Everything a release's library choice depends on (what :func:`select_library` reads)."""
+
+    bnb_version: str | None
+    os_name: str
+    shipped: tuple[str, ...]
+    torch_cuda: str | None
+    torch_hip: str | None = None
+    torch_xpu: str | None = None
+    gpu_available: bool
+    highest_cc: tuple[int, int] | None
+    bnb_cuda_version: str | None = None
+    bnb_rocm_version: str | None = None
+
+    def select(self) -> LibrarySelection | None:
+        return select_library(self)
+
+    def without_override(self) -> SelectionInput:
+        return replace(self, bnb_cuda_version=None, bnb_rocm_version=None)
+
+    def with_override(self, variable: str, value: str) -> SelectionInput:
+        if variable == "BNB_ROCM_VERSION":
+            return replace(self.without_override(), bnb_rocm_version=value)
+        return replace(self.without_override(), bnb_cuda_version=value)
+
+
+def select_library(inp: SelectionInput) -> LibrarySelection | None:
     """Predict the library choice; None when the bitsandbytes version is unknown."""
-    version = release_tuple(bnb_version)
+    version = release_tuple(inp.bnb_version)
     if version is None:
         return None
-    suffix = library_suffix(version, os_name)
-    files = set(shipped)
+    suffix = library_suffix(version, inp.os_name)
+    files = set(inp.shipped)
 
     def result(backend: str, name: str, outcome_if_missing: str, reason: str) -> LibrarySelection:
         exists = name in files
@@ -118,28 +133,34 @@ def select_library(
         )
 
     cpu_name = f"libbitsandbytes_cpu{suffix}"
-    if torch_xpu and version >= (0, 48, 0):
-        year = re.match(r"\d{4}", torch_xpu)
+    if inp.torch_xpu and version >= (0, 48, 0):
+        year = re.match(r"\d{4}", inp.torch_xpu)
         names = ([f"libbitsandbytes_xpu{year.group(0)}{suffix}"] if year and version >= NEAREST else []) + [
             f"libbitsandbytes_xpu{suffix}"
         ]
         for name in names:
             if name in files:
                 return result("xpu", name, "error_on_first_call", "torch is an XPU build")
-        return result("xpu", names[0], "error_on_first_call", "torch is an XPU build, and no XPU library is shipped")
+        return result(
+            "xpu", names[0], "error_on_first_call", "torch is an XPU build, and no XPU library is inp.shipped"
+        )
 
-    runtime_text = torch_hip if (torch_hip and version >= EXACT) else torch_cuda
-    backend = "rocm" if (torch_hip and version >= EXACT) else "cuda"
+    runtime_text = inp.torch_hip if (inp.torch_hip and version >= EXACT) else inp.torch_cuda
+    backend = "rocm" if (inp.torch_hip and version >= EXACT) else "cuda"
     runtime = major_minor(runtime_text)
-    if runtime is None or not gpu_available:
+    if runtime is None or not inp.gpu_available:
         why = "torch has no CUDA/ROCm build" if runtime is None else "torch cannot see a GPU"
         return result("cpu", cpu_name, "error_on_first_call" if version >= EXACT else "import_error", why)
 
     if version < CPU_FALLBACK:
-        return _legacy(version, suffix, files, runtime, highest_cc, bnb_cuda_version)
+        return _legacy(version, suffix, files, runtime, inp.highest_cc, inp.bnb_cuda_version)
     if version < NEAREST:
-        return _cpu_fallback_or_exact(version, suffix, files, backend, runtime, highest_cc, bnb_cuda_version, cpu_name)
-    return _nearest(backend, suffix, files, runtime, bnb_cuda_version if backend == "cuda" else bnb_rocm_version)
+        return _cpu_fallback_or_exact(
+            version, suffix, files, backend, runtime, inp.highest_cc, inp.bnb_cuda_version, cpu_name
+        )
+    return _nearest(
+        backend, suffix, files, runtime, inp.bnb_cuda_version if backend == "cuda" else inp.bnb_rocm_version
+    )
 
 
 def _legacy(
@@ -305,44 +326,6 @@ def _nearest(
         message=f"No prebuilt binary for {backend.upper()} {runtime[0]}.{runtime[1]}, loading "
         f"{backend.upper()} {major}.{minor} instead. Set {variable} to override.",
     )
-
-
-@dataclass(frozen=True)
-class SelectionInput:
-    """Everything a release's library choice depends on (the arguments of :func:`select_library`)."""
-
-    bnb_version: str | None
-    os_name: str
-    shipped: tuple[str, ...]
-    torch_cuda: str | None
-    torch_hip: str | None
-    torch_xpu: str | None
-    gpu_available: bool
-    highest_cc: tuple[int, int] | None
-    bnb_cuda_version: str | None = None
-    bnb_rocm_version: str | None = None
-
-    def select(self) -> LibrarySelection | None:
-        return select_library(
-            bnb_version=self.bnb_version,
-            os_name=self.os_name,
-            shipped=list(self.shipped),
-            torch_cuda=self.torch_cuda,
-            torch_hip=self.torch_hip,
-            torch_xpu=self.torch_xpu,
-            gpu_available=self.gpu_available,
-            highest_cc=self.highest_cc,
-            bnb_cuda_version=self.bnb_cuda_version,
-            bnb_rocm_version=self.bnb_rocm_version,
-        )
-
-    def without_override(self) -> SelectionInput:
-        return replace(self, bnb_cuda_version=None, bnb_rocm_version=None)
-
-    def with_override(self, variable: str, value: str) -> SelectionInput:
-        if variable == "BNB_ROCM_VERSION":
-            return replace(self.without_override(), bnb_rocm_version=value)
-        return replace(self.without_override(), bnb_cuda_version=value)
 
 
 def override_variable(bnb_version: str | None, backend: str) -> str | None:

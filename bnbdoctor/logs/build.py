@@ -37,6 +37,7 @@ from bnbdoctor.facts import (
     TorchArchFacts,
     TorchFacts,
 )
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.signatures import CONSEQUENCE, FACT, NOISE, ROOT, SIGNATURES
 from bnbdoctor.logs.clean import ReadStats
 from bnbdoctor.logs.state import MAX_MATCHES_PER_SIGNATURE, LogState
@@ -94,7 +95,7 @@ def platform_facts(state: LogState) -> PlatformFacts | None:
         if seen.wsl:
             platform.wsl = 2
             platform.wsl_lib_dir = "/usr/lib/wsl/lib"
-            platform.wsl_lib_on_loader_path = False if state.seen("libcuda_not_found") else None
+            platform.wsl_lib_on_loader_path = False if state.seen(S.LIBCUDA_NOT_FOUND) else None
         if seen.jetson:
             platform.jetson_release = seen.jetson
     return platform
@@ -310,7 +311,7 @@ def _whole_log_signatures(state: LogState, gpu: GpuFacts | None) -> None:
         named = state.gpu.named
         line = min(n for _i, _c, n in named.values()) if named else (state.gpu.highest_cc or ((0, 0), 1))[1]
         state.match(
-            "mixed_gpu_generations", line, "GPUs: " + ", ".join(f"{d.name} (cc {d.cc_text})" for d in gpu.devices)
+            S.MIXED_GPU_GENERATIONS, line, "GPUs: " + ", ".join(f"{d.name} (cc {d.cc_text})" for d in gpu.devices)
         )
 
 
@@ -338,7 +339,7 @@ def _unrecognised_errors(state: LogState) -> None:
     }
     for number, text in state.errors:
         if not any(n in named for n in range(number, number + _MESSAGE_LINES + 1)):
-            state.match("unrecognised_error", number, text)
+            state.match(S.UNRECOGNISED_ERROR, number, text)
 
 
 def build_facts(state: LogState, stats: ReadStats | None = None) -> Facts:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from bnbdoctor.facts import AbiNeed, LogMatch
-from bnbdoctor.knowledge.signatures import SIGNATURES
+from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.signatures import SignatureId
 from bnbdoctor.logs.tokens import dirname
 
 #: Lines kept per signature in facts.log.matches (the count of all of them is in the report source).
@@ -185,11 +186,13 @@ class LogState:
         self.lines_not_matched = 0  # lines holding an anchor past a block's budget (logs.extract)
 
     # ------------------------------------------------------------------ recognised lines
-    def match(self, signature: str, number: int, line: str) -> None:
-        """Record that ``line`` belongs to ``signature``."""
-        if signature not in SIGNATURES:  # a collector's typo, not the log's fault
-            raise ValueError(f"{signature!r} is not a log signature in bnbdoctor/knowledge/signatures.py")
+    def match(self, signature: SignatureId, number: int, line: str, *, up_to: int | None = None) -> None:
+        """Record that ``line`` belongs to ``signature`` (a constant of :mod:`bnbdoctor.knowledge.signatures`).
+
+        ``up_to``: a context family that only needs its first few lines stops counting after them."""
         count = self.counts.get(signature, 0)
+        if up_to is not None and count >= up_to:
+            return
         self.counts[signature] = count + 1
         if count < MAX_MATCHES_PER_SIGNATURE:
             text = line.strip()
@@ -203,10 +206,10 @@ class LogState:
         else:
             self.errors[-1] = entry
 
-    def seen(self, *signatures: str) -> bool:
+    def seen(self, *signatures: SignatureId) -> bool:
         return any(s in self.counts for s in signatures)
 
-    def count(self, signature: str) -> int:
+    def count(self, signature: SignatureId) -> int:
         return self.counts.get(signature, 0)
 
     # ------------------------------------------------------------------ shared by several collectors
@@ -223,4 +226,4 @@ class LogState:
         if highest:
             self.gpu.highest_cc = (cc, number)
         if cc < (6, 0):
-            self.match("gpu_below_minimum_cc", number, line)
+            self.match(S.GPU_BELOW_MINIMUM_CC, number, line)

@@ -158,7 +158,8 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         docs.add_row("  docs", Text(finding.doc, style="dim"))
         console.print(docs)
         console.print()
-    # An exception line no family names is listed in the matches (signature "unrecognised_error"), not recognised.
+    # An exception line no family names is listed in the matches (signature "unrecognised_error"), not recognised;
+    # render sits below knowledge/ (the layers contract), so it compares the public id a report carries.
     matched = len([m for m in facts.log.matches if m.signature != "unrecognised_error"]) if facts.log else 0
     errors, warnings, info = report.summary.errors, report.summary.warnings, report.summary.info
     console.print(

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Check, Severity
+from bnbdoctor.knowledge.signatures import SignatureId
 
 #: Named premises: what some rules take for granted and another rule's error finding refutes. Each
 #: value says, as a sentence that holds when the premise does, what the premise is. Names are
@@ -58,7 +59,7 @@ class LogGate:
     """
 
     why: str
-    signatures: tuple[str, ...] = ()
+    signatures: tuple[SignatureId, ...] = ()
     shows: Callable[[Facts], bool] | None = None
 
     def admits(self, facts: Facts, seen: set[str]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from bnbdoctor.facts import Facts, LogMatch
 from bnbdoctor.findings import Evidence
 from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
-from bnbdoctor.knowledge.signatures import CONSEQUENCE, ROOT, SIGNATURES
+from bnbdoctor.knowledge.signatures import CONSEQUENCE, ROOT, SIGNATURES, SignatureId
 from bnbdoctor.knowledge.versions import release_tuple
 
 #: Families of the native-library load chain and of the GPU/driver chain whose presence explains
@@ -19,7 +19,7 @@ LOADER_ROOTS = tuple(
 )
 
 
-def matches(facts: Facts, *signatures: str) -> list[LogMatch]:
+def matches(facts: Facts, *signatures: SignatureId) -> list[LogMatch]:
     """The recorded lines of these signatures, in log order."""
     if facts.log is None:
         return []
@@ -27,19 +27,19 @@ def matches(facts: Facts, *signatures: str) -> list[LogMatch]:
     return [m for m in facts.log.matches if m.signature in wanted]
 
 
-def seen(facts: Facts, *signatures: str) -> bool:
+def seen(facts: Facts, *signatures: SignatureId) -> bool:
     if facts.log is None:
         return False
     wanted = set(signatures)
     return any(m.signature in wanted for m in facts.log.matches)
 
 
-def first(facts: Facts, *signatures: str) -> LogMatch | None:
+def first(facts: Facts, *signatures: SignatureId) -> LogMatch | None:
     found = matches(facts, *signatures)
     return found[0] if found else None
 
 
-def line_evidence(facts: Facts, *signatures: str, limit: int = 3) -> list[Evidence]:
+def line_evidence(facts: Facts, *signatures: SignatureId, limit: int = 3) -> list[Evidence]:
     """Evidence items quoting the first ``limit`` matching lines (distinct texts)."""
     out: list[Evidence] = []
     texts: set[str] = set()

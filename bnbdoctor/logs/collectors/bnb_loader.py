@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import LIB
 from bnbdoctor.logs.state import MAX_TEXT, LogState, keep
@@ -21,20 +22,21 @@ COLLECTOR = Collector("bitsandbytes loader")
 #: What ends a path read backwards from a file name (``\\S`` in the expressions these loops replace).
 _SPACE = " \t\n\r\f\v"
 collects = COLLECTOR.collects
+recognises = COLLECTOR.recognises
 
 
 def _cuda_version_seen(state: LogState, cuda: str | None, number: int, line: str) -> None:
     if cuda and cuda[0].isdigit() and int(cuda.split(".")[0]) < 11:
-        state.match("cuda_older_than_11", number, line)
+        state.match(S.CUDA_OLDER_THAN_11, number, line)
 
 
 def _selected(state: LogState, path: str, number: int, line: str) -> None:
     state.bnb_path(path)
     keep(state.bnb.selected, (path, number))
     state.recent.bnb_message = number
-    state.match("bnb_library_selected", number, line)
+    state.match(S.BNB_LIBRARY_SELECTED, number, line)
     if "libbitsandbytes_cpu" in path:
-        state.match("cpu_library_selected", number, line)
+        state.match(S.CPU_LIBRARY_SELECTED, number, line)
 
 
 def _library_cuda(state: LogState, name: str, number: int, line: str) -> None:
@@ -45,7 +47,6 @@ def _library_cuda(state: LogState, name: str, number: int, line: str) -> None:
 
 
 @collects(
-    "bnb_binary_not_found",
     ("bitsandbytes", "binary not found", "No compatible"),
     r"Could not find the bitsandbytes (?P<backend>\w{1,10}) binary at\s*(?:\w{0,10}Path\(\s*)?"
     r"(?:'(?P<qpath>[^']{1,1000})'|(?P<path>\S{1,1000}))",
@@ -61,12 +62,11 @@ def bnb_binary_not_found(state: LogState, m: re.Match[str], number: int, line: s
     if name.startswith("libbitsandbytes"):
         state.bnb_path(path)
         state.bnb.library_absent(name)
-    state.match("bnb_cpu_library_not_found" if "_cpu" in name else "bnb_library_not_found", number, line)
+    state.match(S.BNB_CPU_LIBRARY_NOT_FOUND if "_cpu" in name else S.BNB_LIBRARY_NOT_FOUND, number, line)
     _library_cuda(state, name, number, line)
 
 
 @collects(
-    "required_library_not_found",
     ("version not found", "Library not found"),
     rf"Required library version not found:\s*(?P<file>{LIB})",
     rf"Library not found:\s*(?P<path>\S{{0,1000}}?{LIB})",
@@ -81,124 +81,114 @@ def required_library_not_found(state: LogState, m: re.Match[str], number: int, l
         state.bnb.set_era("fallback")
     state.bnb.library_absent(name)
     state.recent.bnb_message = number
-    state.match("bnb_cpu_library_not_found" if "_cpu" in name else "bnb_library_not_found", number, line)
+    state.match(S.BNB_CPU_LIBRARY_NOT_FOUND if "_cpu" in name else S.BNB_LIBRARY_NOT_FOUND, number, line)
     _library_cuda(state, name, number, line)
 
 
-@collects("loading_binary", "Loading binary", rf"Loading binary\s{{1,8}}(?P<path>.{{0,1000}}?{LIB})")
+@collects("Loading binary", rf"Loading binary\s{{1,8}}(?P<path>.{{0,1000}}?{LIB})")
 def loading_binary(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.set_era("legacy")
     _selected(state, m.group("path").strip(), number, line)
 
 
-@collects("bin_line", "libbitsandbytes_", rf"^\s*bin\s+(?P<path>\S.{{0,1000}}?{LIB})\s*$")
+@collects("libbitsandbytes_", rf"^\s*bin\s+(?P<path>\S.{{0,1000}}?{LIB})\s*$")
 def bin_line(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.set_era("legacy")
     _selected(state, m.group("path").strip(), number, line)
 
 
-@collects(
-    "cpu_defaulting",
+recognises(
+    S.CPU_LIBRARY_SELECTED,
     ("libbitsandbytes_cpu", "CPU-only"),
     r"Defaulting to libbitsandbytes_cpu|Proceeding to load CPU-only library",
+    bnb=True,
 )
-def cpu_defaulting(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("cpu_library_selected", number, line)
 
 
 @collects(
-    "compiled_without_gpu",
     ("without GPU support", "only available on CUDA"),
     r"compiled without GPU support|8-bit optimizer is not available on your device",
+    records=S.COMPILED_WITHOUT_GPU_SUPPORT,
+    bnb=True,
 )
 def compiled_without_gpu(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("compiled_without_gpu_support", number, line)
     for head in heads_before(line, "cextension.py", _SPACE, 513):
         if head.endswith(("bitsandbytes/", "bitsandbytes\\")):
             state.bnb_path(head + "cextension.py")
             break
 
 
-@collects("none_attribute", "has no attribute", r"'NoneType' object has no attribute '(?P<attr>\w{1,80})'")
+@collects("has no attribute", r"'NoneType' object has no attribute '(?P<attr>\w{1,80})'")
 def none_attribute(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     attribute = m.group("attr")
     if attribute == "split":
         if "bitsandbytes" in line or "native library" in line or "cuda_specs" in line:
-            state.match("torch_cuda_none", number, line)
+            state.match(S.TORCH_CUDA_NONE, number, line)
             state.torch.cpu = True
     elif attribute.startswith("c"):  # cquantize_..., cint8_vector_quant, cuDeviceGetCount
         state.bnb.seen = True
-        state.match("native_library_unavailable", number, line)
+        state.match(S.NATIVE_LIBRARY_UNAVAILABLE, number, line)
 
 
 @collects(
-    "native_unavailable",
     ("bitsandbytes native library", "CPU-only"),
     r"Attempted to use bitsandbytes native library functionality"
     r"|not available in CPU-only version of bitsandbytes",
+    bnb=True,
 )
 def native_unavailable(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     state.bnb.set_era("exact")
-    state.match("native_library_unavailable", number, line)
+    state.match(S.NATIVE_LIBRARY_UNAVAILABLE, number, line)
 
 
-@collects(
-    "cuda_setup_failed",
+recognises(
+    S.CUDA_SETUP_FAILED,
     ("CUDA",),
     r"CUDA Setup failed despite (?:GPU|CUDA) being available|CUDA SETUP: Setup Failed!|CUDA detection failed"
     r"|Something unexpected happened\. Please compile from source"
     r"|The main issue seems to be that the main CUDA (?:runtime )?library was not detected",
+    bnb=True,
 )
-def cuda_setup_failed(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("cuda_setup_failed", number, line)
 
 
 @collects(
-    "load_error",
     ("bitsandbytes",),
     r"(?:Could not load bitsandbytes native library|bitsandbytes library load error):\s*(?P<err>.{0,2000})",
+    bnb=True,
 )
 def load_error(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     state.recent.bnb_message = number
     state.bnb.set_era("exact" if "library load error" in line else "fallback")
-    state.match("native_load_error", number, line)
+    state.match(S.NATIVE_LOAD_ERROR, number, line)
     error = m.group("err").strip()
     if error:
         keep(state.load.errors, error)
 
 
-@collects(
-    "not_compiled",
+recognises(
+    S.BNB_NOT_COMPILED,
     ("bitsandbytes", "str2optimizer"),
     r"Forgot to compile the bitsandbytes library|name 'str2optimizer(?:32|8)bit\w{0,20}' is not defined",
+    bnb=True,
 )
-def not_compiled(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("bnb_not_compiled", number, line)
 
 
 @collects(
-    "override",
     ("BNB_",),
     r"(?P<var>BNB_(?:CUDA|ROCM)_VERSION)=(?P<value>\d{1,6}) environment variable detected",
     r"Loading CUDA version: (?P<var>BNB_CUDA_VERSION)=(?P<value>\d{1,6})",
     r"(?P<var>BNB_(?:CUDA|ROCM)_VERSION)=(?P<value>'[^']{0,20}'|\S{0,20}): value must be digits only",
     r"(?P<var>BNB_CUDA_VERSION)=(?P<value>\d{0,6}) detected for ROCm",
     r"Manual override via (?P<var>BNB_CUDA_VERSION) env variable detected",
+    bnb=True,
 )
 def override(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     groups = m.groupdict()
     variable = groups["var"]
     value = groups.get("value")
     if value is not None:
         state.env[variable] = value.strip("'\"")
-    state.match("bnb_cuda_version_override", number, line)
+    state.match(S.BNB_CUDA_VERSION_OVERRIDE, number, line)
     if "digits only" in line or "detected for ROCm" in line:
         state.bnb.override_rejected = line.strip()[:MAX_TEXT]
         if "digits only" in line:
@@ -213,64 +203,60 @@ def override(state: LogState, m: re.Match[str], number: int, line: str) -> None:
 
 
 @collects(
-    "legacy_libcudart",
     "not found in any environmental path",
     r"(?:libcudart\.so|CUDA runtime files) not found in any environmental path",
+    bnb=True,
 )
 def legacy_libcudart(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     if "libcudart.so" in line:
         state.bnb.legacy = True
         state.bnb.set_era("legacy")
-    state.match("legacy_libcudart_not_found", number, line)
+    state.match(S.LEGACY_LIBCUDART_NOT_FOUND, number, line)
 
 
-@collects("did_not_contain", "did not contain", r"did not contain\s*\[?'?(?:libcudart|cudart64)")
-def did_not_contain(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("legacy_path_did_not_contain", number, line)
+recognises(S.LEGACY_PATH_DID_NOT_CONTAIN, "did not contain", r"did not contain\s*\[?'?(?:libcudart|cudart64)", bnb=True)
 
 
 @collects(
-    "nonexistent",
     "non-existent",
     r"listed in your path (?:were|was|is) found to be non-existent"
     r"|directory listed in your path is found to be non-existent",
+    records=S.NONEXISTENT_PATHS,
+    bnb=True,
 )
 def nonexistent(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("nonexistent_paths", number, line)
     if "WindowsPath(" in line:
         state.platform.os_votes["windows"] += 3
     elif "PosixPath(" in line:
         state.platform.os_votes["linux"] += 1
 
 
-@collects("duplicates", "Found duplicate", r"Found duplicate (?:\[[^\]]{0,300}\] files|CUDA runtime files)")
+@collects(
+    "Found duplicate",
+    r"Found duplicate (?:\[[^\]]{0,300}\] files|CUDA runtime files)",
+    records=S.DUPLICATE_CUDA_RUNTIMES,
+    bnb=True,
+)
 def duplicates(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("duplicate_cuda_runtimes", number, line)
     torch_default = re.search(r"PyTorch default (?:CUDA runtime|libcudart\.so), which is (\d{1,2}\.\d)", line)
     if torch_default:
         state.torch.cuda = torch_default.group(1)
 
 
-@collects("cuda_lt_11", "CUDA version lower", r"CUDA version lower than 11 (?:are|is) currently not supported")
+@collects("CUDA version lower", r"CUDA version lower than 11 (?:are|is) currently not supported", bnb=True)
 def cuda_lt_11(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     state.bnb.set_era("legacy")
-    state.match("cuda_older_than_11", number, line)
+    state.match(S.CUDA_OLDER_THAN_11, number, line)
 
 
 @collects(
-    "torch_settings",
     "CUDA_VERSION=",
     r"PyTorch settings found: CUDA_VERSION=(?P<cuda>\d{2,4}), Highest Compute Capability: "
     r"\(?(?P<major>\d{1,2})(?:\.|,\s*)(?P<minor>\d{1,2})",
+    records=S.TORCH_CUDA_SETTINGS,
+    bnb=True,
 )
 def torch_settings(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("torch_cuda_settings", number, line)
     state.torch.cuda = cuda_from_digits(m.group("cuda"))
     _cuda_version_seen(state, state.torch.cuda, number, line)
     state.gpu_cc((int(m.group("major")), int(m.group("minor"))), number, line, highest=True)
@@ -278,59 +264,54 @@ def torch_settings(state: LogState, m: re.Match[str], number: int, line: str) ->
 
 
 @collects(
-    "cuda_specs",
     "CUDASpecs",
     r"CUDASpecs\(highest_compute_capability=\((?P<major>\d{1,2}), (?P<minor>\d{1,2})\), "
     r"cuda_version_string='(?P<cuda>\d{2,4})'",
+    bnb=True,
 )
 def cuda_specs(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     state.bnb.set_era("fallback")
-    state.match("torch_cuda_settings", number, line)
+    state.match(S.TORCH_CUDA_SETTINGS, number, line)
     state.torch.cuda = cuda_from_digits(m.group("cuda"))
     _cuda_version_seen(state, state.torch.cuda, number, line)
     state.gpu_cc((int(m.group("major")), int(m.group("minor"))), number, line, highest=True)
 
 
 @collects(
-    "highest_cc",
     "among GPUs",
     r"Highest compute capability among GPUs detected: (?P<major>\d{1,2})\.(?P<minor>\d{1,2})",
+    bnb=True,
 )
 def highest_cc(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     state.bnb.set_era("legacy")
-    state.match("compute_capability", number, line)
+    state.match(S.COMPUTE_CAPABILITY, number, line)
     state.gpu_cc((int(m.group("major")), int(m.group("minor"))), number, line, highest=True)
 
 
-@collects("detected_cuda", "CUDA version", r"Detected CUDA version (?P<cuda>\d{2,4})")
+@collects("CUDA version", r"Detected CUDA version (?P<cuda>\d{2,4})", bnb=True)
 def detected_cuda(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     state.bnb.set_era("legacy")
     state.bnb.detected_cuda = cuda_from_digits(m.group("cuda"))
-    state.match("detected_cuda_version", number, line)
+    state.match(S.DETECTED_CUDA_VERSION, number, line)
     _cuda_version_seen(state, state.bnb.detected_cuda, number, line)
 
 
-@collects("runtime_path", "CUDA runtime", r"CUDA runtime path found: (?P<path>.{1,1000})")
+@collects("CUDA runtime", r"CUDA runtime path found: (?P<path>.{1,1000})", bnb=True)
 def runtime_path(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     state.bnb.set_era("legacy")
-    state.match("cuda_runtime_path", number, line)
+    state.match(S.CUDA_RUNTIME_PATH, number, line)
 
 
 @collects(
-    "legacy_marker",
     ("cuda_setup", "CUDA SETUP: ", "bitsandbytes"),
     r"bitsandbytes[/\\]cuda_setup[/\\]"
     r"|CUDA SETUP: (?:Loading binary|Detected CUDA version|CUDA runtime path found|Required library version"
     r"|Highest compute capability|PyTorch settings found: CUDA_VERSION=\d+, Highest Compute Capability: \d)"
     r"|Welcome to bitsandbytes\. For bug reports",
     evidence=40,
+    bnb=True,
 )
 def legacy_marker(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     state.bnb.legacy = True
     state.bnb.set_era("legacy")
     if "cuda_setup" in m.group(0):
@@ -339,5 +320,5 @@ def legacy_marker(state: LogState, m: re.Match[str], number: int, line: str) -> 
                 state.bnb.location = head[:-1].lstrip("'\"(")
                 state.python.add_site_packages(state.bnb.location + "/")
                 break
-    if state.count("bnb_legacy_loader") < 3:
-        state.match("bnb_legacy_loader", number, line)
+    if state.count(S.BNB_LEGACY_LOADER) < 3:
+        state.match(S.BNB_LEGACY_LOADER, number, line)

@@ -9,52 +9,47 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.state import LogState
 
 COLLECTOR = Collector("context")
 collects = COLLECTOR.collects
+recognises = COLLECTOR.recognises
 
 #: Lines recorded per context family.
 _KEPT = 3
 
 
-@collects(
-    "device_map",
+recognises(
+    S.DEVICE_MAP_ARGUMENT,
     "device_map",
     r"device_map\s*=\s*['\"]?(?P<device_map>auto|balanced_low_0|balanced|sequential|\{)",
     evidence=20,
+    up_to=_KEPT,
 )
-def device_map(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    if state.count("device_map_argument") < _KEPT:
-        state.match("device_map_argument", number, line)
 
 
-@collects(
-    "quantization",
+recognises(
+    S.QUANTIZATION_CONFIG,
     ("4bit", "8bit"),
     r"load_in_(?P<bits>4|8)bit|bnb_(?P<bits2>4)bit|quantizer_bnb_(?P<bits3>4|8)bit|Linear(?P<bits4>4)bit"
     r"|Linear(?P<bits5>8)bitLt|matmul_(?P<bits6>4)bit|BitsAndBytesConfig|Params4bit|Int8Params",
     evidence=40,
+    up_to=_KEPT,
 )
-def quantization(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    if state.count("quantization_config") < _KEPT:
-        state.match("quantization_config", number, line)
 
 
-@collects(
-    "model_id",
+recognises(
+    S.MODEL_ID,
     "from_pretrained",
     r"from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?['\"](?P<model>[\w.-]{1,100}/[\w.-]{1,200})['\"]",
     evidence=5,
+    up_to=_KEPT,
 )
-def model_id(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    if state.count("model_id") < _KEPT:
-        state.match("model_id", number, line)
 
 
 @collects(
-    "notebook",
     ("/content/", "<ipython-input", "ipykernel"),
     r"ipykernel|google\.colab|/content/|<ipython-input|Cell In\[|localhost:8080|jupyter",
     evidence=5,
@@ -62,5 +57,4 @@ def model_id(state: LogState, m: re.Match[str], number: int, line: str) -> None:
 def notebook(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.notebook = True
     state.platform.os_votes["linux"] += "/content/" in line
-    if state.count("notebook") < 2:
-        state.match("notebook", number, line)
+    state.match(S.NOTEBOOK, number, line, up_to=2)

@@ -23,7 +23,7 @@ collects = COLLECTOR.collects
 _PREFIX = re.compile(r"^(?:>\s?)*(?:E\s{1,8})?")
 
 
-@collects("exception_line", ("Error", "Exception"), r"(?:Error|Exception)(?::|\s*$)")
+@collects(("Error", "Exception"), r"(?:Error|Exception)(?::|\s*$)")
 def exception_line(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     text = _PREFIX.sub("", line.strip()).strip()
     found = EXCEPTION.match(text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.gpus import find_gpus
 from bnbdoctor.logs.state import LogState
@@ -21,7 +22,6 @@ _MAX_GPUS = 16
 
 
 @collects(
-    "gpu_name",
     ("NVIDIA", "Tesla", "GeForce", "GPU", "Quadro", "TITAN"),
     r"(?:NVIDIA|Tesla|GeForce|Quadro|TITAN|GPU \d{1,2}:)",
     r"Found GPU\d{1,2} ",
@@ -32,6 +32,6 @@ def gpu_name(state: LogState, m: re.Match[str], number: int, line: str) -> None:
         key = f"{gpu.number}:{gpu.name}" if gpu.number is not None else gpu.name
         if key not in state.gpu.named and len(state.gpu.named) < _MAX_GPUS:
             state.gpu.named[key] = (gpu.number, gpu.cc, number)
-            state.match("gpu_name", number, line)
+            state.match(S.GPU_NAME, number, line)
             if gpu.cc is not None:
                 state.gpu_cc(gpu.cc, number, line, highest=False)

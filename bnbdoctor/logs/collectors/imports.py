@@ -9,59 +9,56 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.state import LogState
 
 COLLECTOR = Collector("imports")
 collects = COLLECTOR.collects
+recognises = COLLECTOR.recognises
 
 
-@collects("triton_ops", ("triton.o",), r"No module named '?triton\.o(?:ps)?|from triton\.ops\b|import triton\.ops\b")
-def triton_ops(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.match("triton_ops_missing", number, line)
+recognises(
+    S.TRITON_OPS_MISSING, ("triton.o",), r"No module named '?triton\.o(?:ps)?|from triton\.ops\b|import triton\.ops\b"
+)
 
 
-@collects("no_module", "No module", r"No module named '?(?P<module>[\w.]{1,100})'?")
+@collects("No module", r"No module named '?(?P<module>[\w.]{1,100})'?")
 def no_module(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     module = m.group("module").split(".")[0]
     if m.group("module").startswith("triton.o"):
         return
     if module == "scipy":
-        state.match("scipy_missing", number, line)
+        state.match(S.SCIPY_MISSING, number, line)
     elif module == "torch":
         state.torch.missing = True
-        state.match("torch_not_installed", number, line)
+        state.match(S.TORCH_NOT_INSTALLED, number, line)
     elif m.group("module") == "bitsandbytes":
         state.bnb.missing = True
-        state.match("bnb_not_installed", number, line)
+        state.match(S.BNB_NOT_INSTALLED, number, line)
     elif module == "bitsandbytes":  # the package imports, one of its modules does not: two releases' files
         state.bnb.seen = True
-        state.match("bnb_submodule_missing", number, line)
+        state.match(S.BNB_SUBMODULE_MISSING, number, line)
 
 
-@collects(
-    "cannot_import_name",
+recognises(
+    S.STALE_BNB_MODULES,
     ("cannot import", "not import"),
     r"cannot import name '(?P<name>\w{1,100})' from '(?P<module>bitsandbytes[\w.]{0,100})'",
     r"can(?:'t| ?not) import '?(?P<name>sync_gpu)\b",
+    bnb=True,
 )
-def cannot_import_name(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("stale_bnb_modules", number, line)
 
 
-@collects(
-    "transformers_importerror",
+recognises(
+    S.TRANSFORMERS_BNB_IMPORTERROR,
     ("bitsandbytes",),
     r"Using `?bitsandbytes`? (?:\d-bit )?quantization requires(?! bitsandbytes\b)"
     r"|requires the latest version of bitsandbytes",
 )
-def transformers_importerror(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.match("transformers_bnb_importerror", number, line)
 
 
 @collects(
-    "transformers_bnb_minimum",
     ("requires bitsandbytes",),
     r"quantization requires bitsandbytes\W{1,8}pip install[^`]{0,40}?"
     r"bitsandbytes\s*>=\s*(?P<minimum>\d+(?:\.\d+){1,3})",
@@ -69,4 +66,4 @@ def transformers_importerror(state: LogState, m: re.Match[str], number: int, lin
 def transformers_bnb_minimum(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """transformers 5's quantizers name their minimum bitsandbytes in the ImportError they raise."""
     state.python.bnb_minimum = m.group("minimum")
-    state.match("transformers_bnb_minimum", number, line)
+    state.match(S.TRANSFORMERS_BNB_MINIMUM, number, line)

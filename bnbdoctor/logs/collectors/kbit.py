@@ -26,70 +26,63 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import Q
 from bnbdoctor.logs.state import LogState
 
 COLLECTOR = Collector("kbit")
 collects = COLLECTOR.collects
+recognises = COLLECTOR.recognises
 
 #: The dtypes bitsandbytes stores quantized weights in (int8 for 8-bit, uint8 by default for 4-bit).
 _INTEGER_DTYPE = re.compile(r"^(?:torch\.)?u?int\d{1,2}$")
 
 
-@collects(
-    "quantizer_no_gpu",
+recognises(
+    S.QUANTIZER_NO_GPU,
     ("No GPU found", "available devices", "required but not available for bitsandbytes", "requires CUDA, but CUDA"),
     r"No GPU found\. A GPU is needed for quantization",
     r"None of the available devices `?available_devices = (?P<devices>None|set\(\)|\{[^}]{0,200}\})`? are supported"
     r" by the bitsandbytes",
     r"CUDA is required but not available for bitsandbytes",
     r"bitsandbytes \(<\s?\d+\.\d+(?:\.\d+)?\) requires CUDA, but CUDA is not available",
+    bnb=True,
 )
-def quantizer_no_gpu(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("quantizer_no_gpu", number, line)
 
 
-@collects(
-    "load_in_kbit_kwarg",
+recognises(
+    S.LOAD_IN_KBIT_KWARG_UNSUPPORTED,
     "unexpected keyword",
     rf"unexpected keyword argument\s*{Q}load_in_(?P<bits>4|8)bit{Q}",
 )
-def load_in_kbit_kwarg(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.match("load_in_kbit_kwarg_unsupported", number, line)
 
 
-@collects("load_in_kbit_wrapped", ("load_in_4bit", "load_in_8bit"), rf"^\s*{Q}?load_in_(?P<bits>4|8)bit{Q}?\s*$")
+@collects(("load_in_4bit", "load_in_8bit"), rf"^\s*{Q}?load_in_(?P<bits>4|8)bit{Q}?\s*$")
 def load_in_kbit_wrapped(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """The argument's name alone on a line, right after "unexpected keyword argument" (a wrapped message)."""
     if number - state.recent.unexpected_kwarg <= 1:
-        state.match("load_in_kbit_kwarg_unsupported", number, line)
+        state.match(S.LOAD_IN_KBIT_KWARG_UNSUPPORTED, number, line)
 
 
-@collects(
-    "kbit_model_moved",
+recognises(
+    S.KBIT_MODEL_MOVED,
     ("-bit`", "cast a bitsandbytes model", "supported for quantized model"),
     r"(?:`\.?(?P<call>to|cuda)(?:\(\))?`|Calling `(?P<called>to|cuda)\(\)`) is not supported for `(?P<bits>4|8)-bit`",
     r"You cannot cast a bitsandbytes model in a new `?dtype",
     r"`\.?(?P<cast>half|float)\(\)` is not supported for quantized model",
 )
-def kbit_model_moved(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.match("kbit_model_moved", number, line)
 
 
-@collects(
-    "kbit_model_other_device",
+recognises(
+    S.KBIT_MODEL_OTHER_DEVICE,
     "different device than the one you",
     r"You can.t train a model that has been loaded in (?P<bits>[48]-bit(?: or [48]-bit)?) precision on a different"
     r" device than the one you.re training on",
 )
-def kbit_model_other_device(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.match("kbit_model_other_device", number, line)
 
 
 @collects(
-    "fsdp_flatten",
     ("Cannot flatten integer dtype", "Must flatten tensors with uniform dtype"),
     r"Cannot flatten integer dtype tensors",
     r"Must flatten tensors with uniform dtype but got (?P<a>(?:torch\.)?\w{1,20}) and (?P<b>(?:torch\.)?\w{1,20})",
@@ -97,26 +90,23 @@ def kbit_model_other_device(state: LogState, m: re.Match[str], number: int, line
 def fsdp_flatten(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     pair = [m.groupdict().get("a"), m.groupdict().get("b")]
     if pair == [None, None] or any(d and _INTEGER_DTYPE.match(d) for d in pair):
-        state.match("fsdp_integer_flatten", number, line)
+        state.match(S.FSDP_INTEGER_FLATTEN, number, line)
 
 
-@collects(
-    "compute_dtype_fp32",
+recognises(
+    S.COMPUTE_DTYPE_FP32_SLOW,
     "bnb_4bit_compute_dtype",
     r"Input type into Linear4bit is (?:torch\.)?(?P<input>b?float16|half)[,.]? (?:but|and) "
     r"bnb_4bit_compute_dtype\s?=\s?(?:torch\.)?float32",
+    bnb=True,
 )
-def compute_dtype_fp32(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
-    state.match("compute_dtype_fp32_slow", number, line)
 
 
 @collects(
-    "wsl_ldconfig",
     "is not a symbolic link",
     r"ldconfig(?:\.real)?: (?P<path>\S{0,200}/wsl/lib/(?P<lib>lib[\w.+-]{1,60}\.so[\d.]{0,12})) is not a symbolic link",
 )
 def wsl_ldconfig(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.wsl = True
     state.platform.os_votes["linux"] += 1
-    state.match("wsl_ldconfig_not_symlink", number, line)
+    state.match(S.WSL_LDCONFIG_NOT_SYMLINK, number, line)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import AbiNeed
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import Q
 from bnbdoctor.logs.state import MAX_TEXT, LogState, keep, keep_new, put
@@ -23,6 +24,7 @@ DEVICE_STUB = re.compile(r"_Z\d+__device_stub__")
 
 COLLECTOR = Collector("loader")
 collects = COLLECTOR.collects
+recognises = COLLECTOR.recognises
 
 #: How many lines after a bitsandbytes load message a missing library is still attributed to it.
 BNB_CONTEXT_LINES = 6
@@ -86,20 +88,20 @@ def _missing_library(state: LogState, name: str, number: int, line: str) -> None
     kind = _library_kind(name)
     if kind == "bitsandbytes":
         state.bnb.library_absent(name)
-        state.match("bnb_cpu_library_not_found" if "_cpu" in name else "bnb_library_not_found", number, line)
+        state.match(S.BNB_CPU_LIBRARY_NOT_FOUND if "_cpu" in name else S.BNB_LIBRARY_NOT_FOUND, number, line)
         state.bnb.seen = True
         return
     if kind == "driver":
-        state.match("libcuda_not_found", number, line)
+        state.match(S.LIBCUDA_NOT_FOUND, number, line)
         return
     signature = {
-        "cuda": "cudart_not_found" if name.startswith(("libcudart", "cudart64")) else "cuda_library_not_found",
-        "rocm": "rocm_library_not_found",
-        "cxx_runtime": "system_library_not_found",
-        "oneapi": "oneapi_library_not_found",
+        "cuda": S.CUDART_NOT_FOUND if name.startswith(("libcudart", "cudart64")) else S.CUDA_LIBRARY_NOT_FOUND,
+        "rocm": S.ROCM_LIBRARY_NOT_FOUND,
+        "cxx_runtime": S.SYSTEM_LIBRARY_NOT_FOUND,
+        "oneapi": S.ONEAPI_LIBRARY_NOT_FOUND,
     }.get(kind)
     if signature is None and name.startswith(_OTHER_RUNTIMES):
-        signature = "system_library_not_found"
+        signature = S.SYSTEM_LIBRARY_NOT_FOUND
     if signature is None or not _in_bnb_context(state, number, line):
         if signature is not None:
             state.match(signature, number, line)
@@ -108,7 +110,7 @@ def _missing_library(state: LogState, name: str, number: int, line: str) -> None
     put(state.load.missing_deps, name, (kind, line.strip()[:MAX_TEXT]))
     keep(state.load.errors, line.strip())
     if kind == "oneapi" and _other_majors(state, name):
-        state.match("sycl_runtime_other_major", number, line)
+        state.match(S.SYCL_RUNTIME_OTHER_MAJOR, number, line)
 
 
 def _other_majors(state: LogState, name: str) -> list[str]:
@@ -117,7 +119,7 @@ def _other_majors(state: LogState, name: str) -> list[str]:
     return [path for soname, path in state.load.present.items() if soname != name and soname.startswith(stem + ".")]
 
 
-@collects("oneapi_soname_present", ("libsycl.so.", "libur_loader.so."), _ONEAPI_SONAME.pattern)
+@collects(("libsycl.so.", "libur_loader.so."), _ONEAPI_SONAME.pattern)
 def oneapi_soname_present(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """A path to a versioned SYCL runtime (``ls``, ``ldd`` or ``find`` output): the SONAME this machine provides."""
     for found in _ONEAPI_SONAME.finditer(line):
@@ -125,11 +127,10 @@ def oneapi_soname_present(state: LogState, m: re.Match[str], number: int, line: 
             put(state.load.present, found.group("name"), found.group("path"))
     missing = [n for n, (kind, _) in state.load.missing_deps.items() if kind == "oneapi" and _other_majors(state, n)]
     if missing:
-        state.match("sycl_runtime_other_major", number, line)
+        state.match(S.SYCL_RUNTIME_OTHER_MAJOR, number, line)
 
 
 @collects(
-    "version_not_found",
     "not found",
     rf"version\s*{Q}?(?P<symver>(?P<ns>GLIBCXX|CXXABI|GLIBC|GCC)_[\d.]{{1,20}}){Q}?\s*not found"
     r"(?:\s*\(required by\s*(?P<requirer>[^)\s]{1,1000}))?",
@@ -139,8 +140,8 @@ def version_not_found(state: LogState, m: re.Match[str], number: int, line: str)
     provider = token_before(line, m.start())
     library = basename(provider) or ("libc.so.6" if namespace == "GLIBC" else "libstdc++.so.6")
     requirer = (m.group("requirer") or "").rstrip(")")
-    signature = {"CXXABI": "cxxabi_version_not_found", "GLIBC": "glibc_version_not_found"}.get(
-        namespace, "glibcxx_version_not_found"
+    signature = {"CXXABI": S.CXXABI_VERSION_NOT_FOUND, "GLIBC": S.GLIBC_VERSION_NOT_FOUND}.get(
+        namespace, S.GLIBCXX_VERSION_NOT_FOUND
     )
     state.match(signature, number, line)
     if namespace == "GLIBC":
@@ -159,7 +160,7 @@ def version_not_found(state: LogState, m: re.Match[str], number: int, line: str)
         keep(state.load.errors, line.strip())
 
 
-@collects("cannot_open", "cannot open shared object file", r":\s*cannot open shared object file")
+@collects("cannot open shared object file", r":\s*cannot open shared object file")
 def cannot_open(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     token = token_before(line, m.start())
     name = basename(token)
@@ -171,7 +172,7 @@ def cannot_open(state: LogState, m: re.Match[str], number: int, line: str) -> No
     _missing_library(state, name, number, line)
 
 
-@collects("missing_dependency", ("CUDA SETUP ERROR", "SETUP ERROR"), r"Missing dependency:\s*(?P<lib>[\w+.-]{1,200})")
+@collects(("CUDA SETUP ERROR", "SETUP ERROR"), r"Missing dependency:\s*(?P<lib>[\w+.-]{1,200})")
 def missing_dependency(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.recent.bnb_message = number
     state.bnb.set_era("exact")
@@ -179,7 +180,6 @@ def missing_dependency(state: LogState, m: re.Match[str], number: int, line: str
 
 
 @collects(
-    "undefined_symbol",
     "undefined symbol",
     r"undefined symbol:\s*(?P<sym>[\w@.]{1,200})(?:,\s*version\s*(?P<ver>[\w.]{1,100}))?",
 )
@@ -187,17 +187,17 @@ def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) 
     symbol = m.group("sym")
     library = basename(token_before(line, m.start()))
     if symbol.startswith("__nvJitLink"):
-        state.match("nvjitlink_undefined_symbol", number, line)
+        state.match(S.NVJITLINK_UNDEFINED_SYMBOL, number, line)
     elif symbol.startswith("__fatbinwrap"):
-        state.match("fatbinwrap_undefined_symbol", number, line)
+        state.match(S.FATBINWRAP_UNDEFINED_SYMBOL, number, line)
     elif symbol.startswith("cudaRuntimeGetVersion"):
-        state.match("cuda_runtime_symbol_missing", number, line)
+        state.match(S.CUDA_RUNTIME_SYMBOL_MISSING, number, line)
     elif "libbitsandbytes_cpu" in line:
-        state.match("cpu_library_missing_symbol", number, line)
+        state.match(S.CPU_LIBRARY_MISSING_SYMBOL, number, line)
         state.bnb.library_exists(library or "libbitsandbytes_cpu.so")
     elif DEVICE_STUB.match(symbol) and library.startswith("libbitsandbytes_"):
         # a HIP library built without some kernel instantiations: the file exists and its needs resolved
-        state.match("rocm_device_stub_undefined", number, line)
+        state.match(S.ROCM_DEVICE_STUB_UNDEFINED, number, line)
         state.bnb.library_exists(library)
         path = token_before(line, m.start())
         if "/" in path:
@@ -207,12 +207,10 @@ def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) 
     state.platform.os_votes["linux"] += 1
 
 
-@collects("function_not_found", "' not found", r"function '(?P<func>c\w{1,80})' not found")
-def function_not_found(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.match("cpu_library_missing_symbol", number, line)
+recognises(S.CPU_LIBRARY_MISSING_SYMBOL, "' not found", r"function '(?P<func>c\w{1,80})' not found")
 
 
-@collects("could_not_find_module", "Could not find module", r"Could not find module\s+'(?P<path>[^']{1,1000})'")
+@collects("Could not find module", r"Could not find module\s+'(?P<path>[^']{1,1000})'")
 def could_not_find_module(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     path = m.group("path")
     name = basename(path)
@@ -223,30 +221,28 @@ def could_not_find_module(state: LogState, m: re.Match[str], number: int, line: 
     keep(state.bnb.selected, (path, number))
     if "_cpu" in name:
         state.bnb.library_absent(name)
-        state.match("bnb_cpu_library_not_found", number, line)
+        state.match(S.BNB_CPU_LIBRARY_NOT_FOUND, number, line)
     else:
-        state.match("windows_dll_not_loaded", number, line)
+        state.match(S.WINDOWS_DLL_NOT_LOADED, number, line)
         keep(state.load.errors, line.strip())
 
 
 @collects(
-    "winerror_193",
     ("WinError 193", "Win32", "not designed to run on Windows"),
     r"\[WinError 193\]|not a valid Win32 application|is either not designed to run on Windows|不是有效的 Win32",
 )
 def winerror_193(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.os_votes["windows"] += 3
-    state.match("windows_linux_library", number, line)
+    state.match(S.WINDOWS_LINUX_LIBRARY, number, line)
 
 
-@collects("windowspath_not_iterable", "WindowsPath' is not iterable", r"argument of type 'WindowsPath' is not iterable")
+@collects("WindowsPath' is not iterable", r"argument of type 'WindowsPath' is not iterable")
 def windowspath_not_iterable(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.os_votes["windows"] += 3
-    state.match("windows_path_not_iterable", number, line)
+    state.match(S.WINDOWS_PATH_NOT_ITERABLE, number, line)
 
 
 @collects(
-    "macho",
     ("mach-o",),
     r"not a mach-o file|mach-o file, but is an incompatible architecture|incompatible architecture",
 )
@@ -257,4 +253,4 @@ def macho(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     need = re.search(r"need '?(arm64e?|x86_64)", line)
     if need:
         state.platform.arch = "aarch64" if need.group(1).startswith("arm64") else "x86_64"
-    state.match("macos_not_macho", number, line)
+    state.match(S.MACOS_NOT_MACHO, number, line)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.signatures import SignatureId
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import VER
 from bnbdoctor.logs.state import MAX_KEPT, LogState
@@ -25,7 +27,7 @@ _PYTORCH_BLOCK_LINES = 3
 
 
 def _version(
-    state: LogState, package: str, version: str, number: int, line: str, signature: str = "package_version"
+    state: LogState, package: str, version: str, number: int, line: str, signature: SignatureId = S.PACKAGE_VERSION
 ) -> None:
     lowered = line.lower()
     if "existing installation" in lowered or "uninstall" in lowered:
@@ -36,15 +38,13 @@ def _version(
 
 
 # The banner runs before the generic version line: a banner's version wins over other mentions.
-@collects("bnb_banner", "bitsandbytes v", r"(?<!=)=+\s{0,8}bitsandbytes v(?P<version>\d+\.\d+\.\d+[\w.]{0,20})\s{0,8}=")
+@collects("bitsandbytes v", r"(?<!=)=+\s{0,8}bitsandbytes v(?P<version>\d+\.\d+\.\d+[\w.]{0,20})\s{0,8}=", bnb=True)
 def bnb_banner(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.seen = True
     state.bnb.banner_version = m.group("version")
-    _version(state, "bitsandbytes", m.group("version"), number, line, "bnb_version")
+    _version(state, "bitsandbytes", m.group("version"), number, line, S.BNB_VERSION)
 
 
 @collects(
-    "bnb_version",
     "bitsandbytes",
     r"\bbitsandbytes(?:==|-)(?P<version>\d+\.\d+\.\d+(?:\.?(?:dev|post|rc)\d*)?)",
     r"\bbitsandbytes`?\s{0,40}(?:version\s*)?[:=]?\s{0,4}v?(?P<version>\d+\.\d+\.\d+(?:\.?(?:dev|post|rc)\d*)?)\b",
@@ -54,11 +54,10 @@ def bnb_version(state: LogState, m: re.Match[str], number: int, line: str) -> No
     if state.bnb.banner_version:
         return
     state.bnb.seen = True
-    _version(state, "bitsandbytes", m.group("version"), number, line, "bnb_version")
+    _version(state, "bitsandbytes", m.group("version"), number, line, S.BNB_VERSION)
 
 
 @collects(
-    "package_version",
     ("torch", "transformers", "accelerate", "peft", "triton", "PyTorch"),
     rf"\b(?P<package>transformers|accelerate|peft|triton|pytorch-triton-rocm|scipy|trl|diffusers|torch)"
     rf"(?:==|-|`?\s{{0,40}}(?:version\s*)?[:=]?\s{{0,4}}v?)(?P<version>{VER})(?![\w.])",
@@ -82,7 +81,6 @@ def package_version(state: LogState, m: re.Match[str], number: int, line: str) -
 
 
 @collects(
-    "torch_version_cuda",
     "torch.version.cuda",
     r"torch\.version\.cuda\s{0,8}(?:=|==|:|is)?\s{0,8}'?(?P<cuda>None|\d{1,2}\.\d{1,2})",
 )
@@ -92,11 +90,10 @@ def torch_version_cuda(state: LogState, m: re.Match[str], number: int, line: str
         state.torch.cpu = True
     else:
         state.torch.cuda = value
-    state.match("torch_cuda_settings", number, line)
+    state.match(S.TORCH_CUDA_SETTINGS, number, line)
 
 
 @collects(
-    "torch_built_with",
     "used to build PyTorch",
     r"^\s{0,8}(?P<kind>CUDA|ROCM) used to build PyTorch:\s*"
     r"(?P<version>\d{1,2}\.\d{1,2}[\w.-]{0,40}|None|N/A)\s*$",
@@ -111,12 +108,10 @@ def torch_built_with(state: LogState, m: re.Match[str], number: int, line: str) 
             state.torch.cuda = value
     elif value[0].isdigit():
         state.torch.hip = ".".join(value.split(".")[:2])
-    state.match("torch_cuda_settings", number, line)
+    state.match(S.TORCH_CUDA_SETTINGS, number, line)
 
 
-@collects(
-    "diagnostics_runtime", ("CUDA:", "HIP:"), r"^\s{0,8}(?P<kind>CUDA|HIP|XPU): (?P<version>\d[\w.]{0,20}|N/A|None)\s*$"
-)
+@collects(("CUDA:", "HIP:"), r"^\s{0,8}(?P<kind>CUDA|HIP|XPU): (?P<version>\d[\w.]{0,20}|N/A|None)\s*$")
 def diagnostics_runtime(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if number - state.recent.pytorch_block > _PYTORCH_BLOCK_LINES:
         return  # "CUDA: 12.6" is torch's only right under the "PyTorch:" line of python -m bitsandbytes
@@ -127,13 +122,12 @@ def diagnostics_runtime(state: LogState, m: re.Match[str], number: int, line: st
         state.torch.cuda = value
     elif m.group("kind") == "HIP":
         state.torch.hip = value
-    state.match("torch_cuda_settings", number, line)
+    state.match(S.TORCH_CUDA_SETTINGS, number, line)
 
 
 # Runs before the platform's path hints, which read a Python version from a Windows folder name
 # only when no version is known yet.
 @collects(
-    "python_version",
     ("Python", "python3", "Python3"),
     r"\bPython(?: version)?:?\s(?P<version>3\.\d{1,2}\.\d{1,2})",
     r"python(?P<version>3\.\d{1,2})[/\\]",
@@ -149,6 +143,6 @@ def python_version(state: LogState, m: re.Match[str], number: int, line: str) ->
         strong = version.count(".") == 2
     if strong or not state.python.version_strong:
         if state.python.version != version:
-            state.match("python_version", number, line)
+            state.match(S.PYTHON_VERSION, number, line)
         state.python.version = version
         state.python.version_strong = strong

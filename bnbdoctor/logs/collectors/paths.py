@@ -63,7 +63,6 @@ def _windows_paths(state: LogState, line: str) -> None:
 
 
 @collects(
-    "windows_hint",
     (":\\", "WinError", "WindowsPath", ".dll"),
     r"(?<![\w/])[A-Za-z]:\\{1,2}[\w$ .()~-]|\[WinError \d{1,5}\]|WindowsPath\(|\.dll\b|\.exe\b",
     evidence=40,
@@ -76,7 +75,6 @@ def windows_hint(state: LogState, m: re.Match[str], number: int, line: str) -> N
 
 
 @collects(
-    "linux_hint",
     ("/",),
     r"(?:^|[\s('\"=:])/(?:usr|home|opt|lib|lib64|root|tmp|mnt|content|data\w{0,10}|srv|scratch|anaconda\w{0,3}"
     r"|miniconda\w{0,3}|conda|workspace|notebooks|kaggle|etc|var|nfs|gpfs)/|PosixPath\(|dist-packages|\.so(?:\.\d+)*\b",
@@ -102,7 +100,6 @@ def linux_hint(state: LogState, m: re.Match[str], number: int, line: str) -> Non
 
 
 @collects(
-    "macos_hint",
     ("/Users/", "/opt/homebrew", ".dylib", "/Library/"),
     r"(?:^|[\s('\"])/Users/|/opt/homebrew/|-darwin|\.dylib\b|/Library/Frameworks/",
     evidence=40,

@@ -9,41 +9,41 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.state import LogState
 
 COLLECTOR = Collector("placement")
 collects = COLLECTOR.collects
+recognises = COLLECTOR.recognises
 
 
-@collects("dispatch", "dispatched", r"Some modules are dispatched on the CPU or the disk")
+@collects("dispatched", r"Some modules are dispatched on the CPU or the disk")
 def dispatch(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.recent.dispatch = number
-    state.match("dispatch_cpu_disk_valueerror", number, line)
+    state.match(S.DISPATCH_CPU_DISK_VALUEERROR, number, line)
     if "load_in_8bit_fp32_cpu_offload" in line:
-        state.match("dispatch_message_old_option", number, line)
+        state.match(S.DISPATCH_MESSAGE_OLD_OPTION, number, line)
 
 
-@collects("old_offload_option", "8bit_fp32", r"load_in_8bit_fp32_cpu_offload")
+@collects("8bit_fp32", r"load_in_8bit_fp32_cpu_offload")
 def old_offload_option(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if "unexpected keyword argument" in line or number - state.recent.unexpected_kwarg <= 1:
-        state.match("fp32_offload_kwarg_typeerror", number, line)
-    elif number - state.recent.dispatch > 0 and not state.count("dispatch_message_old_option"):
-        state.match("dispatch_message_old_option", number, line)
+        state.match(S.FP32_OFFLOAD_KWARG_TYPEERROR, number, line)
+    elif number - state.recent.dispatch > 0 and not state.count(S.DISPATCH_MESSAGE_OLD_OPTION):
+        state.match(S.DISPATCH_MESSAGE_OLD_OPTION, number, line)
 
 
-@collects("unexpected_kwarg", "unexpected keyword", r"unexpected keyword argument\s*'?(?P<kwarg>\w{0,100})'?")
+@collects("unexpected keyword", r"unexpected keyword argument\s*'?(?P<kwarg>\w{0,100})'?")
 def unexpected_kwarg(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if not m.group("kwarg"):
         state.recent.unexpected_kwarg = number  # the argument's name is on the next line
 
 
-@collects(
-    "cuda_oom",
+recognises(
+    S.CUDA_OUT_OF_MEMORY,
     ("CUDA out of memory", "OutOfMemoryError"),
     r"CUDA out of memory\.?(?: Tried to allocate (?P<alloc>[\d.]{1,10} ?[GMK]i?B))?"
     r"(?:.{0,200}?GPU (?P<gpu>\d{1,3}))?",
     r"OutOfMemoryError",
 )
-def cuda_oom(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.match("cuda_out_of_memory", number, line)

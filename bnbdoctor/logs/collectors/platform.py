@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.state import LogState
 from bnbdoctor.logs.tokens import ARCH
@@ -23,7 +24,6 @@ _PLATFORM_LINES = 5
 
 
 @collects(
-    "platform_line",
     ("Platform:", "platform:"),
     r"[Pp]latform:\s*(?P<os>Linux|Windows|macOS|Darwin)-(?P<rest>\S{1,200})",
     evidence=5,
@@ -48,11 +48,10 @@ def platform_line(state: LogState, m: re.Match[str], number: int, line: str) -> 
         version = re.match(r"([\d.]{1,20})", rest)
         if version:
             platform.os_version = version.group(1).rstrip(".")
-    state.match("platform", number, line)
+    state.match(S.PLATFORM, number, line)
 
 
 @collects(
-    "libc_line",
     ("libc:", "glibc", "ldd ("),
     r"libc:\s*glibc-(?P<version>\d\.\d{1,3})|with-glibc(?P<version2>\d\.\d{1,3})",
     r"\bLibc version:\s*glibc-(?P<version>\d\.\d{1,3})",  # python -m torch.utils.collect_env
@@ -64,23 +63,20 @@ def libc_line(state: LogState, m: re.Match[str], number: int, line: str) -> None
     state.platform.libc_version = groups.get("version") or groups.get("version2")
 
 
-@collects("wsl", ("WSL", "/usr/lib/wsl"), r"microsoft-standard-WSL2|\bWSL2?\b|/usr/lib/wsl/lib", evidence=5)
+@collects(("WSL", "/usr/lib/wsl"), r"microsoft-standard-WSL2|\bWSL2?\b|/usr/lib/wsl/lib", evidence=5)
 def wsl(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if m.group(0) == "WSL" and not re.search(r"\bWSL\b.{0,40}\b(?:2|Ubuntu|Debian)\b", line):
         return  # "WSL" alone in prose; WSL2 kernels and paths are matched above
     state.platform.wsl = True
     state.platform.os_votes["linux"] += 1
-    if state.count("platform") < _PLATFORM_LINES:
-        state.match("platform", number, line)
+    state.match(S.PLATFORM, number, line, up_to=_PLATFORM_LINES)
 
 
 @collects(
-    "jetson",
     ("tegra", "Jetson", "JetPack"),
     r"nv_tegra_release|\bL4T\b|JetPack|Jetson|\btegra\b|\bOrin\b|\bXavier\b",
     evidence=5,
 )
 def jetson(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.jetson = state.platform.jetson or line.strip()[:120]
-    if state.count("platform") < _PLATFORM_LINES:
-        state.match("platform", number, line)
+    state.match(S.PLATFORM, number, line, up_to=_PLATFORM_LINES)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.state import LogState
 
@@ -21,7 +22,6 @@ collects = COLLECTOR.collects
 
 
 @collects(
-    "torch_gpu_incompatible",
     ("not compatible with the current PyTorch", "which is of compute capability", "does not include kernels"),
     r"with CUDA capability sm_\d{2,3} is not compatible with the current PyTorch installation",
     r"Found GPU\d{1,2} .{1,120}? which is of compute capability \(CC\) \d{1,2}\.\d",
@@ -29,11 +29,10 @@ collects = COLLECTOR.collects
 )
 def torch_gpu_incompatible(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.torch.arch_block = number
-    state.match("torch_gpu_incompatible", number, line)
+    state.match(S.TORCH_GPU_INCOMPATIBLE, number, line)
 
 
 @collects(
-    "torch_arch_list",
     "supports CUDA capabilities",
     r"The current PyTorch install supports CUDA capabilities (?P<list>(?:(?:sm|compute)_\d{2,3}[af]?[ .]{0,2}){1,40})",
 )
@@ -43,11 +42,10 @@ def torch_arch_list(state: LogState, m: re.Match[str], number: int, line: str) -
     for kind, arch in re.findall(r"(sm|compute)_(\d{2,3})", m.group("list")):
         (sass if kind == "sm" else ptx).append(int(arch))
     state.torch.arch_list = (sorted(set(sass)), sorted(set(ptx)))
-    state.match("torch_gpu_incompatible", number, line)
+    state.match(S.TORCH_GPU_INCOMPATIBLE, number, line)
 
 
 @collects(
-    "torch_arch_item",
     "which supports hardware CC",
     r"^\s{0,8}- (?P<major>\d{1,2})\.(?P<minor>\d) which supports hardware CC",
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bnbdoctor.derive import built_locally
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.loader import CPU_FALLBACK_ERA, LEGACY_CUDA_SETUP, NONE_LIBRARY_ATTRIBUTE_ERRORS
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, predicted_selection
@@ -23,7 +24,7 @@ from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, predicted_selec
         "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1941",
     ),
     log_gate=LogGate(
-        "the log does not show bitsandbytes' CPU library missing", signatures=("bnb_cpu_library_not_found",)
+        "the log does not show bitsandbytes' CPU library missing", signatures=(S.BNB_CPU_LIBRARY_NOT_FOUND,)
     ),
     requires=("torch-matches-gpu",),
 )

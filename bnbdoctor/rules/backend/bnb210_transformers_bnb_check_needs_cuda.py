@@ -5,6 +5,7 @@ from __future__ import annotations
 from bnbdoctor.derive import cuda_expected, gpu_sightings
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM
 from bnbdoctor.knowledge.transformers import BNB_CHECK_WITHOUT_CUDA, misleading_importerror
 from bnbdoctor.knowledge.versions import at_least
@@ -29,7 +30,7 @@ TRANSFORMERS_BNB_DOCS = "https://huggingface.co/docs/transformers/main/en/quanti
     ),
     log_gate=LogGate(
         "a log shows what torch.cuda.is_available() returned only with transformers' ImportError",
-        signatures=("transformers_bnb_importerror",),
+        signatures=(S.TRANSFORMERS_BNB_IMPORTERROR,),
     ),
     requires=("torch-matches-gpu",),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.torch_wheels import TorchBuild, arch_runs_on, builds_for, recorded_list
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 from bnbdoctor.rules.base import LogGate, rule
@@ -48,7 +49,7 @@ def _torch_fix(candidates: list[TorchBuild], installed: tuple[int, ...] | None, 
     confirm=('python -c "import torch; print(torch.cuda.get_arch_list(), torch.cuda.get_device_capability())"',),
     log_gate=LogGate(
         "the log shows neither torch's incompatible-GPU warning nor 'no kernel image is available'",
-        signatures=("torch_gpu_incompatible", "no_kernel_image"),
+        signatures=(S.TORCH_GPU_INCOMPATIBLE, S.NO_KERNEL_IMAGE),
     ),
     refutes=("torch-runs-on-gpus",),
 )

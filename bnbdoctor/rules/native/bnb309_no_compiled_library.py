@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
 
@@ -18,7 +19,7 @@ from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180", BNB_DOCS_INSTALL),
     log_gate=LogGate(
         "the log does not show bitsandbytes' libraries missing",
-        signatures=("bnb_cpu_library_not_found", "bnb_not_compiled"),
+        signatures=(S.BNB_CPU_LIBRARY_NOT_FOUND, S.BNB_NOT_COMPILED),
     ),
 )
 def no_library(facts: Facts) -> Hit | None:

@@ -6,6 +6,7 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.loader import ROCM_IN_PYPI_WHEEL, ROCM_PREVIEW_WHEELS
 from bnbdoctor.knowledge.ranges import full
 from bnbdoctor.rules.base import LogGate, rule
@@ -25,7 +26,7 @@ from bnbdoctor.rules.native._shared import missing_device_stub
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1519",
         "https://github.com/ROCm/bitsandbytes/issues/67",
     ),
-    log_gate=LogGate("the log shows no undefined device stub", signatures=("rocm_device_stub_undefined",)),
+    log_gate=LogGate("the log shows no undefined device stub", signatures=(S.ROCM_DEVICE_STUB_UNDEFINED,)),
 )
 def device_stub_missing(facts: Facts) -> Hit | Skip | None:
     """## What it detects

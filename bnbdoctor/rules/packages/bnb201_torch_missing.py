@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import torch_index_for
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules.base import LogGate, rule
@@ -20,7 +21,7 @@ from bnbdoctor.rules.packages._shared import _python_line
     covers=(),
     references=(TORCH_GET_STARTED,),
     log_gate=LogGate(
-        "a log shows torch missing only with \"No module named 'torch'\"", signatures=("torch_not_installed",)
+        "a log shows torch missing only with \"No module named 'torch'\"", signatures=(S.TORCH_NOT_INSTALLED,)
     ),
 )
 def torch_missing(facts: Facts) -> Hit | None:

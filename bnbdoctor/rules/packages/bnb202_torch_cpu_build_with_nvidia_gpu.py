@@ -7,6 +7,7 @@ import re
 from bnbdoctor.derive import gpu_sightings
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import torch_index_for
 from bnbdoctor.knowledge.loader import COMPILED_WITHOUT_GPU_WARNING, CPU_FALLBACK_ERA, NONE_LIBRARY_ATTRIBUTE_ERRORS
 from bnbdoctor.knowledge.platforms import jetson_index
@@ -108,7 +109,7 @@ def _toolkit_cuda_text(facts: Facts) -> str:
     ),
     log_gate=LogGate(
         "the log does not show that torch is a CPU-only build",
-        signatures=("torch_cuda_none",),
+        signatures=(S.TORCH_CUDA_NONE,),
         shows=_log_shows_cpu_torch,
     ),
     refutes=("torch-matches-gpu",),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
 from bnbdoctor.rules.packages._shared import _python_line
@@ -18,7 +19,7 @@ from bnbdoctor.rules.packages._shared import _python_line
     references=(BNB_DOCS_INSTALL,),
     log_gate=LogGate(
         "a log shows bitsandbytes missing only with \"No module named 'bitsandbytes'\"",
-        signatures=("bnb_not_installed",),
+        signatures=(S.BNB_NOT_INSTALLED,),
     ),
 )
 def bnb_missing(facts: Facts) -> Hit | None:

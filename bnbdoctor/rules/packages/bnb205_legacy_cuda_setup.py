@@ -5,6 +5,7 @@ from __future__ import annotations
 from bnbdoctor.derive import conda_env
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR
 from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.knowledge.releases import legacy_cuda_setup
@@ -33,18 +34,18 @@ def _legacy_families(facts: Facts) -> list[str]:
     torch = torch_of(facts)
     # "CUDA Setup failed" wraps a failed load: claimed when a load failure is predicted or shown.
     selection = predicted_selection(facts)
-    if seen(facts, "cuda_setup_failed") or (selection is not None and selection.outcome != "loads"):
+    if seen(facts, S.CUDA_SETUP_FAILED) or (selection is not None and selection.outcome != "loads"):
         ids.append("cuda_setup_failed_despite_gpu_available")
     # Several runtimes on the searched paths make the scan "flip a coin".
-    if seen(facts, "duplicate_cuda_runtimes") or len(runtimes) > 1:
+    if seen(facts, S.DUPLICATE_CUDA_RUNTIMES) or len(runtimes) > 1:
         ids.append("duplicate_cuda_runtimes_found")
     # A conda interpreter with a runtime from outside the environment: the scan may pick that one.
     conda = conda_env(facts)
-    if seen(facts, "cuda_runtime_symbol_missing") or (conda and any(t.source != "CONDA_PREFIX" for t in runtimes)):
+    if seen(facts, S.CUDA_RUNTIME_SYMBOL_MISSING) or (conda and any(t.source != "CONDA_PREFIX" for t in runtimes)):
         ids.append("conda_env_vs_system_cuda_mixup")
     # A CUDA 10 runtime (torch's or one the scan can find) is refused for LLM.int8().
     old = [major_minor(v) for v in [torch.cuda if torch else None, *(t.version for t in runtimes)]]
-    if seen(facts, "cuda_older_than_11") or any(v is not None and v[0] < OLDEST_CUDA_MAJOR for v in old):
+    if seen(facts, S.CUDA_OLDER_THAN_11) or any(v is not None and v[0] < OLDEST_CUDA_MAJOR for v in old):
         ids.append("cuda_lt_11_unsupported")
     return ids
 

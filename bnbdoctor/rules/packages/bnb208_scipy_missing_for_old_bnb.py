@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.imports import SCIPY_IMPORT
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.packages._shared import ImportBreakage
@@ -29,7 +30,7 @@ BREAKAGE = ImportBreakage(
     needs=("python",),
     covers=("scipy_missing",),
     references=("https://github.com/bitsandbytes-foundation/bitsandbytes/issues/426",),
-    log_gate=LogGate("a log shows scipy missing only with \"No module named 'scipy'\"", signatures=("scipy_missing",)),
+    log_gate=LogGate("a log shows scipy missing only with \"No module named 'scipy'\"", signatures=(S.SCIPY_MISSING,)),
 )
 def scipy_missing_for_old_bnb(facts: Facts) -> Hit | None:
     """## What it detects

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.transformers import BIGGEST_LEAF_FIX
 from bnbdoctor.rules import log_evidence as log
 
@@ -22,7 +23,7 @@ VERSIONS_CHECK = 'python -c "import transformers, accelerate; print(transformers
 
 def model_id(facts: Facts) -> str | None:
     """The model id passed to from_pretrained, when the log shows it literally (``org/name``, never ``./x``)."""
-    for match in log.matches(facts, "model_id"):
+    for match in log.matches(facts, S.MODEL_ID):
         found = re.search(
             r"from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?['\"]([A-Za-z0-9][\w.-]*/[\w.-]+)['\"]",
             match.text,
@@ -33,7 +34,7 @@ def model_id(facts: Facts) -> str | None:
 
 
 def quant_bits(facts: Facts) -> str | None:
-    for match in log.matches(facts, "quantization_config", "dispatch_cpu_disk_valueerror"):
+    for match in log.matches(facts, S.QUANTIZATION_CONFIG, S.DISPATCH_CPU_DISK_VALUEERROR):
         found = re.search(r"(?:load_in_|bnb_|quantizer_bnb_|Linear|matmul_)(4|8)bit", match.text)
         if found:
             return found.group(1)
@@ -41,7 +42,7 @@ def quant_bits(facts: Facts) -> str | None:
 
 
 def device_map_arg(facts: Facts) -> str | None:
-    for match in log.matches(facts, "device_map_argument"):
+    for match in log.matches(facts, S.DEVICE_MAP_ARGUMENT):
         found = re.search(r"device_map\s*=\s*['\"]?(auto|balanced_low_0|balanced|sequential|\{)", match.text)
         if found:
             return "a dict" if found.group(1) == "{" else found.group(1)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.signatures import SignatureId
 from bnbdoctor.knowledge.transformers import BIGGEST_LEAF_FIX, NO_SPLIT_BLOCK_FIX
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -16,7 +18,7 @@ from bnbdoctor.rules.placement_logs._shared import (
 )
 
 
-def _later(facts: Facts, signature: str, than: str) -> bool:
+def _later(facts: Facts, signature: SignatureId, than: SignatureId) -> bool:
     """True when the log shows ``signature`` after the first ``than``."""
     first, later = log.first(facts, than), log.matches(facts, signature)
     return bool(first and later and later[-1].line > first.line)
@@ -92,11 +94,11 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
       with the model id the log loads (read from the local Hugging Face cache; `hf download org/name config.json`
       fetches just the config) or its local folder. The finding prints that command when the log names the model.
     """
-    if not log.seen(facts, "dispatch_cpu_disk_valueerror"):
+    if not log.seen(facts, S.DISPATCH_CPU_DISK_VALUEERROR):
         return None
     version = log.version(facts, "transformers")
     release = log.release(facts, "transformers")
-    no_gpu = log.seen(facts, "no_gpu_detected", "torch_cuda_none", "no_nvidia_driver", "cuda_driver_insufficient")
+    no_gpu = log.seen(facts, S.NO_GPU_DETECTED, S.TORCH_CUDA_NONE, S.NO_NVIDIA_DRIVER, S.CUDA_DRIVER_INSUFFICIENT)
     shortage_fix = (
         "If the model really does not fit: free GPU memory, use a smaller model or 4-bit instead of 8-bit, "
         "or set max_memory; to run the overflow on the CPU (slow, kept in 32-bit) pass "
@@ -111,7 +113,7 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
         "the largest module fits there."
     )
     commands = ["nvidia-smi"]
-    lines = log.line_evidence(facts, "dispatch_cpu_disk_valueerror", "device_map_argument", "package_version", limit=3)
+    lines = log.line_evidence(facts, S.DISPATCH_CPU_DISK_VALUEERROR, S.DEVICE_MAP_ARGUMENT, S.PACKAGE_VERSION, limit=3)
     how = (
         "With device_map='auto' (or 'balanced'/'sequential'), accelerate's planner gave some modules to 'cpu' or "
         "'disk' because they did not fit the GPU budget; bitsandbytes' 4/8-bit layers cannot run there, so "
@@ -179,12 +181,12 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
         )
         fix = shortage_fix + " If the model clearly fits: " + bug_fix
         commands.append(VERSIONS_CHECK)
-    if log.seen(facts, "dispatch_message_old_option"):
+    if log.seen(facts, S.DISPATCH_MESSAGE_OLD_OPTION):
         why += (
             " This transformers' message names the option `load_in_8bit_fp32_cpu_offload`; the real "
             "BitsAndBytesConfig field is `llm_int8_enable_fp32_cpu_offload`."
         )
-    followed = _later(facts, "fp32_offload_kwarg_typeerror", "dispatch_cpu_disk_valueerror")
+    followed = _later(facts, S.FP32_OFFLOAD_KWARG_TYPEERROR, S.DISPATCH_CPU_DISK_VALUEERROR)
     if followed:
         why += (
             " The log then shows the TypeError from the misnamed offload option: that is the current failure (BNB451)."

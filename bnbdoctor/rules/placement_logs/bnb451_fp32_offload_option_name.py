@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.placement_logs._shared import QUANTIZATION_DOCS, VERSIONS_CHECK
@@ -43,8 +44,8 @@ def offload_option(facts: Facts) -> Hit | None:
 
     If the model should fit on the GPU, see [BNB450](BNB450.md) first: offloading is slow.
     """
-    error = log.seen(facts, "fp32_offload_kwarg_typeerror")
-    if not error and not log.seen(facts, "dispatch_message_old_option"):
+    error = log.seen(facts, S.FP32_OFFLOAD_KWARG_TYPEERROR)
+    if not error and not log.seen(facts, S.DISPATCH_MESSAGE_OLD_OPTION):
         return None
     fix = Remediation(
         "Use BitsAndBytesConfig(load_in_8bit=True, llm_int8_enable_fp32_cpu_offload=True) and pass a device_map dict "
@@ -57,14 +58,14 @@ def offload_option(facts: Facts) -> Hit | None:
             explanation="Older transformers told users to set `load_in_8bit_fp32_cpu_offload=True` in their dispatch "
             "error, but the BitsAndBytesConfig field has always been `llm_int8_enable_fp32_cpu_offload`, so following "
             'the message raises "unexpected keyword argument". It also needs a custom device_map.',
-            evidence=log.line_evidence(facts, "fp32_offload_kwarg_typeerror"),
+            evidence=log.line_evidence(facts, S.FP32_OFFLOAD_KWARG_TYPEERROR),
             remediation=fix,
         )
     return Hit(
         title="The error message names an option that does not exist (load_in_8bit_fp32_cpu_offload)",
         explanation="This transformers' dispatch error suggests `load_in_8bit_fp32_cpu_offload=True`; passing it fails "
         "with an unexpected-keyword TypeError. The BitsAndBytesConfig field is `llm_int8_enable_fp32_cpu_offload`.",
-        evidence=log.line_evidence(facts, "dispatch_message_old_option", limit=1),
+        evidence=log.line_evidence(facts, S.DISPATCH_MESSAGE_OLD_OPTION, limit=1),
         remediation=fix,
         severity=Severity.INFO,
     )

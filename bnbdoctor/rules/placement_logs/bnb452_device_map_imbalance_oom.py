@@ -6,6 +6,7 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.transformers import BIGGEST_LEAF_FIX, NO_SPLIT_BLOCK_FIX
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -60,15 +61,15 @@ def imbalance(facts: Facts) -> Hit | None:
 
     - For training, prefer one full model copy per GPU (DDP with `device_map={"": local_rank}`) when it fits.
     """
-    if not log.seen(facts, "cuda_out_of_memory"):
+    if not log.seen(facts, S.CUDA_OUT_OF_MEMORY):
         return None
     quantized = (
         quant_bits(facts) is not None
-        or log.seen(facts, "quantization_config")
+        or log.seen(facts, S.QUANTIZATION_CONFIG)
         or bool(facts.python and facts.python.bitsandbytes.installed)
     )
     dmap = device_map_arg(facts)
-    oom = log.matches(facts, "cuda_out_of_memory")
+    oom = log.matches(facts, S.CUDA_OUT_OF_MEMORY)
     gpu_index = None
     for match in oom:
         found = re.search(r"GPU (\d{1,3})", match.text)
@@ -85,7 +86,7 @@ def imbalance(facts: Facts) -> Hit | None:
         "split and pile onto the first or last GPU; that GPU then runs out of memory at the first training or "
         "generation step while others sit almost empty. It is the same mechanism as transformers #46823 and "
         "accelerate #3244.",
-        evidence=log.line_evidence(facts, "cuda_out_of_memory", "device_map_argument", "quantization_config", limit=3),
+        evidence=log.line_evidence(facts, S.CUDA_OUT_OF_MEMORY, S.DEVICE_MAP_ARGUMENT, S.QUANTIZATION_CONFIG, limit=3),
         remediation=Remediation(
             "Pass max_memory per GPU (for example {i: '20GiB' for i in range(n)}) to leave headroom on the crowded "
             f"GPU, or write the device_map by hand; upgrade transformers to {BIGGEST_LEAF_FIX.first} or newer "

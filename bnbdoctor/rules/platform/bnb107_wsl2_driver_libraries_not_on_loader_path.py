@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import ev
 
@@ -22,7 +23,7 @@ WSL_LIB = "/usr/lib/wsl/lib"
         "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/337",
     ),
     log_gate=LogGate(
-        "the log does not show libcuda.so failing to load", signatures=("libcuda_not_found", "no_gpu_detected")
+        "the log does not show libcuda.so failing to load", signatures=(S.LIBCUDA_NOT_FOUND, S.NO_GPU_DETECTED)
     ),
     refutes=("driver-exposed",),
 )

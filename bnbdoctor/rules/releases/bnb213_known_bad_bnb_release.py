@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.bad_releases import DOWNSTREAM_PINS, REGRESSIONS, fixing_release, regressions_in
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -74,7 +75,7 @@ def known_bad_release(facts: Facts) -> Hit | None:
         + ". It loads and passes `python -m bitsandbytes`; the failure shows only in the workflow it breaks.",
         evidence=[ev("bitsandbytes", bnb.version, "python.bitsandbytes.version")]
         + [Evidence("regression", f"{row.what}: fixed in {row.fixed_in}", None) for row in rows]
-        + log.line_evidence(facts, "quantize_packed_weights", limit=1),
+        + log.line_evidence(facts, S.QUANTIZE_PACKED_WEIGHTS, limit=1),
         remediation=Remediation(
             f"Install bitsandbytes {fixed.first_text} or newer (the next patch release, or the newest release your "
             "torch supports).",

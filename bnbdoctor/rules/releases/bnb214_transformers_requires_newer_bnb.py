@@ -6,6 +6,7 @@ from packaging.specifiers import SpecifierSet
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.dependents import (
     TRANSFORMERS_BNB_CONSTANT,
     TRANSFORMERS_BNB_FILE,
@@ -129,6 +130,6 @@ def transformers_requires_newer_bnb(facts: Facts) -> Hit | Skip | None:
         "although bitsandbytes is installed"
         + ("" if installed else " (or bitsandbytes is missing, or its metadata is)")
         + ".",
-        evidence=evidence + log.line_evidence(facts, "transformers_bnb_minimum", limit=1),
+        evidence=evidence + log.line_evidence(facts, S.TRANSFORMERS_BNB_MINIMUM, limit=1),
         remediation=Remediation(fix + ".", commands),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.releases._shared import OVERLAY_REPORT, OVERLAY_TRACEBACK, PIP_SHOW_FILES
@@ -44,16 +45,16 @@ def submodule_missing(facts: Facts) -> Hit | None:
     pip install --no-cache-dir bitsandbytes
     ```
     """
-    if not log.seen(facts, "bnb_submodule_missing"):
+    if not log.seen(facts, S.BNB_SUBMODULE_MISSING):
         return None
-    notebook = log.seen(facts, "notebook")
+    notebook = log.seen(facts, S.NOTEBOOK)
     return Hit(
         title="A bitsandbytes module imports a sibling that is not installed: files of two releases meet",
         explanation="bitsandbytes itself imports, but one of its modules imports a submodule that is missing. A "
         "release never imports a module it does not ship, so the files come from two releases: leftovers of an older "
         "install in the package folder, or (in a notebook) modules of the previous release still in memory after an "
         "upgrade.",
-        evidence=log.line_evidence(facts, "bnb_submodule_missing"),
+        evidence=log.line_evidence(facts, S.BNB_SUBMODULE_MISSING),
         remediation=Remediation(
             ("Restart the kernel first. " if notebook else "Restart the process first. ")
             + "If the error stays, uninstall every bitsandbytes distribution until pip finds none, delete the leftover "

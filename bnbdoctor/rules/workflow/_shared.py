@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.knowledge.platforms import WINDOWS_WHEELS
+from bnbdoctor.knowledge.signatures import SignatureId
 from bnbdoctor.rules import log_evidence as log
 
 BNB_ERRORS = "https://huggingface.co/docs/bitsandbytes/main/en/errors"
@@ -21,9 +23,9 @@ UPGRADE_TO_WINDOWS_WHEELS = f'pip install -U "bitsandbytes{WINDOWS_WHEELS.pip_sp
 UPGRADE_PAST_LEGACY_SETUP = f'pip install -U "bitsandbytes{LEGACY_CUDA_SETUP.after().pip_spec()}"'
 
 
-def _severity_as_consequence(facts: Facts, *explained_by: str) -> tuple[Severity, str]:
+def _severity_as_consequence(facts: Facts, *explained_by: SignatureId) -> tuple[Severity, str]:
     """Error when the log shows nothing that explains a consequence; info (and why) when it does."""
-    roots = [s for s in log.roots_seen(facts) if s != "slow_int8_matmul"]
+    roots = [s for s in log.roots_seen(facts) if s != S.SLOW_INT8_MATMUL]
     extra = [s for s in explained_by if log.seen(facts, s)]
     cause = log.consequence_of(facts) if roots else None
     if cause:

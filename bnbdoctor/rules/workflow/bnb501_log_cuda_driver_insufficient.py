@@ -6,6 +6,7 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import torch_index_for
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules import log_evidence as log
@@ -71,7 +72,7 @@ def driver_insufficient(facts: Facts) -> Hit | None:
     python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
     ```
     """
-    old = log.first(facts, "driver_too_old")
+    old = log.first(facts, S.DRIVER_TOO_OLD)
     if old is not None:
         driver = facts.gpu.driver_cuda_version if facts.gpu else None
         torch = torch_of(facts)
@@ -83,7 +84,7 @@ def driver_insufficient(facts: Facts) -> Hit | None:
             explanation="torch refuses to initialise CUDA when the driver's CUDA version is older than the one torch was "
             "built with ('The NVIDIA driver on your system is too old'). torch.cuda is then unusable and bitsandbytes "
             "has no GPU: it falls back to its CPU library or fails with 'CUDA Setup failed'.",
-            evidence=log.line_evidence(facts, "driver_too_old", "nvidia_smi_driver"),
+            evidence=log.line_evidence(facts, S.DRIVER_TOO_OLD, S.NVIDIA_SMI_DRIVER),
             remediation=Remediation(
                 "Update the NVIDIA driver so that `nvidia-smi` reports a 'CUDA Version' at least torch.version.cuda, or "
                 "install a torch build for the CUDA version your driver supports"
@@ -95,7 +96,7 @@ def driver_insufficient(facts: Facts) -> Hit | None:
             references=["https://pytorch.org/get-started/previous-versions/"],
             covers=["nvidia_driver_too_old_for_torch_cuda"],
         )
-    if not log.seen(facts, "cuda_driver_insufficient"):
+    if not log.seen(facts, S.CUDA_DRIVER_INSUFFICIENT):
         return None
     return Hit(
         title="No NVIDIA driver can run this CUDA runtime ('CUDA driver version is insufficient for CUDA runtime version')",
@@ -103,7 +104,7 @@ def driver_insufficient(facts: Facts) -> Hit | None:
         "(CUDA error 35). Either the machine has no NVIDIA GPU or driver at all (for example a laptop with only an "
         "Intel or AMD integrated GPU), or the driver is older than the runtime. bitsandbytes' 8-bit optimizers and "
         "quantization kernels are CUDA-only, so they cannot run here.",
-        evidence=log.line_evidence(facts, "cuda_driver_insufficient"),
+        evidence=log.line_evidence(facts, S.CUDA_DRIVER_INSUFFICIENT),
         remediation=Remediation(
             "Run `nvidia-smi`. With no NVIDIA GPU, bitsandbytes' CUDA features cannot work: turn off the 8-bit optimizer "
             "(use a regular AdamW) or 8-bit/4-bit loading, or run on a machine with an NVIDIA GPU. With a GPU, update "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -50,7 +51,7 @@ def error_803(facts: Facts) -> Hit | None:
     ldconfig -p | grep libcuda
     ```
     """
-    if not log.seen(facts, "cuda_error_803"):
+    if not log.seen(facts, S.CUDA_ERROR_803):
         return None
     return Hit(
         title="CUDA error 803: 'system has unsupported display driver / cuda driver combination'",
@@ -59,7 +60,7 @@ def error_803(facts: Facts) -> Hit | None:
         "reboot, a forward-compatibility libcuda from cuda-compat on LD_LIBRARY_PATH, or a container whose driver "
         "libraries differ from the host's. CUDA cannot initialise, so bitsandbytes sees no GPU, loads its CPU "
         "library, and later fails (for example 'Error named symbol not found').",
-        evidence=log.line_evidence(facts, "cuda_error_803"),
+        evidence=log.line_evidence(facts, S.CUDA_ERROR_803),
         remediation=Remediation(
             "Make the driver's user-space libraries and kernel module the same release: reboot after a driver upgrade, "
             "reinstall the driver if `nvidia-smi` fails, remove cuda-compat folders from LD_LIBRARY_PATH, and in a "

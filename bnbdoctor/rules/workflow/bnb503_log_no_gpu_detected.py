@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.platforms import WINDOWS_WHEELS
 from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.rules import log_evidence as log
@@ -54,12 +55,12 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
     - Windows: install bitsandbytes 0.43.0 or newer.
     - Then upgrade bitsandbytes: current releases follow torch and no longer probe `libcuda.so`.
     """
-    if not log.seen(facts, "no_gpu_detected", "libcuda_not_found"):
+    if not log.seen(facts, S.NO_GPU_DETECTED, S.LIBCUDA_NOT_FOUND):
         return None
-    lines = log.line_evidence(facts, "libcuda_not_found", "no_gpu_detected")
+    lines = log.line_evidence(facts, S.LIBCUDA_NOT_FOUND, S.NO_GPU_DETECTED)
     driver_causes = [
         s
-        for s in ("cuda_error_803", "cuda_driver_insufficient", "driver_too_old", "no_nvidia_driver")
+        for s in (S.CUDA_ERROR_803, S.CUDA_DRIVER_INSUFFICIENT, S.DRIVER_TOO_OLD, S.NO_NVIDIA_DRIVER)
         if log.seen(facts, s)
     ]
     if driver_causes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.gpus import KEPLER, MAXWELL, MAXWELL_MIN, QUANTIZATION_MIN
 from bnbdoctor.knowledge.platforms import WINDOWS_WHEELS
 from bnbdoctor.knowledge.ranges import minor
@@ -53,9 +54,9 @@ def no_kernel_image(facts: Facts) -> Hit | None:
     nvidia-smi --query-gpu=name,compute_cap --format=csv
     ```
     """
-    if not log.seen(facts, "no_kernel_image"):
+    if not log.seen(facts, S.NO_KERNEL_IMAGE):
         return None
-    community = any("\\" in m.text and "ops.cu" in m.text for m in log.matches(facts, "no_kernel_image"))
+    community = any("\\" in m.text and "ops.cu" in m.text for m in log.matches(facts, S.NO_KERNEL_IMAGE))
     gpus = facts.gpu.visible if facts.gpu else []
     named = ", ".join(f"{d.name} (compute capability {d.cc_text})" for d in gpus) or "this GPU"
     return Hit(
@@ -70,7 +71,7 @@ def no_kernel_image(facts: Facts) -> Hit | None:
         )
         + f"GPUs older than the build supports hit this too: Kepler ({KEPLER.major}.x) left the PyPI wheels in "
         f"{KEPLER.removed_in} and Maxwell ({MAXWELL.major}.x) in {MAXWELL.removed_in}.",
-        evidence=log.line_evidence(facts, "no_kernel_image"),
+        evidence=log.line_evidence(facts, S.NO_KERNEL_IMAGE),
         remediation=Remediation(
             "Install an official build that contains your GPU's architecture: `pip install -U bitsandbytes` (Windows "
             f"wheels since {WINDOWS_WHEELS.first_text}). A Maxwell GPU needs a release below "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow._shared import BNB_ERRORS, PYTHON_M_BNB
@@ -41,11 +42,11 @@ def invalid_device_function(facts: Facts) -> Hit | None:
     - Or install an official wheel that includes it.
     - Keep one CUDA/ROCm runtime, matching that build, on the loader path.
     """
-    if not log.seen(facts, "invalid_device_function", "hip_no_binary_for_gpu"):
+    if not log.seen(facts, S.INVALID_DEVICE_FUNCTION, S.HIP_NO_BINARY_FOR_GPU):
         return None
     rocm = any(
         ".hip" in m.text or "hip" in m.text.lower()
-        for m in log.matches(facts, "invalid_device_function", "hip_no_binary_for_gpu")
+        for m in log.matches(facts, S.INVALID_DEVICE_FUNCTION, S.HIP_NO_BINARY_FOR_GPU)
     )
     return Hit(
         title="A bitsandbytes kernel is not built for this GPU "
@@ -58,7 +59,7 @@ def invalid_device_function(facts: Facts) -> Hit | None:
             "targets) or was built against another CUDA runtime than the one loaded; bitsandbytes' own "
             "duplicate-runtime warning names this error."
         ),
-        evidence=log.line_evidence(facts, "invalid_device_function", "hip_no_binary_for_gpu"),
+        evidence=log.line_evidence(facts, S.INVALID_DEVICE_FUNCTION, S.HIP_NO_BINARY_FOR_GPU),
         remediation=Remediation(
             "Build for your exact architecture (CUDA: cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=<cc>; ROCm: "
             "-DCOMPUTE_BACKEND=hip -DBNB_ROCM_ARCH=<gfx>, e.g. gfx1100 for an RX 7900 XTX), or install an official "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import ev
@@ -53,11 +54,11 @@ def named_symbol(facts: Facts) -> Hit | Skip | None:
     - Jetson: build bitsandbytes on the device (`cmake -DCOMPUTE_BACKEND=cuda`) or use a wheel built for JetPack (the
       Jetson AI Lab index).
     """
-    if not log.seen(facts, "named_symbol_not_found"):
+    if not log.seen(facts, S.NAMED_SYMBOL_NOT_FOUND):
         return None
-    if log.seen(facts, "mixed_gpu_generations") and log.legacy_loader(facts):
+    if log.seen(facts, S.MIXED_GPU_GENERATIONS) and log.legacy_loader(facts):
         return Skip("GPUs of different generations under the legacy loader explain it (BNB508)")
-    lines = log.line_evidence(facts, "named_symbol_not_found", "bnb_library_selected")
+    lines = log.line_evidence(facts, S.NAMED_SYMBOL_NOT_FOUND, S.BNB_LIBRARY_SELECTED)
     if facts.platform and facts.platform.jetson_release:
         return Hit(
             title="Jetson: the PyPI aarch64 bitsandbytes is not built for L4T/JetPack",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.gpus import INT8_MATMUL_MIN, INT8_NAMEERROR, INT8_WITHOUT_FALLBACK
 from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.rules import log_evidence as log
@@ -58,7 +59,7 @@ def int8_matmul(facts: Facts) -> list[Hit]:
     - The slow-matmul warning alone needs no fix: look further in the log for the failure.
     """
     hits = []
-    if log.seen(facts, "int8_matmul_unsupported"):
+    if log.seen(facts, S.INT8_MATMUL_UNSUPPORTED):
         hits.append(
             Hit(
                 title="LLM.int8() needs int8 tensor cores this GPU lacks ('Your GPU does not support Int8 Matmul!')",
@@ -67,7 +68,7 @@ def int8_matmul(facts: Facts) -> list[Hit]:
                 f"{INT8_WITHOUT_FALLBACK.last_text} used builds without cuBLASLt on older GPUs and stop with an assertion "
                 f"in igemmlt; {INT8_WITHOUT_FALLBACK.below_text} added a slower fallback. 4-bit quantization works on "
                 "these GPUs.",
-                evidence=log.line_evidence(facts, "int8_matmul_unsupported"),
+                evidence=log.line_evidence(facts, S.INT8_MATMUL_UNSUPPORTED),
                 remediation=Remediation(
                     f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)} or newer has a "
                     "slower 8-bit path for older GPUs), or prefer 4-bit (load_in_4bit=True, "
@@ -78,19 +79,19 @@ def int8_matmul(facts: Facts) -> list[Hit]:
                 covers=["int8_matmul_unsupported_cc_lt_75"],
             )
         )
-    if log.seen(facts, "cuda_setup_nameerror"):
+    if log.seen(facts, S.CUDA_SETUP_NAMEERROR):
         hits.append(
             Hit(
                 title=f"bitsandbytes {INT8_NAMEERROR.first_text} crashes at import on GPUs below compute capability "
                 f"{INT8_MATMUL_MIN.text}",
                 explanation=f"\"NameError: name 'cuda_setup' is not defined\" is a bug in {INT8_NAMEERROR.first_text}'s "
                 f"check for cuBLASLt support, hit on every GPU older than {INT8_MATMUL_MIN.architecture}.",
-                evidence=log.line_evidence(facts, "cuda_setup_nameerror"),
+                evidence=log.line_evidence(facts, S.CUDA_SETUP_NAMEERROR),
                 remediation=Remediation("Upgrade bitsandbytes.", [UPGRADE_PAST_INT8_NAMEERROR]),
                 covers=["cuda_setup_nameerror_bnb_0_37"],
             )
         )
-    if log.seen(facts, "slow_int8_matmul") and not hits:
+    if log.seen(facts, S.SLOW_INT8_MATMUL) and not hits:
         hits.append(
             Hit(
                 title="Warning only: this GPU runs LLM.int8() on the slow 8-bit matmul",
@@ -98,7 +99,7 @@ def int8_matmul(facts: Facts) -> list[Hit]:
                 f"{INT8_MATMUL_MIN.text}) and "
                 "selects its slower path. This is not itself a failure: if something breaks, the cause is elsewhere in "
                 "the log.",
-                evidence=log.line_evidence(facts, "slow_int8_matmul", limit=1),
+                evidence=log.line_evidence(facts, S.SLOW_INT8_MATMUL, limit=1),
                 remediation=Remediation("Nothing to fix; prefer 4-bit quantization on this GPU for speed."),
                 severity=Severity.INFO,
                 covers=["slow_int8_matmul_warning_cc_lt_75"],

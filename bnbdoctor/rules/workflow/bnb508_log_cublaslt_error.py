@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.gpus import CC_CHOOSES_LIBRARY
 from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.rules import log_evidence as log
@@ -50,16 +51,16 @@ def cublaslt(facts: Facts) -> Hit | None:
 
     - Keep the model on one GPU family, upgrade bitsandbytes (0.45+ no longer chooses by the highest GPU), or use 4-bit.
     """
-    if not log.seen(facts, "cublaslt_error", "mixed_gpu_generations"):
+    if not log.seen(facts, S.CUBLASLT_ERROR, S.MIXED_GPU_GENERATIONS):
         return None
-    mixed = log.seen(facts, "mixed_gpu_generations")
-    if not log.seen(facts, "cublaslt_error") and not log.legacy_loader(facts):
+    mixed = log.seen(facts, S.MIXED_GPU_GENERATIONS)
+    if not log.seen(facts, S.CUBLASLT_ERROR) and not log.legacy_loader(facts):
         return None  # mixed GPUs only mattered to the legacy loader's single library choice
-    kernel_error = log.seen(facts, "named_symbol_not_found", "no_kernel_image", "invalid_device_function")
+    kernel_error = log.seen(facts, S.NAMED_SYMBOL_NOT_FOUND, S.NO_KERNEL_IMAGE, S.INVALID_DEVICE_FUNCTION)
     return Hit(
         title=(
             "The int8 matmul failed in cuBLASLt ('cublasLt ran into an error')"
-            if log.seen(facts, "cublaslt_error")
+            if log.seen(facts, S.CUBLASLT_ERROR)
             else "GPUs of different generations: the legacy loader chose one library for all of them"
             + (" and a kernel then failed" if kernel_error else "")
         ),
@@ -76,7 +77,7 @@ def cublaslt(facts: Facts) -> Hit | None:
             else ""
         ),
         evidence=log.line_evidence(
-            facts, "cublaslt_error", "mixed_gpu_generations", "compute_capability", "named_symbol_not_found", limit=4
+            facts, S.CUBLASLT_ERROR, S.MIXED_GPU_GENERATIONS, S.COMPUTE_CAPABILITY, S.NAMED_SYMBOL_NOT_FOUND, limit=4
         ),
         remediation=Remediation(
             "Expose one GPU generation to the process (CUDA_VISIBLE_DEVICES, with CUDA_DEVICE_ORDER=PCI_BUS_ID so "
@@ -84,6 +85,6 @@ def cublaslt(facts: Facts) -> Hit | None:
             f"({minor(CC_CHOOSES_LIBRARY.below_text)}+ no longer chooses by the highest GPU), or use 4-bit.",
             ["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi --query-gpu=index,name,compute_cap --format=csv"],
         ),
-        covers=(["cublaslt_ran_into_error"] if log.seen(facts, "cublaslt_error") else [])
+        covers=(["cublaslt_ran_into_error"] if log.seen(facts, S.CUBLASLT_ERROR) else [])
         + (["mixed_gpu_wrong_compute_capability"] if mixed else []),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.platforms import WINDOWS_WHEELS
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -45,9 +46,9 @@ def windows_legacy(facts: Facts) -> Hit | None:
     pip install -U "bitsandbytes>=0.43.0"
     ```
     """
-    if not log.seen(facts, "windows_path_not_iterable", "windows_linux_library"):
+    if not log.seen(facts, S.WINDOWS_PATH_NOT_ITERABLE, S.WINDOWS_LINUX_LIBRARY):
         return None
-    crash = log.seen(facts, "windows_path_not_iterable")
+    crash = log.seen(facts, S.WINDOWS_PATH_NOT_ITERABLE)
     return Hit(
         title=(
             "bitsandbytes' Linux-only loader crashed on a Windows path ('WindowsPath' is not iterable)"
@@ -64,11 +65,11 @@ def windows_legacy(facts: Facts) -> Hit | None:
         )
         + "The 'Solution' lines it prints (LD_LIBRARY_PATH, find / -name libcudart.so) are Linux advice and do not "
         "apply.",
-        evidence=log.line_evidence(facts, "windows_path_not_iterable", "windows_linux_library", "bnb_library_selected"),
+        evidence=log.line_evidence(facts, S.WINDOWS_PATH_NOT_ITERABLE, S.WINDOWS_LINUX_LIBRARY, S.BNB_LIBRARY_SELECTED),
         remediation=Remediation(
             f"Install a release with Windows wheels ({WINDOWS_WHEELS.first_text} or newer), or run under WSL2.",
             [UPGRADE_TO_WINDOWS_WHEELS],
         ),
         covers=(["windows_path_not_iterable"] if crash else [])
-        + (["windows_linux_so_loaded"] if log.seen(facts, "windows_linux_library") else []),
+        + (["windows_linux_so_loaded"] if log.seen(facts, S.WINDOWS_LINUX_LIBRARY) else []),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.platforms import MACOS_WHEELS
 from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.rules import log_evidence as log
@@ -41,7 +42,7 @@ def macos(facts: Facts) -> Hit | None:
       supported.
     - For quantized inference on a Mac use MLX or llama.cpp (GGUF), or move to a CUDA machine.
     """
-    if not log.seen(facts, "macos_not_macho"):
+    if not log.seen(facts, S.MACOS_NOT_MACHO):
         return None
     return Hit(
         title="macOS cannot load this bitsandbytes library (not a Mach-O file for this Mac)",
@@ -50,7 +51,7 @@ def macos(facts: Facts) -> Hit | None:
         "file'), bitsandbytes falls back, and every quantized operation fails; transformers then reports a "
         "misleading ImportError. Macs have no CUDA: the CUDA kernels behind load_in_8bit/load_in_4bit never run "
         "there.",
-        evidence=log.line_evidence(facts, "macos_not_macho"),
+        evidence=log.line_evidence(facts, S.MACOS_NOT_MACHO),
         remediation=Remediation(
             "Do not use load_in_8bit/load_in_4bit with these releases on macOS. bitsandbytes "
             f"{minor(MACOS_WHEELS.first_text)}+ publishes an Apple "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import torch_index_for
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules import log_evidence as log
@@ -46,7 +47,7 @@ def torch_cuda_none(facts: Facts) -> Hit | None:
     - NVIDIA GPU: install a CUDA build of PyTorch (the selector on pytorch.org gives the `--index-url`).
     - AMD GPU: a ROCm torch with a bitsandbytes release that supports ROCm.
     """
-    if not log.seen(facts, "torch_cuda_none"):
+    if not log.seen(facts, S.TORCH_CUDA_NONE):
         return None
     torch = torch_of(facts)
     version = torch.version if torch and torch.installed and torch.version else None
@@ -55,7 +56,7 @@ def torch_cuda_none(facts: Facts) -> Hit | None:
         explanation="bitsandbytes derives its library name from torch.version.cuda, which is None for CPU-only and "
         "ROCm builds of PyTorch ('NoneType' object has no attribute 'split', libbitsandbytes_cudaNone, 'Torch not "
         "compiled with CUDA enabled'). No CUDA operation of bitsandbytes can work with this torch.",
-        evidence=log.line_evidence(facts, "torch_cuda_none"),
+        evidence=log.line_evidence(facts, S.TORCH_CUDA_NONE),
         remediation=Remediation(
             "Install a CUDA build of PyTorch for an NVIDIA GPU (pytorch.org's selector gives the --index-url), or, on "
             "an AMD GPU, a ROCm torch with a bitsandbytes release that supports ROCm.",

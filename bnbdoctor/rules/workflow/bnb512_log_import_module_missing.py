@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.imports import (
     SCIPY_IMPORT,
     TORCH_WITH_TRITON_WITHOUT_OPS,
@@ -55,7 +56,7 @@ def module_missing(facts: Facts) -> list[Hit]:
     - scipy: `pip install scipy`, or upgrade bitsandbytes.
     """
     hits = []
-    if log.seen(facts, "triton_ops_missing"):
+    if log.seen(facts, S.TRITON_OPS_MISSING):
         hits.append(
             Hit(
                 title=f"bitsandbytes imports triton.ops, which triton {TRITON_WITHOUT_OPS.first_text} removed",
@@ -63,7 +64,7 @@ def module_missing(facts: Facts) -> list[Hit]:
                 f"triton.ops.matmul_perf_model when they are imported; triton {TRITON_WITHOUT_OPS.first_text} (shipped "
                 f"with torch {TORCH_WITH_TRITON_WITHOUT_OPS.first_text}) removed triton.ops, so `import bitsandbytes` "
                 "fails with \"ModuleNotFoundError: No module named 'triton.ops'\".",
-                evidence=log.line_evidence(facts, "triton_ops_missing"),
+                evidence=log.line_evidence(facts, S.TRITON_OPS_MISSING),
                 remediation=Remediation(
                     f"Upgrade bitsandbytes ({TRITON_OPS_IMPORT.below_text} removed the import; users "
                     f"report {TRITON_OPS_REPORTED_WORKING}+ working), or pin triton below "
@@ -74,14 +75,14 @@ def module_missing(facts: Facts) -> list[Hit]:
                 covers=["triton_ops_module_missing"],
             )
         )
-    if log.seen(facts, "scipy_missing"):
+    if log.seen(facts, S.SCIPY_MISSING):
         hits.append(
             Hit(
                 title="bitsandbytes needs scipy, which is not installed",
                 explanation=f"bitsandbytes {SCIPY_IMPORT.first_text} to {SCIPY_IMPORT.last_text} import scipy (for the NF4 "
                 "data type) without declaring it as a "
                 "dependency, so `import bitsandbytes` fails with \"No module named 'scipy'\" in slim environments.",
-                evidence=log.line_evidence(facts, "scipy_missing"),
+                evidence=log.line_evidence(facts, S.SCIPY_MISSING),
                 remediation=Remediation("Install scipy, or upgrade bitsandbytes.", ["pip install scipy"]),
                 covers=["scipy_missing"],
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -51,7 +52,7 @@ def legacy_libcudart(facts: Facts) -> Hit | None:
 
     On the legacy releases, add the folder of a `libcudart.so` matching torch's CUDA to `LD_LIBRARY_PATH`.
     """
-    if not log.seen(facts, "legacy_libcudart_not_found"):
+    if not log.seen(facts, S.LEGACY_LIBCUDART_NOT_FOUND):
         return None
     windows = log.is_windows(facts)
     return Hit(
@@ -62,7 +63,7 @@ def legacy_libcudart(facts: Facts) -> Hit | None:
         "inside site-packages, where pip's torch keeps its CUDA runtime, so it fails on ordinary pip installs; "
         "the advice it prints then points at the wrong CUDA."
         + (" On Windows the search looks for Linux file names and cannot succeed." if windows else ""),
-        evidence=log.line_evidence(facts, "legacy_libcudart_not_found", "legacy_path_did_not_contain"),
+        evidence=log.line_evidence(facts, S.LEGACY_LIBCUDART_NOT_FOUND, S.LEGACY_PATH_DID_NOT_CONTAIN),
         remediation=Remediation(
             f"Upgrade bitsandbytes: since {LEGACY_CUDA_SETUP.below_text} the loader follows torch.version.cuda and "
             "needs no LD_LIBRARY_PATH changes. On the legacy releases, add the folder of a libcudart.so that matches "

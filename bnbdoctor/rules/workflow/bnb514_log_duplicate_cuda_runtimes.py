@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -48,7 +49,7 @@ def duplicates(facts: Facts) -> Hit | None:
       pip install -U "bitsandbytes>=0.43.1"
       ```
     """
-    if not log.seen(facts, "duplicate_cuda_runtimes"):
+    if not log.seen(facts, S.DUPLICATE_CUDA_RUNTIMES):
         return None
     return Hit(
         title="Several CUDA runtimes were found on the searched paths ('Found duplicate ... We'll flip a coin')",
@@ -56,7 +57,7 @@ def duplicates(facts: Facts) -> Hit | None:
         "are different CUDA versions and the one used differs from torch's: then follow-on errors such as 'invalid "
         "device function' or 'named symbol not found' appear. libcudart.so and libcudart.so.11.0 in the same folder "
         "are usually one file and a symlink, so the warning alone proves nothing.",
-        evidence=log.line_evidence(facts, "duplicate_cuda_runtimes"),
+        evidence=log.line_evidence(facts, S.DUPLICATE_CUDA_RUNTIMES),
         remediation=Remediation(
             "Check whether the files are distinct (readlink -f). Keep one CUDA runtime matching torch.version.cuda on "
             f"LD_LIBRARY_PATH/PATH/CUDA_HOME, and upgrade bitsandbytes ({LEGACY_CUDA_SETUP.below_text}+ no longer "

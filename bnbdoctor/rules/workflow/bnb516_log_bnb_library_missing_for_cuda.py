@@ -6,6 +6,7 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUGGESTED_TORCH_CUDA
 from bnbdoctor.knowledge.loader import CUDA_VERSION_FROM_TORCH, ROCM_TAG_MISBUILT
 from bnbdoctor.knowledge.selection import rocm_from_misbuilt_tag
@@ -76,14 +77,14 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     python -m bitsandbytes
     ```
     """
-    if not log.seen(facts, "bnb_library_not_found", "cuda_older_than_11"):
+    if not log.seen(facts, S.BNB_LIBRARY_NOT_FOUND, S.CUDA_OLDER_THAN_11):
         return None
-    if log.seen(facts, "bnb_cuda_version_override"):
+    if log.seen(facts, S.BNB_CUDA_VERSION_OVERRIDE):
         return Skip("BNB_CUDA_VERSION chose the library (BNB302 judges the override)")
-    if log.seen(facts, "bnb_cpu_library_not_found", "bnb_not_compiled"):
+    if log.seen(facts, S.BNB_CPU_LIBRARY_NOT_FOUND, S.BNB_NOT_COMPILED):
         return Skip("not even the CPU library exists: nothing was compiled (BNB309)")
     missing = facts.native.selection.expected_file if facts.native and facts.native.selection else None
-    lines = log.line_evidence(facts, "cuda_older_than_11", "bnb_library_not_found", "detected_cuda_version", limit=4)
+    lines = log.line_evidence(facts, S.CUDA_OLDER_THAN_11, S.BNB_LIBRARY_NOT_FOUND, S.DETECTED_CUDA_VERSION, limit=4)
     rocm = _misbuilt_rocm(facts, missing)
     if rocm is not None and missing is not None:
         return Hit(
@@ -103,7 +104,7 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
             ),
             covers=["rocm_version_tag_misparsed"],
         )
-    if log.seen(facts, "cuda_older_than_11"):
+    if log.seen(facts, S.CUDA_OLDER_THAN_11):
         old = OLDEST_CUDA_MAJOR - 1
         return Hit(
             title=f"CUDA {old}.x is older than any bitsandbytes build"

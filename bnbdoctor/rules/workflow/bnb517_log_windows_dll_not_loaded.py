@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.platforms import PYTHON_DLL_PATH_SEARCH_DROPPED, WINDOWS_WHEELS
 from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.rules import log_evidence as log
@@ -49,9 +50,9 @@ def windows_dll(facts: Facts) -> Hit | None:
 
     With a community build, install the CUDA runtime it was built for and do not mix it with another CUDA version.
     """
-    if not log.seen(facts, "windows_dll_not_loaded"):
+    if not log.seen(facts, S.WINDOWS_DLL_NOT_LOADED):
         return None
-    first = log.first(facts, "windows_dll_not_loaded")
+    first = log.first(facts, S.WINDOWS_DLL_NOT_LOADED)
     name = (
         first.text.split("'")[1].replace("/", "\\").rsplit("\\", 1)[-1]
         if first and first.text.count("'") >= 2
@@ -64,7 +65,7 @@ def windows_dll(facts: Facts) -> Hit | None:
         "PATH for a DLL's dependencies, so a CUDA toolkit on PATH does not help. Releases before "
         f"{minor(WINDOWS_WHEELS.first_text)} had no official Windows build; community DLLs each expect one specific "
         "CUDA version.",
-        evidence=log.line_evidence(facts, "windows_dll_not_loaded", "cuda_runtime_path"),
+        evidence=log.line_evidence(facts, S.WINDOWS_DLL_NOT_LOADED, S.CUDA_RUNTIME_PATH),
         remediation=Remediation(
             f"Install the official Windows wheels (bitsandbytes {WINDOWS_WHEELS.first_text} or newer), which use the "
             "CUDA libraries torch ships. With a community build, install the CUDA runtime it was built for and do not "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -64,14 +65,14 @@ def cuda_mixed(facts: Facts) -> list[Hit]:
     ```
     """
     hits = []
-    if log.seen(facts, "nvjitlink_undefined_symbol"):
+    if log.seen(facts, S.NVJITLINK_UNDEFINED_SYMBOL):
         hits.append(
             Hit(
                 title="libcusparse found an older libnvJitLink from another CUDA install (undefined symbol __nvJitLink…)",
                 explanation="torch's pip-installed libcusparse.so.12 needs the libnvJitLink.so.12 shipped next to it, but "
                 "the loader found an older copy first, usually from a system CUDA folder on LD_LIBRARY_PATH. This is "
                 "not a bitsandbytes bug, but it stops every import of torch and therefore of bitsandbytes.",
-                evidence=log.line_evidence(facts, "nvjitlink_undefined_symbol"),
+                evidence=log.line_evidence(facts, S.NVJITLINK_UNDEFINED_SYMBOL),
                 remediation=Remediation(
                     "Remove the system CUDA lib folder from LD_LIBRARY_PATH when using pip's torch (or put "
                     "site-packages/nvidia/nvjitlink/lib first), and keep nvidia-nvjitlink-cu12 at least as new as "
@@ -81,13 +82,13 @@ def cuda_mixed(facts: Facts) -> list[Hit]:
                 covers=["nvjitlink_cusparse_symbol_mismatch"],
             )
         )
-    if log.seen(facts, "fatbinwrap_undefined_symbol"):
+    if log.seen(facts, S.FATBINWRAP_UNDEFINED_SYMBOL):
         hits.append(
             Hit(
                 title="bitsandbytes' library and the CUDA runtime come from different CUDA versions (__fatbinwrap)",
                 explanation="An undefined __fatbinwrap_ symbol means the C++ library and the CUDA part were built or "
                 "loaded with different CUDA versions, typically with several CUDA installs on the search paths.",
-                evidence=log.line_evidence(facts, "fatbinwrap_undefined_symbol"),
+                evidence=log.line_evidence(facts, S.FATBINWRAP_UNDEFINED_SYMBOL),
                 remediation=Remediation(
                     "Make PATH and LD_LIBRARY_PATH point to one CUDA install that matches torch (check "
                     "`ls $CONDA_PREFIX/lib/*cudart*`), or upgrade bitsandbytes, whose loader follows torch.",
@@ -96,13 +97,13 @@ def cuda_mixed(facts: Facts) -> list[Hit]:
                 covers=["fatbinwrap_undefined_symbol"],
             )
         )
-    if log.seen(facts, "cuda_runtime_symbol_missing"):
+    if log.seen(facts, S.CUDA_RUNTIME_SYMBOL_MISSING):
         hits.append(
             Hit(
                 title="The CUDA runtime found is not the one torch uses (conda environment vs system CUDA)",
                 explanation="bitsandbytes called a CUDA runtime function that the libcudart it found does not have: the "
                 "runtime came from outside the environment (an old /usr/local/cuda, or a conda env without cudatoolkit).",
-                evidence=log.line_evidence(facts, "cuda_runtime_symbol_missing", "cuda_runtime_path"),
+                evidence=log.line_evidence(facts, S.CUDA_RUNTIME_SYMBOL_MISSING, S.CUDA_RUNTIME_PATH),
                 remediation=Remediation(
                     "Keep torch and bitsandbytes from one ecosystem (pip with pip), upgrade bitsandbytes so selection "
                     "follows torch.version.cuda, or install the matching CUDA runtime into the environment and put "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.platforms import MACOS_WHEELS, WINDOWS_WHEELS
 from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.rules import log_evidence as log
@@ -49,15 +50,15 @@ def cpu_fallback(facts: Facts) -> Hit | None:
       (0.43.0+ on Windows).
     - Do not copy a CUDA library over `libbitsandbytes_cpu.so`: it hides the symptom and breaks later.
     """
-    if not log.seen(facts, "cpu_library_selected", "compiled_without_gpu_support", "cpu_library_missing_symbol"):
+    if not log.seen(facts, S.CPU_LIBRARY_SELECTED, S.COMPILED_WITHOUT_GPU_SUPPORT, S.CPU_LIBRARY_MISSING_SYMBOL):
         return None
     severity, because = _severity_as_consequence(facts)
     lines = log.line_evidence(
         facts,
-        "cpu_library_selected",
-        "compiled_without_gpu_support",
-        "cpu_library_missing_symbol",
-        "native_library_unavailable",
+        S.CPU_LIBRARY_SELECTED,
+        S.COMPILED_WITHOUT_GPU_SUPPORT,
+        S.CPU_LIBRARY_MISSING_SYMBOL,
+        S.NATIVE_LIBRARY_UNAVAILABLE,
         limit=4,
     )
     windows_legacy = log.is_windows(facts) and log.legacy_loader(facts)
@@ -102,7 +103,7 @@ def cpu_fallback(facts: Facts) -> Hit | None:
         covers=["compiled_without_gpu_support"]
         + (
             ["cpu_lib_undefined_symbol_cget_col_row_stats"]
-            if log.seen(facts, "cpu_library_missing_symbol") and not (windows_legacy or log.is_macos(facts))
+            if log.seen(facts, S.CPU_LIBRARY_MISSING_SYMBOL) and not (windows_legacy or log.is_macos(facts))
             else []
         ),
     )

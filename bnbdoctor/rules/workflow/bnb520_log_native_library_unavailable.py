@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow._shared import BNB_ERRORS, PYTHON_M_BNB, _severity_as_consequence
@@ -48,20 +49,20 @@ def native_unavailable(facts: Facts) -> Hit | None:
       python -m bitsandbytes
       ```
     """
-    if not log.seen(facts, "native_library_unavailable", "cuda_setup_failed"):
+    if not log.seen(facts, S.NATIVE_LIBRARY_UNAVAILABLE, S.CUDA_SETUP_FAILED):
         return None
-    severity, because = _severity_as_consequence(facts, "cpu_library_selected", "compiled_without_gpu_support")
-    umbrella = log.seen(facts, "cuda_setup_failed")
+    severity, because = _severity_as_consequence(facts, S.CPU_LIBRARY_SELECTED, S.COMPILED_WITHOUT_GPU_SUPPORT)
+    umbrella = log.seen(facts, S.CUDA_SETUP_FAILED)
     return Hit(
         title=(
             "bitsandbytes could not set up its CUDA library ('CUDA Setup failed')"
-            if umbrella and not log.seen(facts, "native_library_unavailable")
+            if umbrella and not log.seen(facts, S.NATIVE_LIBRARY_UNAVAILABLE)
             else "A bitsandbytes function was called after its native library failed to load"
         ),
         explanation="'CUDA Setup failed despite GPU being available' and \"'NoneType' object has no attribute "
         "'c…'\" carry no diagnosis of their own: the native library failed to load earlier (lib is None) and the "
         "cause is the first loader error in the log." + because,
-        evidence=log.line_evidence(facts, "native_library_unavailable", "cuda_setup_failed", "native_load_error"),
+        evidence=log.line_evidence(facts, S.NATIVE_LIBRARY_UNAVAILABLE, S.CUDA_SETUP_FAILED, S.NATIVE_LOAD_ERROR),
         remediation=Remediation(
             "Scroll up to the first 'Could not load bitsandbytes native library' / CUDA SETUP error and fix that; "
             "`python -m bitsandbytes` prints it directly. First try upgrading bitsandbytes and restarting the "
@@ -69,6 +70,6 @@ def native_unavailable(facts: Facts) -> Hit | None:
             [PYTHON_M_BNB, "pip install -U bitsandbytes"],
         ),
         severity=severity,
-        covers=(["native_lib_none_attribute_errors"] if log.seen(facts, "native_library_unavailable") else [])
+        covers=(["native_lib_none_attribute_errors"] if log.seen(facts, S.NATIVE_LIBRARY_UNAVAILABLE) else [])
         + (["cuda_setup_failed_despite_gpu_available"] if umbrella else []),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.transformers import BNB_CHECK_NEEDS_GPU_SINCE
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -51,10 +52,10 @@ def transformers_importerror(facts: Facts) -> Hit | None:
     pip install -U transformers accelerate bitsandbytes
     ```
     """
-    if not log.seen(facts, "transformers_bnb_importerror"):
+    if not log.seen(facts, S.TRANSFORMERS_BNB_IMPORTERROR):
         return None
     severity, because = _severity_as_consequence(facts)
-    notebook = log.seen(facts, "notebook")
+    notebook = log.seen(facts, S.NOTEBOOK)
     return Hit(
         title="transformers says bitsandbytes or Accelerate is missing, but its check also needs a CUDA GPU",
         explanation="The message comes from transformers, not bitsandbytes: is_bitsandbytes_available() returned "
@@ -62,7 +63,7 @@ def transformers_importerror(facts: Facts) -> Hit | None:
         "so a CPU-only torch, a "
         "runtime without a GPU, a bitsandbytes that fails to import, or packages installed into a running kernel "
         "all produce this text." + because,
-        evidence=log.line_evidence(facts, "transformers_bnb_importerror", limit=1),
+        evidence=log.line_evidence(facts, S.TRANSFORMERS_BNB_IMPORTERROR, limit=1),
         remediation=Remediation(
             "Check torch.cuda.is_available() first: install a CUDA build of torch or pick a GPU runtime"
             + (" (Colab: Runtime > Change runtime type > GPU)" if notebook else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
@@ -40,7 +41,7 @@ def stale_modules(facts: Facts) -> Hit | None:
     pip install -U bitsandbytes peft transformers accelerate
     ```
     """
-    if not log.seen(facts, "stale_bnb_modules"):
+    if not log.seen(facts, S.STALE_BNB_MODULES):
         return None
     return Hit(
         title="Old and new bitsandbytes modules are mixed in one Python process",
@@ -48,7 +49,7 @@ def stale_modules(facts: Facts) -> Hit | None:
         "sync_gpu from bitsandbytes.utils). After `pip install -U bitsandbytes` inside a running notebook, the old "
         "modules already imported stay in memory next to the new files; outdated packages built on bitsandbytes "
         "(an old PEFT) add to it. `python -m bitsandbytes` in a fresh process usually reports success.",
-        evidence=log.line_evidence(facts, "stale_bnb_modules"),
+        evidence=log.line_evidence(facts, S.STALE_BNB_MODULES),
         remediation=Remediation(
             "Restart the runtime or kernel after upgrading, and upgrade peft, transformers and "
             "accelerate together with bitsandbytes.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -50,15 +51,15 @@ def peft_merge(facts: Facts) -> Hit | None:
     merged.save_pretrained("merged-bf16")  # quantize this once, when loading it later
     ```
     """
-    if not log.seen(facts, "peft_merge_quantized_warning"):
+    if not log.seen(facts, S.PEFT_MERGE_QUANTIZED_WARNING):
         return None
-    bits = "8" if any("8-bit" in m.text for m in log.matches(facts, "peft_merge_quantized_warning")) else "4"
+    bits = "8" if any("8-bit" in m.text for m in log.matches(facts, S.PEFT_MERGE_QUANTIZED_WARNING)) else "4"
     return Hit(
         title=f"LoRA weights were merged into a {bits}-bit quantized base: generations will drift",
         explanation=f"merge_and_unload() on a bitsandbytes {bits}-bit layer dequantizes the weight, adds the LoRA "
         f"update and quantizes the result to {bits}-bit again, so rounding error is unavoidable and the merged model "
         "no longer matches the adapter's outputs. PEFT only warns; nothing is broken.",
-        evidence=log.line_evidence(facts, "peft_merge_quantized_warning"),
+        evidence=log.line_evidence(facts, S.PEFT_MERGE_QUANTIZED_WARNING),
         remediation=Remediation(
             "If output fidelity matters, do not merge into the quantized model: keep the adapter unmerged, or load the "
             "base model in bf16/fp16 (no quantization_config), attach the adapter, call merge_and_unload() and save; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -48,10 +49,10 @@ def different_devices(facts: Facts) -> Hit | None:
       pip install -U peft accelerate transformers
       ```
     """
-    if not log.seen(facts, "tensors_different_devices"):
+    if not log.seen(facts, S.TENSORS_DIFFERENT_DEVICES):
         return None
-    replica = log.seen(facts, "dataparallel_replica_error")
-    quantized = log.seen(facts, "quantization_config") or bool(facts.python and facts.python.bitsandbytes.installed)
+    replica = log.seen(facts, S.DATAPARALLEL_REPLICA_ERROR)
+    quantized = log.seen(facts, S.QUANTIZATION_CONFIG) or bool(facts.python and facts.python.bitsandbytes.installed)
     return Hit(
         title="Parts of a "
         + ("quantized " if quantized else "")
@@ -61,7 +62,7 @@ def different_devices(facts: Facts) -> Hit | None:
         "device_map offloaded some layers (or their quant_state) to the CPU or split them across GPUs, when "
         "torch.nn.DataParallel replicas keep the 4-bit quant_state on device 0, or when a LoRA update on the GPU "
         "meets a base layer offloaded to the CPU.",
-        evidence=log.line_evidence(facts, "tensors_different_devices", "dataparallel_replica_error"),
+        evidence=log.line_evidence(facts, S.TENSORS_DIFFERENT_DEVICES, S.DATAPARALLEL_REPLICA_ERROR),
         remediation=Remediation(
             "Load the quantized model on one device when it fits (device_map={'': 0}); for several GPUs use "
             "accelerate/torchrun DDP with device_map={'': local_rank} instead of DataParallel; avoid CPU offload with "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -36,7 +37,7 @@ def device_guard(facts: Facts) -> Hit | None:
       models, free VRAM before sampling.
     - Update the custom node or application and report it there.
     """
-    if not log.seen(facts, "bnb_device_guard"):
+    if not log.seen(facts, S.BNB_DEVICE_GUARD):
         return None
     return Hit(
         title="A bitsandbytes operation got input, weight or quant_state tensors that are not on the GPU",
@@ -44,7 +45,7 @@ def device_guard(facts: Facts) -> Hit | None:
         "bias) is on the same CUDA device. The application's memory manager (typical in ComfyUI/Forge low-VRAM "
         "modes with NF4 models) moved part of a quantized module to the CPU. This is an application issue, not a "
         "bitsandbytes bug.",
-        evidence=log.line_evidence(facts, "bnb_device_guard"),
+        evidence=log.line_evidence(facts, S.BNB_DEVICE_GUARD),
         remediation=Remediation(
             "Keep the whole quantized module and its quant_state on the GPU: disable low-VRAM offloading for "
             "bitsandbytes models, free VRAM before sampling, update the custom node or application, and report it "

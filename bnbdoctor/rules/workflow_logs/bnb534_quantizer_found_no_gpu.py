@@ -6,6 +6,7 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import TORCH_BUILD_CHECK as TORCH_CHECK
@@ -21,7 +22,7 @@ def _torch_version(facts: Facts) -> str | None:
 def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, list[str]] | None:
     """(cause in a few words, why, fix, commands) for what the rest of the log shows about the missing accelerator."""
     torch_version = _torch_version(facts) or ""
-    if log.seen(facts, "torch_cuda_none") or torch_version.endswith("+cpu"):
+    if log.seen(facts, S.TORCH_CUDA_NONE) or torch_version.endswith("+cpu"):
         shown = f"torch {torch_version}" if torch_version else "torch.version.cuda = None"
         return (
             f"torch is a CPU-only build ({shown})",
@@ -33,7 +34,7 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, lis
             [TORCH_CHECK, "nvidia-smi"],
         )
     no_driver = facts.gpu is not None and not facts.gpu.nvml_available
-    if log.seen(facts, "no_nvidia_driver", "libcuda_not_found") or no_driver:
+    if log.seen(facts, S.NO_NVIDIA_DRIVER, S.LIBCUDA_NOT_FOUND) or no_driver:
         return (
             "no NVIDIA driver is visible to torch",
             (
@@ -47,7 +48,7 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, lis
             ),
             ["nvidia-smi", TORCH_CHECK],
         )
-    if log.seen(facts, "driver_too_old", "cuda_driver_insufficient", "cuda_error_803"):
+    if log.seen(facts, S.DRIVER_TOO_OLD, S.CUDA_DRIVER_INSUFFICIENT, S.CUDA_ERROR_803):
         return (
             "CUDA failed to initialise (driver)",
             (
@@ -70,7 +71,7 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, lis
             ),
             [VERSIONS_CHECK],
         )
-    if log.seen(facts, "compiled_without_gpu_support", "cpu_library_selected"):
+    if log.seen(facts, S.COMPILED_WITHOUT_GPU_SUPPORT, S.CPU_LIBRARY_SELECTED):
         return (
             "bitsandbytes saw no usable CUDA either",
             (
@@ -136,7 +137,7 @@ def quantizer_no_gpu(facts: Facts) -> Hit | None:
     Install a CUDA build of torch, start the container with `--gpus all` or the NVIDIA runtime, or fix the driver. On
     Apple Silicon use a bitsandbytes and transformers that accept MPS, or another quantization method.
     """
-    matches = log.matches(facts, "quantizer_no_gpu")
+    matches = log.matches(facts, S.QUANTIZER_NO_GPU)
     if not matches:
         return None
     devices = None
@@ -156,7 +157,7 @@ def quantizer_no_gpu(facts: Facts) -> Hit | None:
         return Hit(
             title="transformers found no GPU to quantize on; the log does not show why torch sees none",
             explanation=what + "The rest of the log shows none of these; check torch and the driver on the machine.",
-            evidence=log.line_evidence(facts, "quantizer_no_gpu", limit=2),
+            evidence=log.line_evidence(facts, S.QUANTIZER_NO_GPU, limit=2),
             remediation=Remediation(
                 "Check what torch sees: a CUDA build of torch, torch.cuda.is_available() True, nvidia-smi listing the "
                 "GPU in the same environment (container, WSL, venv) that runs the script.",
@@ -167,6 +168,6 @@ def quantizer_no_gpu(facts: Facts) -> Hit | None:
     return Hit(
         title=f"transformers found no GPU to quantize on: {short}",
         explanation=what + why,
-        evidence=log.line_evidence(facts, "quantizer_no_gpu", limit=2),
+        evidence=log.line_evidence(facts, S.QUANTIZER_NO_GPU, limit=2),
         remediation=Remediation(fix, commands),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.kbit import KBIT_KWARGS_REMOVED, LOAD_IN_4BIT_KWARG
 from bnbdoctor.knowledge.ranges import full
 from bnbdoctor.rules import log_evidence as log
@@ -56,7 +57,7 @@ def load_in_kbit_kwarg(facts: Facts) -> Hit | None:
     model = AutoModelForCausalLM.from_pretrained(name, quantization_config=BitsAndBytesConfig(load_in_4bit=True))
     ```
     """
-    matches = log.matches(facts, "load_in_kbit_kwarg_unsupported")
+    matches = log.matches(facts, S.LOAD_IN_KBIT_KWARG_UNSUPPORTED)
     if not matches:
         return None
     bits = next((b for b in (_bits(m.text) for m in matches) if b), "4")
@@ -101,6 +102,6 @@ def load_in_kbit_kwarg(facts: Facts) -> Hit | None:
     return Hit(
         title=title,
         explanation="The script passes the quantization keyword directly to from_pretrained. " + why,
-        evidence=log.line_evidence(facts, "load_in_kbit_kwarg_unsupported", "package_version", limit=3),
+        evidence=log.line_evidence(facts, S.LOAD_IN_KBIT_KWARG_UNSUPPORTED, S.PACKAGE_VERSION, limit=3),
         remediation=fix,
     )

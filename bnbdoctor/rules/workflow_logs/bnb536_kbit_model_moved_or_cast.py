@@ -6,6 +6,7 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.kbit import BNB_4BIT_MOVE, BNB_8BIT_MOVE
 from bnbdoctor.knowledge.ranges import full
 from bnbdoctor.rules import log_evidence as log
@@ -54,7 +55,7 @@ def kbit_model_moved(facts: Facts) -> Hit | None:
     0}`); or upgrade bitsandbytes for moves. Never cast a quantized model's dtype: set `torch_dtype` and
     `bnb_4bit_compute_dtype` when loading.
     """
-    matches = log.matches(facts, "kbit_model_moved")
+    matches = log.matches(facts, S.KBIT_MODEL_MOVED)
     if not matches:
         return None
     text = " ".join(m.text for m in matches)
@@ -69,7 +70,7 @@ def kbit_model_moved(facts: Facts) -> Hit | None:
             title="A quantized model cannot be cast to another dtype (.to(dtype)/.half()/.float())",
             explanation="The script casts a bitsandbytes model to another dtype. transformers refuses it with every "
             "release: the 4-bit/8-bit weights keep their storage, and the layers compute in bnb_4bit_compute_dtype.",
-            evidence=log.line_evidence(facts, "kbit_model_moved", limit=2),
+            evidence=log.line_evidence(facts, S.KBIT_MODEL_MOVED, limit=2),
             remediation=Remediation(
                 "Remove the cast; load the model with the dtype you want: from_pretrained(..., torch_dtype=torch."
                 "bfloat16, quantization_config=BitsAndBytesConfig(..., bnb_4bit_compute_dtype=torch.bfloat16))."
@@ -88,7 +89,7 @@ def kbit_model_moved(facts: Facts) -> Hit | None:
             title=f"Moving {'an 8' if bits == '8' else 'a 4'}-bit model needs bitsandbytes {first} or newer{installed}",
             explanation=f"The script calls .to()/.cuda() on a {bits}-bit model. transformers allows that only with "
             f"bitsandbytes {first} or newer; with the installed release it refuses the move.",
-            evidence=log.line_evidence(facts, "kbit_model_moved", limit=2),
+            evidence=log.line_evidence(facts, S.KBIT_MODEL_MOVED, limit=2),
             remediation=Remediation(
                 placement + f" Or upgrade bitsandbytes to {first} or newer.",
                 [f'pip install -U "bitsandbytes>={first}"'],
@@ -100,6 +101,6 @@ def kbit_model_moved(facts: Facts) -> Hit | None:
         ".cuda() on a bitsandbytes model. This transformers refuses every move of a quantized model; newer releases "
         f"allow moves of 4-bit models with bitsandbytes {full(BNB_4BIT_MOVE.first_text)} and of 8-bit models with "
         f"{full(BNB_8BIT_MOVE.first_text)}.",
-        evidence=log.line_evidence(facts, "kbit_model_moved", limit=2),
+        evidence=log.line_evidence(facts, S.KBIT_MODEL_MOVED, limit=2),
         remediation=Remediation(placement, [VERSIONS_CHECK]),
     )

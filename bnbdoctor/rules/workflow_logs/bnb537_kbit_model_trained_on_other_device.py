@@ -6,6 +6,7 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -55,12 +56,12 @@ def kbit_model_other_device(facts: Facts) -> Hit | None:
 
     Use `device_map="auto"` only for single-process model parallelism (`python script.py`, one process).
     """
-    if not log.seen(facts, "kbit_model_other_device"):
+    if not log.seen(facts, S.KBIT_MODEL_OTHER_DEVICE):
         return None
     dmap = next(
         (
             found.group(1)
-            for m in log.matches(facts, "device_map_argument")
+            for m in log.matches(facts, S.DEVICE_MAP_ARGUMENT)
             if (found := re.search(r"device_map\s*=\s*['\"]?(auto|balanced_low_0|balanced|sequential)", m.text))
         ),
         None,
@@ -76,7 +77,7 @@ def kbit_model_other_device(facts: Facts) -> Hit | None:
         explanation="accelerate trains a k-bit model only on the device of the current process. Under DDP each "
         "process must load its own full copy on its own GPU; device_map='auto' (or a map naming another GPU) put it "
         "elsewhere, and a quantized model cannot be moved after loading." + context,
-        evidence=log.line_evidence(facts, "kbit_model_other_device", "device_map_argument", limit=2),
+        evidence=log.line_evidence(facts, S.KBIT_MODEL_OTHER_DEVICE, S.DEVICE_MAP_ARGUMENT, limit=2),
         remediation=Remediation(
             "Load with device_map={'': int(os.environ.get('LOCAL_RANK', 0))} (or {'': Accelerator().process_index}) "
             "under torchrun/accelerate launch; keep device_map='auto' for a single process spreading one model over "

@@ -6,6 +6,7 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow_logs._shared import _bits
@@ -49,12 +50,12 @@ def fsdp_integer_storage(facts: Facts) -> Hit | None:
     with `torch_dtype=torch.bfloat16` and bf16 trainable parameters. 8-bit models cannot be sharded by FSDP: use DDP
     or DeepSpeed ZeRO instead.
     """
-    matches = log.matches(facts, "fsdp_integer_flatten")
+    matches = log.matches(facts, S.FSDP_INTEGER_FLATTEN)
     if not matches:
         return None
     text = " ".join(m.text for m in matches)
     context_bits = next(
-        (b for b in (_bits(m.text) for m in log.matches(facts, "quantization_config")) if b),
+        (b for b in (_bits(m.text) for m in log.matches(facts, S.QUANTIZATION_CONFIG)) if b),
         None,
     )
     eight = bool(re.search(r"\bint8\b", text)) or (context_bits == "8" and "uint8" not in text)
@@ -72,7 +73,7 @@ def fsdp_integer_storage(facts: Facts) -> Hit | None:
         return Hit(
             title="FSDP cannot shard an 8-bit bitsandbytes model (int8 weights)",
             explanation=what + "8-bit models are not supported under FSDP at all.",
-            evidence=log.line_evidence(facts, "fsdp_integer_flatten", "quantization_config", limit=2),
+            evidence=log.line_evidence(facts, S.FSDP_INTEGER_FLATTEN, S.QUANTIZATION_CONFIG, limit=2),
             remediation=Remediation(
                 "Train the 8-bit model with DDP or DeepSpeed ZeRO instead of FSDP, or switch to 4-bit QLoRA with "
                 "bnb_4bit_quant_storage=torch.bfloat16."
@@ -82,6 +83,6 @@ def fsdp_integer_storage(facts: Facts) -> Hit | None:
         title="FSDP cannot flatten the uint8 storage of 4-bit weights: "
         "set bnb_4bit_quant_storage to the training dtype",
         explanation=what + "For 4-bit, bnb_4bit_quant_storage chooses the storage dtype.",
-        evidence=log.line_evidence(facts, "fsdp_integer_flatten", "quantization_config", limit=2),
+        evidence=log.line_evidence(facts, S.FSDP_INTEGER_FLATTEN, S.QUANTIZATION_CONFIG, limit=2),
         remediation=Remediation(fix_4bit),
     )

@@ -6,6 +6,7 @@ import re
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -40,7 +41,7 @@ def compute_dtype_fp32(facts: Facts) -> Hit | None:
     Set `bnb_4bit_compute_dtype=torch.bfloat16` (or `torch.float16` on GPUs without bf16) in `BitsAndBytesConfig`,
     matching `torch_dtype`.
     """
-    match = log.first(facts, "compute_dtype_fp32_slow")
+    match = log.first(facts, S.COMPUTE_DTYPE_FP32_SLOW)
     if match is None:
         return None
     found = re.search(r"Linear4bit is (?:torch\.)?(\w+)", match.text)
@@ -50,7 +51,7 @@ def compute_dtype_fp32(facts: Facts) -> Hit | None:
         explanation="BitsAndBytesConfig was created without bnb_4bit_compute_dtype, so the 4-bit layers dequantize "
         f"to float32 and compute in float32 although the activations are {dtype}. Results are correct; matmuls are "
         "much slower. This is a performance note, not the cause of an error.",
-        evidence=log.line_evidence(facts, "compute_dtype_fp32_slow", limit=1),
+        evidence=log.line_evidence(facts, S.COMPUTE_DTYPE_FP32_SLOW, limit=1),
         remediation=Remediation(
             "Pass bnb_4bit_compute_dtype=torch.bfloat16 (or torch.float16 on GPUs without bf16) to BitsAndBytesConfig, "
             "matching torch_dtype."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -35,7 +36,7 @@ def wsl_ldconfig_noise(facts: Facts) -> Hit | None:
     Nothing to fix for bitsandbytes: look at the other findings for the real error. (The warning can be silenced by
     replacing the files with symbolic links, which WSL undoes on restart.)
     """
-    matches = log.matches(facts, "wsl_ldconfig_not_symlink")
+    matches = log.matches(facts, S.WSL_LDCONFIG_NOT_SYMLINK)
     if not matches:
         return None
     return Hit(
@@ -43,6 +44,6 @@ def wsl_ldconfig_noise(facts: Facts) -> Hit | None:
         explanation="WSL2 mounts its driver libraries in /usr/lib/wsl/lib as regular files with the same SONAME "
         "instead of symbolic links; ldconfig warns on every run, but the loader still finds libcuda.so.1. It is not "
         "the cause of a bitsandbytes failure: look at the other findings.",
-        evidence=log.line_evidence(facts, "wsl_ldconfig_not_symlink", limit=1),
+        evidence=log.line_evidence(facts, S.WSL_LDCONFIG_NOT_SYMLINK, limit=1),
         remediation=Remediation("Nothing to fix for bitsandbytes."),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Evidence, Hit, Remediation, Severity
+from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -57,7 +58,7 @@ def unrecognised_error(facts: Facts) -> Hit | None:
     bnbdoctor --markdown > bnbdoctor-report.md
     ```
     """
-    matches = log.matches(facts, "unrecognised_error")
+    matches = log.matches(facts, S.UNRECOGNISED_ERROR)
     if not matches:
         return None
     lines = ", ".join(str(m.line) for m in matches[:6]) + (", ..." if len(matches) > 6 else "")
