@@ -21,7 +21,14 @@ from bnbdoctor.knowledge import selection
 from bnbdoctor.knowledge.cuda import torch_index_for
 from bnbdoctor.knowledge.gpus import pre_pascal_family
 from bnbdoctor.knowledge.imports import SCIPY_IMPORT, TRITON_OPS_IMPORT
-from bnbdoctor.knowledge.loader import CPU_FALLBACK_ERA, GLIBC_234_BUILDS, LEGACY_CUDA_SETUP, NEAREST_BUILD
+from bnbdoctor.knowledge.loader import (
+    CPU_FALLBACK_ERA,
+    CUDA_OVERRIDE_READ,
+    EXACT_MATCH_ERA,
+    GLIBC_234_BUILDS,
+    LEGACY_CUDA_SETUP,
+    NEAREST_BUILD,
+)
 from bnbdoctor.knowledge.platforms import CURRENT_MANYLINUX, ManylinuxTag
 from bnbdoctor.knowledge.ranges import VersionRange, dotted, full, minor
 from bnbdoctor.knowledge.releases import known_requirements, legacy_cuda_setup
@@ -193,6 +200,8 @@ def test_the_loader_eras_agree_with_the_library_selection_model() -> None:
     assert LEGACY_CUDA_SETUP.below_release == selection.CPU_FALLBACK
     assert selection.EXACT[:2] == CPU_FALLBACK_ERA.below_release
     assert selection.NEAREST[:2] == NEAREST_BUILD.first_release
+    assert selection.EXACT[:2] == EXACT_MATCH_ERA.first_release and EXACT_MATCH_ERA.below == NEAREST_BUILD.first
+    assert CUDA_OVERRIDE_READ.first_release == selection.OVERRIDE_FROM
     assert legacy_cuda_setup("0.43.0") and not legacy_cuda_setup("0.43.1") and not legacy_cuda_setup(None)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bnbdoctor.knowledge.ranges import VersionRange
+from bnbdoctor.knowledge.ranges import VersionRange, minor
 from bnbdoctor.knowledge.releases import MIN_CC_INT8_MATMUL, MIN_CC_QUANTIZATION
 
 
@@ -45,6 +45,14 @@ class DroppedArchitecture:
     removed_in: str  # the first release without its kernels
     last_with: str | None  # the last release with them, where a rule names it
     source: str
+    deprecated_in: str | None = None  # the first release whose docs call it deprecated
+
+    @property
+    def last_with_minor(self) -> str:
+        """The series of the last release with its kernels: ``"0.47"``."""
+        if self.last_with is None:
+            raise ValueError(f"no last release with {self.family} kernels is recorded")
+        return minor(self.last_with)
 
 
 KEPLER = DroppedArchitecture(
@@ -56,7 +64,8 @@ MAXWELL = DroppedArchitecture(
     "0.48.0",
     "0.47.0",
     "bnb_internals.md §4: 0.48 docs 'Maxwell support is not included in PyPI "
-    "distributions from v0.48.0'; wheels 0.48.2/0.49.2 have no sm_50",
+    "distributions from v0.48.0'; wheels 0.48.2/0.49.2 have no sm_50; the 0.45-0.47 docs call Maxwell deprecated",
+    deprecated_in="0.45",
 )
 DROPPED_ARCHITECTURES = (KEPLER, MAXWELL)
 
@@ -89,5 +98,5 @@ GTX16_NAME_CHECK = VersionRange(
 #: Up to 0.44.x one native library (cuBLASLt or _nocublaslt) is chosen for the whole process from
 #: the highest compute capability among visible GPUs; 0.45.0 dropped the _nocublaslt builds.
 CC_CHOOSES_LIBRARY = VersionRange(
-    None, "0.45", "bnb_internals.md §1.1-1.3: highest_compute_capability, _nocublaslt gone in 0.45.0"
+    None, "0.45", "bnb_internals.md §1.1-1.3: highest_compute_capability, _nocublaslt gone in 0.45.0", last="0.44.x"
 )

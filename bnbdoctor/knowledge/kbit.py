@@ -19,6 +19,10 @@ from bnbdoctor.knowledge.ranges import VersionRange
 LOAD_IN_4BIT_KWARG = VersionRange("4.30", None, "failure catalog: the 4-bit keyword first in transformers 4.30")
 #: transformers releases whose from_pretrained no longer takes ``load_in_4bit=``/``load_in_8bit=``.
 KBIT_KWARGS_REMOVED = VersionRange("5.0", None, "transformers PR #41287 (first in 5.0)")
+#: transformers releases whose from_pretrained takes both bare keywords.
+BARE_KBIT_KWARGS = VersionRange(
+    LOAD_IN_4BIT_KWARG.first, KBIT_KWARGS_REMOVED.first, "the two ranges above: 4.30 up to 5.0", last="4.x"
+)
 #: bitsandbytes releases with which transformers lets a 4-bit model move (``.to(device)``).
 BNB_4BIT_MOVE = VersionRange("0.43.2", None, "transformers PreTrainedModel.to: 4-bit moves need bitsandbytes 0.43.2")
 #: bitsandbytes releases with which transformers lets an 8-bit model move.

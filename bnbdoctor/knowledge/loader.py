@@ -22,11 +22,23 @@ LEGACY_CUDA_SETUP = VersionRange(
 CUDA_VERSION_FROM_TORCH = VersionRange("0.41", None, "bnb_internals.md §1.2: CHANGELOG.md, section 0.41.0")
 #: 0.43.1-0.45.x: a missing CUDA library makes bitsandbytes warn and load its CPU library; 0.46.0
 #: requires an exact match and raises at the first native call instead.
-CPU_FALLBACK_ERA = VersionRange("0.43.1", "0.46", "bnb_internals.md §1.3: repo@0.43.1 and 0.46.0:cextension.py")
+CPU_FALLBACK_ERA = VersionRange(
+    "0.43.1", "0.46", "bnb_internals.md §1.3: repo@0.43.1 and 0.46.0:cextension.py", last="0.45.x"
+)
+#: 0.46-0.49: an exact match of torch's CUDA/ROCm version is required; a missing file raises at the first
+#: native call.
+EXACT_MATCH_ERA = VersionRange("0.46", "0.50", "bnb_internals.md §1.3: repo@0.46.0:cextension.py", last="0.49")
 #: 0.50+: the nearest packaged build of the same CUDA/ROCm major when the exact one is missing
 #: (#1980); BNB_CUDA_VERSION / BNB_ROCM_VERSION count when set at all and must be digits.
 NEAREST_BUILD = VersionRange(
     "0.50", None, "bnb_internals.md §1.3-1.4: repo@0.50.0:cextension.py get_cuda_bnb_library_path"
+)
+#: BNB_CUDA_VERSION is read from 0.41.0 (bnb_internals.md §1.4); BNB_ROCM_VERSION from NEAREST_BUILD on.
+CUDA_OVERRIDE_READ = VersionRange("0.41.0", None, "bnb_internals.md §1.4: BNB_CUDA_VERSION from 0.41.0")
+#: 0.46-0.49 ROCm builds read no override: BNB_CUDA_VERSION is ignored (0.46) or refused (0.47+), and
+#: BNB_ROCM_VERSION arrives with NEAREST_BUILD.
+ROCM_WITHOUT_OVERRIDE = VersionRange(
+    "0.46", NEAREST_BUILD.first, "bnb_internals.md §1.4: 0.46-0.49 ROCm, BNB_ROCM_VERSION from 0.50.0", last="0.49"
 )
 #: The releases that told users to clear the override with ``export BNB_CUDA_VERSION=`` and ignore an
 #: empty value; from :data:`NEAREST_BUILD` on an empty value raises.
@@ -47,10 +59,16 @@ ROCM_PREVIEW_WHEELS = VersionRange(
 )
 #: Up to 0.43.x the override builds a wrong file name for the _nocublaslt builds (cc < 7.5);
 #: 0.44.0 fixed it with re.sub(r"cuda\d+", ...) (#1318).
-OVERRIDE_NOCUBLASLT_BUG = VersionRange(None, "0.44", "bnb_internals.md §1.4: issue #1312, fixed by #1318")
+OVERRIDE_NOCUBLASLT_BUG = VersionRange(
+    None, "0.44", "bnb_internals.md §1.4: issue #1312, fixed by #1318", last="0.43.3"
+)
 #: The SYCL XPU library ships from 0.48.0; from 0.50 one per oneAPI year (libbitsandbytes_xpu2025).
 XPU_LIBRARY = VersionRange("0.48", None, "bnb_internals.md §1.1 and §5: libbitsandbytes_xpu from 0.48.0")
 XPU_PER_ONEAPI_YEAR = VersionRange("0.50", None, "bnb_internals.md §1.1: get_xpu_bnb_library_path (0.50.0+)")
+#: From 0.46 the CUDA libraries also link librt, libpthread and libdl (glibc's, present everywhere).
+CUDA_LIBRARY_NEEDS_GLIBC_PARTS = VersionRange(
+    "0.46", None, "bnb_internals.md §7: wheels 0.46.1+ NEEDED rt, pthread, dl (0.45.5 and older do not)"
+)
 #: From 0.49 the CPU library links the GNU OpenMP runtime (libgomp.so.1).
 CPU_LIBRARY_NEEDS_OPENMP = VersionRange("0.49", None, "bnb_internals.md §5: the 0.49+ CPU library links libgomp")
 
@@ -72,16 +90,42 @@ class MislinkedBuilds:
 
 #: 0.45.x cuda126/cuda128 need GLIBC_2.34 (dlopen@GLIBC_2.34) on a manylinux_2_24 wheel; fixed in 0.46.0.
 GLIBC_234_BUILDS = MislinkedBuilds(
-    VersionRange("0.45", "0.46", "bnb_internals.md §6; issue #1610"),
+    VersionRange("0.45", "0.46", "bnb_internals.md §6; issue #1610", last="0.45.x"),
     ("12.6", "12.8"),
     "2.34",
     "12.4",
     "bnb_internals.md §6: wheel 0.45.5; issue #1610 and lora-scripts #694",
 )
 
+#: The legacy loader of 0.37-0.41 probes the driver with dlopen("libcuda.so") and, when that fails, says
+#: "WARNING: No GPU detected! Check your CUDA paths. Proceeding to load CPU-only library...":
+NO_GPU_DETECTED_WARNING = VersionRange(
+    "0.37", "0.42", "failure catalog no_gpu_detected_cpu_fallback: the 0.37-0.41 legacy loader", last="0.41"
+)
+#: Up to 0.49.x the CUDA libraries also link libcusparse; 0.50 dropped it.
+CUDA_LIBRARY_NEEDS_CUSPARSE = VersionRange(
+    None, "0.50", "bnb_internals.md §1.5: libcusparse.so.N up to 0.49.x, dropped in 0.50", last="0.49"
+)
+#: The 0.41-0.42 legacy setup wraps a missing CUDA runtime in its own search messages ("libcudart.so not
+#: found in any environmental path").
+LEGACY_LIBCUDART_SEARCH_MESSAGES = VersionRange(
+    "0.41", "0.43", "failure catalog libcudart_not_found_legacy_cuda_setup: 0.41.x-0.42.x", last="0.42"
+)
+#: Up to 0.42 the legacy loader took the CUDA runtime from /usr/local/cuda or a conda cudatoolkit rather
+#: than from torch, so a conda environment could mix two CUDA versions.
+LEGACY_SYSTEM_CUDA_RUNTIME = VersionRange(
+    None, "0.43", "failure catalog conda_env_vs_system_cuda_mixup: the 0.35-0.42 legacy loader", last="0.42"
+)
+#: From 0.43 the legacy setup's "directories listed in your path were found to be non-existent" warning
+#: shrinks to "The directory listed in your path is found to be non-existent".
+SHORT_NONEXISTENT_PATH_WARNING = VersionRange(
+    "0.43", None, "failure catalog nonexistent_path_warnings_noise: 0.35-0.42, shorter from 0.43"
+)
 #: What a CPU-only torch makes each release print (bnb_internals.md §2). "compiled without GPU support" up to
 #: 0.46.x (0.47 says "The 8-bit optimizer is not available on your device", 0.48+ nothing):
-COMPILED_WITHOUT_GPU_WARNING = VersionRange(None, "0.47", "bnb_internals.md §2: 0.37-0.42, 0.43.1-0.45.x, 0.46.x")
+COMPILED_WITHOUT_GPU_WARNING = VersionRange(
+    None, "0.47", "bnb_internals.md §2: 0.37-0.42, 0.43.1-0.45.x, 0.46.x", last="0.46.x"
+)
 #: 'NoneType' object has no attribute 'split' / 'c…' (lib is None after a failed load) until the 0.46 rework
 #: made a failed load an ErrorHandlerMockBNBNativeLibrary:
-NONE_LIBRARY_ATTRIBUTE_ERRORS = VersionRange(None, "0.46", "bnb_internals.md §1.3, §2: 0.41-0.45.x")
+NONE_LIBRARY_ATTRIBUTE_ERRORS = VersionRange(None, "0.46", "bnb_internals.md §1.3, §2: 0.41-0.45.x", last="0.45.x")

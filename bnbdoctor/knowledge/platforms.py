@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bnbdoctor.knowledge.ranges import VersionRange
+from bnbdoctor.knowledge.ranges import VersionRange, minor
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM
 
 #: Official Windows wheels (win_amd64) from 0.43.0.
@@ -19,12 +19,26 @@ WINDOWS_WHEELS = VersionRange(
     None,
     "CHANGELOG 0.43.0: official Windows wheels (bnb_internals.md §5)",
 )
+#: Linux aarch64 wheels (manylinux_2_24_aarch64) from 0.46.0.
+LINUX_AARCH64_WHEELS = VersionRange(
+    FIRST_RELEASE_FOR_PLATFORM[("linux", "aarch64")],
+    None,
+    "bnb_internals.md §5: manylinux_2_24_aarch64 from 0.46.0 (#1539)",
+)
 #: macOS arm64 wheels (macosx_14_0_arm64) from 0.49.0.
 MACOS_WHEELS = VersionRange(
     FIRST_RELEASE_FOR_PLATFORM[("macos", "aarch64")], None, "bnb_internals.md §5: macosx_14_0_arm64 from 0.49.0 (#1818)"
 )
+#: Windows arm64 wheels (win_arm64) from 0.50.0.
+WINDOWS_ARM64_WHEELS = VersionRange(
+    FIRST_RELEASE_FOR_PLATFORM[("windows", "aarch64")], None, "bnb_internals.md §5: win_arm64 from 0.50.0"
+)
 #: Up to 0.42 a py3-none-any wheel holding only Linux x86-64 .so files (it installs on Windows too).
 LINUX_ONLY_WHEEL = VersionRange(None, WINDOWS_WHEELS.first, "bnb_internals.md §5: <= 0.42.0 py3-none-any", last="0.42")
+#: On Windows the legacy setup of 0.38-0.42 crashes with "argument of type 'WindowsPath' is not iterable".
+WINDOWS_PATH_NOT_ITERABLE = VersionRange(
+    "0.38", WINDOWS_WHEELS.first, "failure catalog windows_path_not_iterable: PyPI 0.38-0.42 on Windows", last="0.42"
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,11 @@ class ManylinuxTag:
         if match is None:
             raise ValueError(f"not a PEP 600 manylinux tag: {self.tag}")
         return int(match.group(1)), int(match.group(2))
+
+    @property
+    def first_minor(self) -> str:
+        """The series the tag starts with: ``"0.43"``."""
+        return minor(self.first)
 
     @property
     def glibc_text(self) -> str:

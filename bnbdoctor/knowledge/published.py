@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -62,6 +63,63 @@ def published_releases() -> tuple[Published, ...]:
         for r in raw["releases"]
     ]
     return tuple(sorted(releases, key=lambda r: r.parsed))
+
+
+def _minor_of(release: Published) -> str:
+    return ".".join(str(part) for part in release.parsed.release[:2])
+
+
+def _groups(key: str) -> list[list[Published]]:
+    """Consecutive published releases that declare the same requirements (``key``: "python", or "both" for
+    Python and torch), oldest first; releases that declare none are left out."""
+    groups: list[list[Published]] = []
+    for release in (r for r in published_releases() if not r.yanked and r.requires_python and r.requires_torch):
+        value = (release.requires_python, release.requires_torch if key == "both" else None)
+        last = groups[-1][-1] if groups else None
+        if last is not None and (last.requires_python, last.requires_torch if key == "both" else None) == value:
+            groups[-1].append(release)
+        else:
+            groups.append([release])
+    return groups
+
+
+def _whole_series(group: list[Published]) -> list[str] | None:
+    """The series (``"0.46"``) a group holds completely, or None when it holds part of one."""
+    series = sorted({_minor_of(r) for r in group}, key=Version)
+    every = [r for r in published_releases() if not r.yanked and _minor_of(r) in series]
+    return series if len(every) == len(group) else None
+
+
+def _spaced(spec: str) -> str:
+    """``">=2.0,<3"`` -> ``">= 2.0, < 3"``."""
+    return ", ".join(re.sub(r"^([<>=!~]+)", r"\1 ", part.strip()) for part in spec.split(","))
+
+
+def requirements_table() -> str:
+    """The rows of a Markdown table "| bitsandbytes | Python | torch |": what each release requires, from
+    the published metadata (releases that declare it), one row per run of releases requiring the same."""
+    rows = []
+    for group in _groups("both"):
+        series = _whole_series(group)
+        label = ", ".join(series) if series else f"{group[0].version} – {group[-1].version}"
+        rows.append(
+            f"| {label} | {_spaced(group[0].requires_python or '')} | {_spaced(group[0].requires_torch or '')} |"
+        )
+    return "\n".join(rows)
+
+
+def older_python_support() -> str:
+    """The newest bitsandbytes for each Python that current releases no longer accept, newest Python first:
+    ``3.9 works with bitsandbytes up to 0.48.x, and 3.8 with up to 0.45.5``."""
+    parts: list[str] = []
+    for group in reversed(_groups("python")[:-1]):
+        python = (group[0].requires_python or "").removeprefix(">=")
+        series = _whole_series([r for r in group if _minor_of(r) == _minor_of(group[-1])])
+        newest = f"{series[0]}.x" if series else group[-1].version
+        parts.append(
+            f"{python} works with bitsandbytes up to {newest}" if not parts else f"{python} with up to {newest}"
+        )
+    return ", ".join(parts[:-1]) + f", and {parts[-1]}" if len(parts) > 1 else "".join(parts)
 
 
 #: CUDA wheel variants of each torch minor release on download.pytorch.org/whl/cuXYZ.

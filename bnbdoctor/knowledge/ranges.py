@@ -111,6 +111,26 @@ class VersionRange:
             raise ValueError("this range does not name its last release")
         return self.last
 
+    @property
+    def first_full(self) -> str:
+        """``first`` as a release: ``"0.50"`` -> ``"0.50.0"``."""
+        return full(self.first_text)
+
+    @property
+    def below_full(self) -> str:
+        """``below`` as a release: ``"0.46"`` -> ``"0.46.0"``."""
+        return full(self.below_text)
+
+    @property
+    def first_minor(self) -> str:
+        """The series ``first`` starts: ``"0.43.1"`` -> ``"0.43"``."""
+        return minor(self.first_text)
+
+    @property
+    def below_minor(self) -> str:
+        """The series ``below`` starts: ``"0.45.1"`` -> ``"0.45"``."""
+        return minor(self.below_text)
+
     def pip_spec(self) -> str:
         """A pip specifier for the releases in the range: ``>=0.39.0,<0.45.1``, ``>=0.48``."""
         parts = ([f">={self.first}"] if self.first else []) + ([f"<{self.below}"] if self.below else [])

@@ -10,9 +10,10 @@ import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
+from bnbdoctor.knowledge.ranges import VersionRange, minor
 from bnbdoctor.knowledge.versions import release_tuple
 
 #: First release with official prebuilt binaries for a platform (PyPI platform tags by version).
@@ -32,12 +33,30 @@ MIN_CC_INT8_MATMUL = (7, 5)
 NO_TENSOR_CORE_NAMES = ("GTX 1630", "GTX 1650", "GTX 1660")
 
 
+class TorchMinimum(NamedTuple):
+    """From bitsandbytes ``first`` on, torch ``torch`` or newer is required."""
+
+    first: str
+    torch: str
+
+    @property
+    def series(self) -> str:
+        """The release series the row starts: ``"0.50"``."""
+        return minor(self.first)
+
+
 #: Minimum torch by release (Requires-Dist, bnb_internals.md §5): the first release of each row.
-TORCH_MINIMUM_BY_RELEASE: tuple[tuple[str, str], ...] = (
-    ("0.45.0", "2.0"),
-    ("0.46.0", "2.2"),
-    ("0.48.0", "2.3"),
-    ("0.50.0", "2.4"),
+TORCH_MINIMUM_BY_RELEASE: tuple[TorchMinimum, ...] = (
+    TorchMinimum("0.45.0", "2.0"),
+    TorchMinimum("0.46.0", "2.2"),
+    TorchMinimum("0.48.0", "2.3"),
+    TorchMinimum("0.50.0", "2.4"),
+)
+#: What current releases require of torch: the newest row.
+CURRENT_TORCH_MINIMUM = TORCH_MINIMUM_BY_RELEASE[-1]
+#: 0.46.0 moved the kernels behind torch.library custom operators, which older torch lacks.
+TORCH_LIBRARY_OPS = VersionRange(
+    "0.46", None, "bnb_internals.md §5: 0.46.0 introduced the torch.library dispatch (#1544)"
 )
 
 
@@ -57,6 +76,11 @@ class Requirements:
     first: str
     python: str
     torch: str
+
+    @property
+    def series(self) -> str:
+        """The release series the row starts: ``"0.49"``."""
+        return minor(self.first)
 
 
 #: For installs whose metadata is missing (bnb_internals.md §5, from the PyPI index and setup files).

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from bnbdoctor.knowledge.loader import CUDA_OVERRIDE_READ
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 
 # Families, by the first release that behaves this way.
@@ -22,7 +23,8 @@ LEGACY = (0, 0, 0)  # <= 0.43.0: CUDASetup, _nocublaslt below cc 7.5, raises at 
 CPU_FALLBACK = (0, 43, 1)  # 0.43.1-0.45.x: missing CUDA library -> CPU library, warning
 EXACT = (0, 46, 0)  # 0.46-0.49: exact match, error on first native call
 NEAREST = (0, 50, 0)  # 0.50+: nearest packaged version of the same major
-OVERRIDE_FROM = (0, 41, 0)  # BNB_CUDA_VERSION is read from 0.41.0 (bnb_internals.md §1.4)
+# BNB_CUDA_VERSION is read from 0.41.0 (bnb_internals.md §1.4; the boundary lives in loader.py)
+OVERRIDE_FROM = tuple(int(part) for part in CUDA_OVERRIDE_READ.first_text.split("."))
 ROCM_OVERRIDE_FROM = NEAREST  # BNB_ROCM_VERSION is read from 0.50.0; 0.46-0.49 ROCm have no override
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bnbdoctor.knowledge.ranges import VersionRange
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 
 TORCH_WHEEL_INDEX = "https://download.pytorch.org/whl/cu{nodot}"
@@ -113,6 +114,9 @@ TORCH_BUILDS: tuple[TorchBuild, ...] = (
     TorchBuild("2.13.0", "13.0", _CU13_213, _SRC_213),
     TorchBuild("2.13.0", "13.2", _CU13_213, _SRC_213),
 )
+
+#: torch releases whose cu128 wheels have no Volta (sm_70): 2.7 builds 12.8 from 7.5, 2.8 restores 7.0.
+CU128_WITHOUT_VOLTA = VersionRange("2.7", "2.8", f"{_SRC_27}; {_SRC_28}")
 
 #: Integrated (Jetson/Tegra) GPUs: SASS built for the discrete GPUs of their major does not run on
 #: them, only their own (torch 2.13 DEVICE_REQUIREMENT: 60 excludes 62, 70 excludes 72, ...).

@@ -31,12 +31,18 @@ NO_SPLIT_BLOCK_FIX = Fix("#47203", VersionRange("5.14", None, "dispatch_fit.md �
 #: The buffer also covers the biggest leaf module (embed_tokens, lm_head).
 BIGGEST_LEAF_FIX = Fix("#47211", VersionRange("5.18", None, "dispatch_fit.md §2.6: #47211 first in 5.18.0"))
 
+#: The releases with the no-split-block fix but not yet the biggest-leaf one.
+ONLY_NO_SPLIT_BLOCK_FIX = VersionRange(
+    NO_SPLIT_BLOCK_FIX.releases.first, BIGGEST_LEAF_FIX.releases.first, "dispatch_fit.md §2.6", last="5.17.x"
+)
+
 #: The releases whose from_pretrained pipeline the fit engine replicates: the range lives in the fit
 #: protocol, which the engine script carries into the patient interpreter (it cannot import this module).
 FIT_ENGINE_TRANSFORMERS = VersionRange(
     ".".join(map(str, SUPPORTED_TRANSFORMERS_MIN)),
     ".".join(map(str, SUPPORTED_TRANSFORMERS_BELOW)),
     "bnbdoctor/fit_protocol.py, sent with the engine script",
+    last=f"{SUPPORTED_TRANSFORMERS_BELOW[0] - 1}.x" if SUPPORTED_TRANSFORMERS_BELOW[1:] == (0,) else None,
 )
 
 #: Since about 4.3x is_bitsandbytes_available() also requires torch.cuda.is_available() (PR #30533).
@@ -64,26 +70,33 @@ class MisleadingImportError:
 #: - 4.45 needs CUDA only for a bitsandbytes older than 0.43.1 (which required it at import), so the
 #:   "requires the latest version of bitsandbytes" ImportError remains for those;
 #: - 4.53 names the cause: "The installed version of bitsandbytes (<0.43.1) requires CUDA".
-MISLEADING_BNB_IMPORTERRORS = (
-    MisleadingImportError(
-        VersionRange("4.32", "4.36", "transformers 4.32.0-4.35.2 modeling_utils.py, import_utils.py (PR #24995)"),
-        "Using `load_in_8bit=True` requires Accelerate: `pip install accelerate` and the latest version of "
-        "bitsandbytes",
-        "modeling_utils.from_pretrained",
+IMPORTERROR_IN_MODELING_UTILS = MisleadingImportError(
+    VersionRange(
+        "4.32", "4.36", "transformers 4.32.0-4.35.2 modeling_utils.py, import_utils.py (PR #24995)", last="4.35"
     ),
-    MisleadingImportError(
-        VersionRange("4.38", "4.41", "transformers 4.38.0-4.40.2 quantizers/quantizer_bnb_8bit.py"),
-        "Using `bitsandbytes` 8-bit quantization requires Accelerate: `pip install accelerate` and the latest "
-        "version of bitsandbytes",
-        "quantizer_bnb_8bit.validate_environment",
-    ),
-    MisleadingImportError(
-        VersionRange("4.45", "4.53", "transformers 4.45.0-4.52.4 import_utils.py, quantizer_bnb_8bit.py"),
-        "Using `bitsandbytes` 8-bit quantization requires the latest version of bitsandbytes: "
-        "`pip install -U bitsandbytes`",
-        "quantizer_bnb_8bit.validate_environment",
-        bnb_below="0.43.1",
-    ),
+    "Using `load_in_8bit=True` requires Accelerate: `pip install accelerate` and the latest version of bitsandbytes",
+    "modeling_utils.from_pretrained",
+)
+IMPORTERROR_IN_QUANTIZERS = MisleadingImportError(
+    VersionRange("4.38", "4.41", "transformers 4.38.0-4.40.2 quantizers/quantizer_bnb_8bit.py", last="4.40"),
+    "Using `bitsandbytes` 8-bit quantization requires Accelerate: `pip install accelerate` and the latest "
+    "version of bitsandbytes",
+    "quantizer_bnb_8bit.validate_environment",
+)
+IMPORTERROR_FOR_OLD_BNB = MisleadingImportError(
+    VersionRange("4.45", "4.53", "transformers 4.45.0-4.52.4 import_utils.py, quantizer_bnb_8bit.py", last="4.52"),
+    "Using `bitsandbytes` 8-bit quantization requires the latest version of bitsandbytes: "
+    "`pip install -U bitsandbytes`",
+    "quantizer_bnb_8bit.validate_environment",
+    bnb_below="0.43.1",
+)
+MISLEADING_BNB_IMPORTERRORS = (IMPORTERROR_IN_MODELING_UTILS, IMPORTERROR_IN_QUANTIZERS, IMPORTERROR_FOR_OLD_BNB)
+#: The releases between them check torch.cuda.is_available() first and raise "No GPU found" instead (same wheels).
+GPU_CHECKED_FIRST_IN_MODELING_UTILS = VersionRange(
+    "4.36", "4.38", "transformers 4.36.0-4.37.2 modeling_utils.py", last="4.37"
+)
+GPU_CHECKED_FIRST_IN_QUANTIZERS = VersionRange(
+    "4.41", "4.45", "transformers 4.41.0-4.44.2 quantizer_bnb_8bit.py", last="4.44"
 )
 #: From 4.45 is_bitsandbytes_available() needs CUDA only for a bitsandbytes older than 0.43.1 (which required
 #: it at import): the transformers to upgrade to for bitsandbytes without CUDA (import_utils.py, 4.45.0).

@@ -7,8 +7,10 @@ A page is assembled from three sources, so that nothing about a rule is written 
 - the prose, which is the docstring of the rule's check (ruff's way: the rule's doc comment *is* its
   page): "What it detects", "Why it matters", "How to fix", optional "Severity note", "Example
   notes" and "Further reading". ``{{ module.NAME.attr }}`` in the prose is replaced by that value of
-  ``bnbdoctor.knowledge.<module>`` (e.g. ``{{ imports.TRITON_OPS_IMPORT.below_text }}``), so a page
-  and the code it documents read one boundary;
+  ``bnbdoctor.knowledge.<module>`` (e.g. ``{{ imports.TRITON_OPS_IMPORT.below_text }}``; a number
+  indexes a table's row, ``{{ releases.TORCH_MINIMUM_BY_RELEASE.1.torch }}``; a function is called),
+  so a page and the code it documents read one boundary. Numbers written by hand instead are
+  :func:`bnbdoctor.ruledocs.versions.bare_versions`;
 - the rule's example case (``tests/rule_cases/<ID>/``, ``"example": true``), *run*: the Example
   section is what bnbdoctor prints for it today.
 
@@ -24,6 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bnbdoctor.catalog import catalog, catalog_entry
 from bnbdoctor.render import OutputFormat, ReportKind, render
@@ -72,13 +75,14 @@ def split_sections(text: str) -> dict[str, str]:
 
 
 def expand(text: str) -> str:
-    """Replace ``{{ module.NAME.attr }}`` with the value from ``bnbdoctor.knowledge.<module>``."""
+    """Replace ``{{ module.NAME.attr }}`` with the value from ``bnbdoctor.knowledge.<module>`` (a part
+    that is a number indexes a sequence: ``NAME.0.attr``)."""
 
     def value(match: re.Match[str]) -> str:
         module = importlib.import_module(f"bnbdoctor.knowledge.{match.group(1)}")
-        found: object = module
+        found: Any = module
         for part in match.group(2).split("."):
-            found = getattr(found, part)
+            found = found[int(part)] if part.isdigit() else getattr(found, part)
         return str(found() if callable(found) else found)
 
     return _PLACEHOLDER.sub(value, text)

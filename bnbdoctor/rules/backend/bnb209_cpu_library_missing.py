@@ -44,10 +44,10 @@ def cpu_library_missing(facts: Facts) -> Hit | Skip | None:
     bitsandbytes picks its library from torch, not from what is in the folder. With the CPU backend selected and the
     CPU library absent, nothing loads:
 
-    - up to 0.43.0 the legacy setup fails to load `libbitsandbytes_cpu.so`;
-    - 0.43.1–0.45 log `Could not load bitsandbytes native library: … libbitsandbytes_cpu.so: cannot open shared object
+    - up to {{ loader.LEGACY_CUDA_SETUP.last_text }} the legacy setup fails to load `libbitsandbytes_cpu.so`;
+    - {{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }} log `Could not load bitsandbytes native library: … libbitsandbytes_cpu.so: cannot open shared object
       file` and every native call fails with `'NoneType' object has no attribute 'c…'`;
-    - 0.46+ import fine and raise `Failed to load CPU-only bitsandbytes library` at the first native call.
+    - {{ loader.CPU_FALLBACK_ERA.below_text }}+ import fine and raise `Failed to load CPU-only bitsandbytes library` at the first native call.
 
     When the machine has a GPU and torch is a CPU-only build, the CPU backend is the mistake, not the missing file:
     that is [BNB202](BNB202.md), and this finding follows from it.

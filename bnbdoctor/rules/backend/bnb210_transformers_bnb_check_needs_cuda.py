@@ -44,30 +44,30 @@ def transformers_needs_cuda(facts: Facts) -> Hit | Skip | None:
 
     | transformers | condition | message |
     |---|---|---|
-    | 4.32–4.35 | any bitsandbytes | `Using load_in_8bit=True requires Accelerate … and the latest version of bitsandbytes` |
-    | 4.38–4.40 | any bitsandbytes | `Using bitsandbytes 8-bit quantization requires Accelerate … and the latest version of bitsandbytes` |
-    | 4.45–4.52 | bitsandbytes older than 0.43.1 | `… requires the latest version of bitsandbytes: pip install -U bitsandbytes` |
+    | {{ transformers.IMPORTERROR_IN_MODELING_UTILS.releases.first_text }}–{{ transformers.IMPORTERROR_IN_MODELING_UTILS.releases.last_text }} | any bitsandbytes | `Using load_in_8bit=True requires Accelerate … and the latest version of bitsandbytes` |
+    | {{ transformers.IMPORTERROR_IN_QUANTIZERS.releases.first_text }}–{{ transformers.IMPORTERROR_IN_QUANTIZERS.releases.last_text }} | any bitsandbytes | `Using bitsandbytes 8-bit quantization requires Accelerate … and the latest version of bitsandbytes` |
+    | {{ transformers.IMPORTERROR_FOR_OLD_BNB.releases.first_text }}–{{ transformers.IMPORTERROR_FOR_OLD_BNB.releases.last_text }} | bitsandbytes older than {{ transformers.IMPORTERROR_FOR_OLD_BNB.bnb_below }} | `… requires the latest version of bitsandbytes: pip install -U bitsandbytes` |
 
-    Read in the released wheels: 4.32 added `torch.cuda.is_available()` to `is_bitsandbytes_available()`; 4.36–4.37 and
-    4.41–4.44 check for a GPU first and raise `No GPU found` instead; 4.45 needs CUDA only for a bitsandbytes older than
-    0.43.1; 4.53 names the cause. It holds on any machine, a Mac or a CPU-only laptop included, not only beside an NVIDIA
+    Read in the released wheels: {{ transformers.IMPORTERROR_IN_MODELING_UTILS.releases.first_text }} added `torch.cuda.is_available()` to `is_bitsandbytes_available()`; {{ transformers.GPU_CHECKED_FIRST_IN_MODELING_UTILS.first_text }}–{{ transformers.GPU_CHECKED_FIRST_IN_MODELING_UTILS.last_text }} and
+    {{ transformers.GPU_CHECKED_FIRST_IN_QUANTIZERS.first_text }}–{{ transformers.GPU_CHECKED_FIRST_IN_QUANTIZERS.last_text }} check for a GPU first and raise `No GPU found` instead; {{ transformers.BNB_CHECK_WITHOUT_CUDA.first_text }} needs CUDA only for a bitsandbytes older than
+    {{ transformers.IMPORTERROR_FOR_OLD_BNB.bnb_below }}; {{ transformers.IMPORTERROR_FOR_OLD_BNB.releases.below_text }} names the cause. It holds on any machine, a Mac or a CPU-only laptop included, not only beside an NVIDIA
     GPU.
 
     ## Why it matters
 
     Both packages are installed, so the message sends users to reinstall accelerate and bitsandbytes, which changes
-    nothing. On a Mac with a bitsandbytes that supports it (0.49+), transformers refuses it for the same reason.
+    nothing. On a Mac with a bitsandbytes that supports it ({{ platforms.MACOS_WHEELS.first_minor }}+), transformers refuses it for the same reason.
 
     ## How to fix
 
     - If the machine should use an NVIDIA GPU, install a CUDA build of torch first (`torch.cuda.is_available()` must be
       True).
-    - To run bitsandbytes without CUDA (its CPU backend, or Apple silicon from 0.49), upgrade transformers to 4.45 or
-      newer and bitsandbytes past 0.43.1, which no longer needs CUDA at import:
+    - To run bitsandbytes without CUDA (its CPU backend, or Apple silicon from {{ platforms.MACOS_WHEELS.first_minor }}), upgrade transformers to {{ transformers.BNB_CHECK_WITHOUT_CUDA.first_text }} or
+      newer and bitsandbytes past {{ transformers.IMPORTERROR_FOR_OLD_BNB.bnb_below }}, which no longer needs CUDA at import:
 
     ```bash
     python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
-    pip install -U "transformers>=4.45" bitsandbytes
+    pip install -U "transformers{{ transformers.BNB_CHECK_WITHOUT_CUDA.pip_spec }}" bitsandbytes
     ```
     """
     python, bnb, torch = facts.python, bnb_of(facts), torch_of(facts)

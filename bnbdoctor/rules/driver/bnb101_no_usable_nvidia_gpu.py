@@ -45,11 +45,11 @@ def no_usable_gpu(facts: Facts) -> Hit | Skip | None:
     release loads the CPU library, and anything that needs CUDA (8-bit optimizers, LLM.int8(), 4-bit quantization on a
     GPU) fails later. Depending on the release, users see:
 
-    - 0.37–0.41 (legacy loader): `WARNING: No GPU detected! Check your CUDA paths. Proceeding to load CPU-only
+    - {{ loader.NO_GPU_DETECTED_WARNING.first_text }}–{{ loader.NO_GPU_DETECTED_WARNING.last_text }} (legacy loader): `WARNING: No GPU detected! Check your CUDA paths. Proceeding to load CPU-only
       library...`
-    - up to 0.45.x: `The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit
+    - up to {{ loader.CPU_FALLBACK_ERA.last_text }}: `The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit
       multiplication, and GPU quantization are unavailable.` (the package is fine; only the CPU library was chosen)
-    - 0.46+: `Method '{name}' not available in CPU-only version of bitsandbytes.` at the first missing native call.
+    - {{ loader.CPU_FALLBACK_ERA.below_text }}+: `Method '{name}' not available in CPU-only version of bitsandbytes.` at the first missing native call.
     - A CUDA library forced onto a machine without a usable driver: `Error CUDA driver version is insufficient for CUDA
       runtime version at line 167 in file ...ops.cu`.
 

@@ -41,7 +41,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
 
     The rule needs the `gpu` facts and is skipped when no NVIDIA GPU is visible. It reports one finding for each visible
-    GPU whose compute capability is known and below 6.0, the Pascal minimum stated by current bitsandbytes
+    GPU whose compute capability is known and below {{ gpus.QUANTIZATION_MIN.text }}, the {{ gpus.QUANTIZATION_MIN.architecture }} minimum stated by current bitsandbytes
     documentation. The GPU is named as Kepler (3.x), Maxwell (5.x) or "pre-Pascal".
 
     The suggested fix comes from bnbdoctor's records of real PyPI wheels: it looks for the newest release, for this
@@ -49,7 +49,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
     If there is one, the finding suggests pinning it. If not, it says that no recorded release has kernels for the GPU.
 
     The check looks only at the GPU. It does not look at the installed bitsandbytes version, so it also fires when the
-    installed release still ships kernels for a Maxwell card (for example 0.47.0).
+    installed release still ships kernels for a Maxwell card (for example {{ gpus.MAXWELL.last_with }}).
 
     ## Why it matters
 
@@ -57,18 +57,18 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
     compile for newer ones. A GPU older than everything in the list cannot run any kernel. The first call fails with
     `Error no kernel image is available for execution on the device at line 479 in file ...ops.cu`.
 
-    - Kepler (3.x): the docs say that `bitsandbytes >= 0.39.1 no longer includes Kepler binaries in pip installations`.
+    - Kepler (3.x): the docs say that `bitsandbytes >= {{ gpus.KEPLER.removed_in }} no longer includes Kepler binaries in pip installations`.
       Old logs show the loader giving up: `CUDA SETUP: Required library version not found:
       libbitsandbytes_cuda101_nocublaslt.so. Maybe you need to compile it from source?` followed by `CUDA SETUP:
       Defaulting to libbitsandbytes_cpu.so...`.
-    - Maxwell (5.0/5.2): supported but deprecated in the 0.45–0.47 docs. From 0.48.0 the docs say that Maxwell support
-      *is not included in PyPI distributions* and must be built from source. The real wheels agree: the 0.47.0 CUDA
+    - Maxwell (5.0/5.2): supported but deprecated in the {{ gpus.MAXWELL.deprecated_in }}–{{ gpus.MAXWELL.last_with_minor }} docs. From {{ gpus.MAXWELL.removed_in }} the docs say that Maxwell support
+      *is not included in PyPI distributions* and must be built from source. The real wheels agree: the {{ gpus.MAXWELL.last_with }} CUDA
       11.8–12.6 libraries still contain sm_50, the 0.48.2 ones start at sm_60.
 
     ## Example notes
 
-    With a Maxwell card and torch cu124, the fix line instead reads `bitsandbytes 0.47.0 is the newest release whose
-    prebuilt kernels still run on Maxwell (best effort, unmaintained)` and offers `pip install "bitsandbytes==0.47.0"`.
+    With a Maxwell card and torch cu124, the fix line instead reads `bitsandbytes {{ gpus.MAXWELL.last_with }} is the newest release whose
+    prebuilt kernels still run on Maxwell (best effort, unmaintained)` and offers `pip install "bitsandbytes=={{ gpus.MAXWELL.last_with }}"`.
 
     ## How to fix
 
@@ -76,7 +76,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
     - Maxwell, best effort: pin the last release with Maxwell kernels for torch's CUDA major, as the finding suggests:
 
       ```bash
-      pip install "bitsandbytes==0.47.0"
+      pip install "bitsandbytes=={{ gpus.MAXWELL.last_with }}"
       ```
 
     - Build from source for the card, at your own risk (maintainers no longer test these architectures):
@@ -92,7 +92,7 @@ def below_minimum(facts: Facts) -> list[Hit] | Skip:
     ## Further reading
 
     - https://huggingface.co/docs/bitsandbytes/v0.48.1/installation (Maxwell removed from PyPI builds)
-    - https://huggingface.co/docs/bitsandbytes/v0.43.0/installation (Kepler binaries dropped in 0.39.1)
+    - https://huggingface.co/docs/bitsandbytes/v0.43.0/installation (Kepler binaries dropped in {{ gpus.KEPLER.removed_in }})
     - https://huggingface.co/docs/bitsandbytes/errors ("No kernel image available")
     - https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1806 (CUDA: drop Maxwell compatibility)
     """

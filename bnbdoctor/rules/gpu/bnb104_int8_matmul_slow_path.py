@@ -36,31 +36,31 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
     """## What it detects
 
     The rule needs the `gpu` facts and is skipped when no NVIDIA GPU is visible. It reports one finding for each visible
-    GPU that has compute capability 6.0 or newer (older GPUs are [BNB103](BNB103.md)'s) and either:
+    GPU that has compute capability {{ gpus.QUANTIZATION_MIN.text }} or newer (older GPUs are [BNB103](BNB103.md)'s) and either:
 
-    - has compute capability below 7.5, so it has no int8 tensor cores (Pascal 6.x, Volta 7.0, Xavier 7.2); or
-    - has compute capability 7.5 but its name contains `GTX 1630`, `GTX 1650` or `GTX 1660`, and the installed
-      bitsandbytes is older than 0.46. These Turing cards have no tensor cores, and bitsandbytes' `supports_igemmlt()`
-      excludes them by name (the function is called up to 0.44.x).
+    - has compute capability below {{ gpus.INT8_MATMUL_MIN.text }}, so it has no int8 tensor cores (Pascal 6.x, Volta 7.0, Xavier 7.2); or
+    - has compute capability {{ gpus.INT8_MATMUL_MIN.text }} but its name contains `GTX 1630`, `GTX 1650` or `GTX 1660`, and the installed
+      bitsandbytes is older than {{ gpus.GTX16_NAME_CHECK.below_text }}. These Turing cards have no tensor cores, and bitsandbytes' `supports_igemmlt()`
+      excludes them by name (the function is called up to {{ gpus.GTX16_NAME_CHECK.last_text }}).
 
     Only LLM.int8() (`load_in_8bit=True`) is affected, so the finding is a warning.
 
     ## Why it matters
 
     LLM.int8() multiplies the int8 part of each layer with cuBLASLt's int8 tensor-core kernels (`igemmlt`), which need
-    Turing (7.5) or newer. On older GPUs:
+    {{ gpus.INT8_MATMUL_MIN.architecture }} ({{ gpus.INT8_MATMUL_MIN.text }}) or newer. On older GPUs:
 
-    - 0.37 to 0.44 load a `_nocublaslt` library and use a slower 8-bit matmul. From 0.45.0 the Python side no longer
+    - {{ gpus.INT8_WITHOUT_FALLBACK.below_minor }} to {{ gpus.CC_CHOOSES_LIBRARY.last_text }} load a `_nocublaslt` library and use a slower 8-bit matmul. From {{ gpus.CC_CHOOSES_LIBRARY.below_full }} the Python side no longer
       branches on compute capability, but the GPU still has no int8 tensor cores. The legacy loader says so: `WARNING:
       Compute capability < 7.5 detected! Only slow 8-bit matmul is supported for your GPU!`. This is a warning, not the
       failure. If something else breaks, the cause is elsewhere in the log.
-    - 0.36 and older have no slow path. They abort in the matmul with `ERROR: Your GPU does not support Int8 Matmul!`
+    - {{ gpus.INT8_WITHOUT_FALLBACK.last_text }} and older have no slow path. They abort in the matmul with `ERROR: Your GPU does not support Int8 Matmul!`
       and an `igemmlt` assertion (`Assertion 'false' failed`).
-    - 0.36.0 and 0.37.0 can crash on import on these GPUs with `NameError: name 'cuda_setup' is not defined`. The bug is
+    - 0.36.0 and {{ gpus.INT8_NAMEERROR.first_text }} can crash on import on these GPUs with `NameError: name 'cuda_setup' is not defined`. The bug is
       in the warning code for capability < 7.5.
 
     4-bit quantization (NF4/FP4) and the 8-bit optimizers do not use these kernels. They work from compute capability
-    6.0.
+    {{ gpus.QUANTIZATION_MIN.text }}.
 
     ## How to fix
 
@@ -72,7 +72,7 @@ def int8_slow_path(facts: Facts) -> list[Hit] | Skip:
       config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")
       ```
 
-    - If you need 8-bit, expect it to be slower. On bitsandbytes 0.37.0 or older, upgrade first, for the slow path and
+    - If you need 8-bit, expect it to be slower. On bitsandbytes {{ gpus.INT8_NAMEERROR.first_text }} or older, upgrade first, for the slow path and
       the `NameError` fix:
 
       ```bash

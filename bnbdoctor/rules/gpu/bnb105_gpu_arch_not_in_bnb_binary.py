@@ -49,10 +49,10 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
     - bnbdoctor has no architecture record for that file. The records come from the real PyPI wheels: the same minor
       release if recorded (0.45.0 uses 0.45.5's), else the newest recorded release before it.
 
-    For each visible GPU with compute capability 6.0 or newer (older ones are [BNB103](BNB103.md)'s; identical GPUs
+    For each visible GPU with compute capability {{ gpus.QUANTIZATION_MIN.text }} or newer (older ones are [BNB103](BNB103.md)'s; identical GPUs
     together, one finding naming them all), it reports an error when the library holds neither of these:
 
-    - SASS for the same major architecture with a minor version not above the GPU's (sm_80 code runs on 8.6, not the
+    - SASS for the same major architecture with a minor version not above the GPU's (sm_80 code runs on sm_86, not the
       other way round);
     - PTX for an architecture at or below the GPU's, which the driver can JIT-compile.
 
@@ -86,7 +86,7 @@ def arch_not_in_binary(facts: Facts) -> list[Hit] | Skip:
 
     Alternatives:
 
-    - From 0.44, `BNB_CUDA_VERSION=126` makes bitsandbytes load `libbitsandbytes_cuda126` regardless of torch. The
+    - From {{ loader.OVERRIDE_NOCUBLASLT_BUG.below_text }}, `BNB_CUDA_VERSION=126` makes bitsandbytes load `libbitsandbytes_cuda126` regardless of torch. The
       matching `libcudart` must then be found by the loader.
     - Build from source for the exact architecture, e.g. `cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY=61 -S . &&
       make && pip install .` (ROCm: `-DBNB_ROCM_ARCH=gfx1100`).

@@ -24,12 +24,12 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
     The rule needs the `gpu` facts. It is skipped when fewer than two visible GPUs have a known compute capability, and
-    for bitsandbytes 0.45 and newer, whose library choice no longer depends on the GPUs (BNB104 and BNB105 judge each
+    for bitsandbytes {{ gpus.CC_CHOOSES_LIBRARY.below_text }} and newer, whose library choice no longer depends on the GPUs (BNB104 and BNB105 judge each
     GPU there). It passes when all of them have the same capability, or when all fall in the same one of three tiers:
 
-    - below 6.0: unsupported by current bitsandbytes;
-    - 6.0 to 7.4: supported, but without int8 tensor cores;
-    - 7.5 and newer: fast LLM.int8().
+    - below {{ gpus.QUANTIZATION_MIN.text }}: unsupported by current bitsandbytes;
+    - from {{ gpus.QUANTIZATION_MIN.text }}, below {{ gpus.INT8_MATMUL_MIN.text }}: supported, but without int8 tensor cores;
+    - {{ gpus.INT8_MATMUL_MIN.text }} and newer: fast LLM.int8().
 
     When the visible GPUs span more than one tier, it reports one warning. The warning names the GPU with the highest
     capability and the GPUs in lower tiers, and suggests a `CUDA_VISIBLE_DEVICES` that keeps only the GPUs in the top
@@ -37,8 +37,8 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
 
     ## Why it matters
 
-    bitsandbytes reduces all visible GPUs to one number, the **highest** compute capability. Up to 0.44.x that number
-    picks the library for the whole process: the cuBLASLt build when it is 7.5 or more, the `_nocublaslt` build
+    bitsandbytes reduces all visible GPUs to one number, the **highest** compute capability. Up to {{ gpus.CC_CHOOSES_LIBRARY.last_text }} that number
+    picks the library for the whole process: the cuBLASLt build when it is {{ gpus.INT8_MATMUL_MIN.text }} or more, the `_nocublaslt` build
     otherwise. Work that then runs on a GPU from another generation uses code chosen for a different one:
 
     - old loaders reporting the wrong card, e.g. `CUDA SETUP: Highest compute capability among GPUs detected: 6.1` on a
@@ -46,13 +46,13 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     - int8 matmul on the weaker card: `cuBLAS API failed with status 15` followed by `Exception: cublasLt ran into an
       error!` (status 15 is `CUBLAS_STATUS_NOT_SUPPORTED`).
 
-    From 0.45.0 the `_nocublaslt` variant is gone and the library depends only on torch's CUDA version. The risk that
+    From {{ gpus.CC_CHOOSES_LIBRARY.below_full }} the `_nocublaslt` variant is gone and the library depends only on torch's CUDA version. The risk that
     remains is placement. With `device_map="auto"`, accelerate spreads layers over every visible GPU, so the older card
     runs them slowly ([BNB104](BNB104.md)) or not at all ([BNB105](BNB105.md)).
 
     ## Example notes
 
-    The finding's explanation (one library chosen for the whole process) describes releases up to 0.44.x. With 0.50.2,
+    The finding's explanation (one library chosen for the whole process) describes releases up to {{ gpus.CC_CHOOSES_LIBRARY.last_text }}. With 0.50.2,
     as here, what remains is the placement and int8 speed difference described above.
 
     ## How to fix
@@ -66,7 +66,7 @@ def mixed_gpus(facts: Facts) -> Hit | Skip | None:
     export CUDA_VISIBLE_DEVICES=0
     ```
 
-    Or keep the quantized model on one card: `device_map={"": 0}` in `from_pretrained`. On releases before 0.45 also
+    Or keep the quantized model on one card: `device_map={"": 0}` in `from_pretrained`. On releases before {{ gpus.CC_CHOOSES_LIBRARY.below_text }} also
     upgrade bitsandbytes (`pip install -U bitsandbytes`).
 
     ## Further reading

@@ -80,7 +80,7 @@ def torch_lacks_arch(facts: Facts) -> list[Hit] | Skip:
     PyTorch's arch lists change with the CUDA flavor of the wheel:
 
     - cu118 to cu126: sm_50 to sm_90 (cu118 adds sm_37); no Blackwell (sm_100, sm_120) and no PTX to JIT from;
-    - cu128 and cu129 drop Maxwell and Pascal (2.7's cu128 also drops Volta, restored in 2.8 by pytorch#157517), and add
+    - cu128 and cu129 drop Maxwell and Pascal ({{ torch_wheels.CU128_WITHOUT_VOLTA.first_text }}'s cu128 also drops Volta, restored in {{ torch_wheels.CU128_WITHOUT_VOLTA.below_text }} by pytorch#157517), and add
       sm_100 and sm_120;
     - cu130 starts at Turing (sm_75): CUDA 13 cannot build for Volta.
 

@@ -26,7 +26,7 @@ def kbit_model_moved(facts: Facts) -> list[Hit]:
     ## Why it matters
 
     A dtype cast of a quantized model is refused with every release. A device move is refused for
-    4-bit models with bitsandbytes before 0.43.2 and for 8-bit models before 0.48; with newer
+    4-bit models with bitsandbytes before {{ kbit.BNB_4BIT_MOVE.first_text }} and for 8-bit models before {{ kbit.BNB_8BIT_MOVE.first_text }}; with newer
     bitsandbytes it works, and no finding is reported when the examined interpreter has one.
 
     ## How to fix

@@ -112,7 +112,7 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
     the release's own selection logic, replayed from torch's CUDA (or ROCm) version, the highest compute capability and
     the files in the package folder (see [the native chain](../native-chain.md)).
 
-    It passes when the predicted file exists, including the case where a 0.50+ release falls back to the nearest
+    It passes when the predicted file exists, including the case where a {{ loader.NEAREST_BUILD.first_text }}+ release falls back to the nearest
     packaged build of the same major. It stays silent when the CPU library is chosen on purpose (torch is not a
     CUDA/ROCm build, or it sees no GPU), when the package holds no compiled library at all ([BNB309](BNB309.md)), and
     when it holds no GPU library at all ([BNB308](BNB308.md)).
@@ -127,11 +127,11 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
 
     - torch is built for CUDA 10 or older: no bitsandbytes build exists, so torch has to change;
     - the release ships other builds of the same major and an override value makes this release load one of them (the
-      same selection logic decides, so the `_nocublaslt` name bugs of 0.41–0.43 rule some values out): that value, or
+      same selection logic decides, so the `_nocublaslt` name bugs of {{ loader.CUDA_OVERRIDE_READ.first_minor }}–{{ loader.OVERRIDE_NOCUBLASLT_BUG.last_text }} rule some values out): that value, or
       upgrade. Only variables the release reads are named: `BNB_CUDA_VERSION` for CUDA, `BNB_ROCM_VERSION` for ROCm from
-      0.50; 0.46–0.49 ROCm builds read none, so there the fix is the upgrade;
-    - 0.46–0.49 with ROCm 7.10 or newer: the release's tag-building bug (`major*10+minor`, so ROCm 7.14 asks for
-      `libbitsandbytes_rocm84.so`); upgrade to 0.50+, which spells `rocm714` and falls back to the nearest ROCm 7.x
+      {{ loader.NEAREST_BUILD.first_text }}; {{ loader.ROCM_WITHOUT_OVERRIDE.first_text }}–{{ loader.ROCM_WITHOUT_OVERRIDE.last_text }} ROCm builds read none, so there the fix is the upgrade;
+    - {{ loader.ROCM_TAG_MISBUILT.first_text }}–{{ loader.ROCM_TAG_MISBUILT.last_text }} with ROCm 7.10 or newer: the release's tag-building bug (`major*10+minor`, so ROCm 7.14 asks for
+      `libbitsandbytes_rocm84.so`); upgrade to {{ loader.ROCM_TAG_MISBUILT.below_text }}+, which spells `rocm714` and falls back to the nearest ROCm 7.x
       build (catalog `rocm_version_tag_misparsed`);
     - no build of that major at all: change torch or bitsandbytes.
 
@@ -142,10 +142,10 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
 
     | release | what happens |
     |---|---|
-    | up to 0.43.0 | `import bitsandbytes` raises `CUDA Setup failed despite GPU being available`; the log above it has `CUDA SETUP: Required library version not found: libbitsandbytes_cudaXYZ.so`. With a CUDA 10 runtime the log also says `CUDA version lower than 11 are currently not supported for LLM.int8()`. |
-    | 0.43.1 – 0.45.x | a warning `Could not find the bitsandbytes CUDA binary at …`, then the CPU library is loaded and the import succeeds. GPU features fail later (`compiled without GPU support`, or missing C functions). |
-    | 0.46 – 0.49 | the import succeeds; the log has `bitsandbytes library load error: Configured CUDA binary not found at …` and the first native call raises the `CUDA VERSION MISMATCH` message. |
-    | 0.50+ | the nearest packaged build of the same major is loaded, with a warning. Only a major with no build at all fails (`No compatible CUDA binary found at …`). |
+    | up to {{ loader.LEGACY_CUDA_SETUP.last_text }} | `import bitsandbytes` raises `CUDA Setup failed despite GPU being available`; the log above it has `CUDA SETUP: Required library version not found: libbitsandbytes_cudaXYZ.so`. With a CUDA 10 runtime the log also says `CUDA version lower than 11 are currently not supported for LLM.int8()`. |
+    | {{ loader.CPU_FALLBACK_ERA.first_text }} – {{ loader.CPU_FALLBACK_ERA.last_text }} | a warning `Could not find the bitsandbytes CUDA binary at …`, then the CPU library is loaded and the import succeeds. GPU features fail later (`compiled without GPU support`, or missing C functions). |
+    | {{ loader.EXACT_MATCH_ERA.first_text }} – {{ loader.EXACT_MATCH_ERA.last_text }} | the import succeeds; the log has `bitsandbytes library load error: Configured CUDA binary not found at …` and the first native call raises the `CUDA VERSION MISMATCH` message. |
+    | {{ loader.NEAREST_BUILD.first_text }}+ | the nearest packaged build of the same major is loaded, with a warning. Only a major with no build at all fails (`No compatible CUDA binary found at …`). |
 
     `CUDA Setup failed despite GPU being available` and `'NoneType' object has no attribute 'c…'` are wrappers. The
     missing file is the actual cause. This is common after a torch upgrade brings a newer CUDA than an older
@@ -160,13 +160,13 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
     pip show -f bitsandbytes | grep libbitsandbytes_
     ```
 
-    - Upgrade bitsandbytes. 0.50+ loads the nearest build of the same CUDA major: with the 0.50.2 wheel, torch cu129
-      gets the 12.8 build and cu117 gets 11.8. Restart the Python process afterwards.
+    - Upgrade bitsandbytes. {{ loader.NEAREST_BUILD.first_text }}+ loads the nearest build of the same CUDA major: with the 0.50.2 wheel, torch cu129
+      gets the CUDA 12.8 build and cu117 gets CUDA 11.8. Restart the Python process afterwards.
     - Or install a torch build for a CUDA version the installed release ships.
     - As a stop-gap, `export BNB_CUDA_VERSION=<build>` with a shipped build of the same major, preferably one that is
-      not newer than torch's CUDA. Do not use it with releases up to 0.43.3 on GPUs below compute capability 7.5: those
+      not newer than torch's CUDA. Do not use it with releases up to {{ loader.OVERRIDE_NOCUBLASLT_BUG.last_text }} on GPUs below compute capability {{ gpus.INT8_MATMUL_MIN.text }}: those
       releases build a wrong `_nocublaslt` file name from the override.
-    - torch for CUDA 10 or older: install a torch build for CUDA 11.8 or 12.x. No bitsandbytes release has CUDA 10
+    - torch for CUDA 10 or older: install a torch build for CUDA {{ cuda.SUGGESTED_TORCH_CUDA.0 }} or {{ cuda.SUGGESTED_TORCH_CUDA.1 }}. No bitsandbytes release has CUDA 10
       builds.
     - bitsandbytes from conda-forge or another third-party channel: maintainers support only their own wheels; install
       it from PyPI.
@@ -175,11 +175,11 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
 
     - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/2014 and
       https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1890 (ROCm 7.14 / 7.12 become `rocm84` / `rocm82`;
-      fixed by PR #1889 in 0.50)
+      fixed by PR #1889 in {{ loader.ROCM_TAG_MISBUILT.below_text }})
 
     - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1518 (maintainers: upgrade to the latest release)
     - https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1318 (the `_nocublaslt` override name, fixed in
-      0.44.0)
+      {{ loader.OVERRIDE_NOCUBLASLT_BUG.below_full }})
     """
     native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
     in_force = native.selection

@@ -54,24 +54,24 @@ def override(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
     The rule reads the `native` and `python` facts and the `BNB_CUDA_VERSION` environment variable — or
-    `BNB_ROCM_VERSION` when torch is a ROCm build and bitsandbytes is 0.50+ (which ignores `BNB_CUDA_VERSION` on ROCm).
+    `BNB_ROCM_VERSION` when torch is a ROCm build and bitsandbytes is {{ loader.NEAREST_BUILD.first_text }}+ (which ignores `BNB_CUDA_VERSION` on ROCm).
     It is skipped when the variable it reads is not set. An empty value counts as set.
 
     It reports one finding, for the first case that applies:
 
     - **info**: the CPU library is chosen (torch sees no CUDA GPU), so the variable does nothing today;
-    - **warning**: the value is empty and the release is 0.49 or older — ignored today (0.43–0.49 told users to clear
-      the override this way), but 0.50+ rejects it, so the next upgrade breaks the import;
-    - **error**: the release rejects the value: 0.50+ requires digits only; 0.47–0.49 refuse any non-empty
+    - **warning**: the value is empty and the release is {{ loader.EMPTY_OVERRIDE_IGNORED.last_text }} or older — ignored today ({{ loader.EMPTY_OVERRIDE_IGNORED.first_text }}–{{ loader.EMPTY_OVERRIDE_IGNORED.last_text }} told users to clear
+      the override this way), but {{ loader.NEAREST_BUILD.first_text }}+ rejects it, so the next upgrade breaks the import;
+    - **error**: the release rejects the value: {{ loader.NEAREST_BUILD.first_text }}+ requires digits only; {{ loader.ROCM_REJECTS_CUDA_OVERRIDE.first_text }}–{{ loader.ROCM_REJECTS_CUDA_OVERRIDE.last_text }} refuse any non-empty
       `BNB_CUDA_VERSION` when torch is a ROCm build;
     - **error**: the value names a library the package does not ship, e.g. `libbitsandbytes_cuda117.so` in a release
-      without CUDA 11.7. The text says what that release then does: ≤ 0.43.0 fails at import, 0.43.1–0.45 fall back to
-      the CPU library, 0.46+ raise at the first quantized operation;
+      without CUDA 11.7. The text says what that release then does: ≤ {{ loader.LEGACY_CUDA_SETUP.last_text }} fails at import, {{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }} fall back to
+      the CPU library, {{ loader.EXACT_MATCH_ERA.first_text }}+ raise at the first quantized operation;
     - **error** (or **warning** when that runtime is on the loader path): the value picks a build for another CUDA major
       than torch's;
     - **info**: the override is in force and matches torch's major version, which can work.
 
-    It is skipped for 0.46 ROCm builds, which ignore `BNB_CUDA_VERSION`. Whatever it reports, it also asks what the
+    It is skipped for {{ loader.ROCM_WITHOUT_OVERRIDE.first_text }} ROCm builds, which ignore `BNB_CUDA_VERSION`. Whatever it reports, it also asks what the
     release would pick without the override: when the release ships nothing for torch's version either (reported by
     [BNB301](BNB301.md)), the fix says so and gives the upgrade, or the override value that does reach a shipped build
     of torch's major, instead of "unset it" alone. Errors of this rule are a root cause: [BNB303](BNB303.md)'s missing
@@ -85,13 +85,13 @@ def override(facts: Facts) -> Hit | Skip | None:
 
     | release | override behaviour |
     |---|---|
-    | 0.41 – 0.43.0 | used only when non-empty; a missing file makes `import bitsandbytes` fail |
-    | 0.43.1 – 0.45.x | an empty value is ignored; a missing file is handled like any missing file: a warning, then the CPU library |
-    | 0.46 – 0.49 | an empty value is ignored; a missing file raises at the first native call; ROCm builds (0.47+) refuse any non-empty `BNB_CUDA_VERSION` |
-    | 0.50+ | exactly `libbitsandbytes_{cuda,rocm}<value>` with no fallback; the value must be all digits, so `export BNB_CUDA_VERSION=` raises `value must be digits only` |
+    | {{ loader.CUDA_OVERRIDE_READ.first_minor }} – {{ loader.LEGACY_CUDA_SETUP.last_text }} | used only when non-empty; a missing file makes `import bitsandbytes` fail |
+    | {{ loader.CPU_FALLBACK_ERA.first_text }} – {{ loader.CPU_FALLBACK_ERA.last_text }} | an empty value is ignored; a missing file is handled like any missing file: a warning, then the CPU library |
+    | {{ loader.EXACT_MATCH_ERA.first_text }} – {{ loader.EXACT_MATCH_ERA.last_text }} | an empty value is ignored; a missing file raises at the first native call; ROCm builds ({{ loader.ROCM_REJECTS_CUDA_OVERRIDE.first_text }}+) refuse any non-empty `BNB_CUDA_VERSION` |
+    | {{ loader.NEAREST_BUILD.first_text }}+ | exactly `libbitsandbytes_{cuda,rocm}<value>` with no fallback; the value must be all digits, so `export BNB_CUDA_VERSION=` raises `value must be digits only` |
 
-    Up to 0.43.3 the override also builds a wrong name for the `_nocublaslt` variants used on GPUs below compute
-    capability 7.5 (`libbitsandbytes_cuda124_nocublaslt124.so` in issue #1312); 0.44.0 fixed it.
+    Up to {{ loader.OVERRIDE_NOCUBLASLT_BUG.last_text }} the override also builds a wrong name for the `_nocublaslt` variants used on GPUs below compute
+    capability {{ gpus.INT8_MATMUL_MIN.text }} (`libbitsandbytes_cuda124_nocublaslt124.so` in issue #1312); {{ loader.OVERRIDE_NOCUBLASLT_BUG.below_full }} fixed it.
 
     The override chooses only bitsandbytes' file. The `libcudart.so.X` that file needs still comes from the normal
     loader search. An override to another CUDA major therefore needs that major's runtime on the loader path next to
@@ -107,12 +107,12 @@ def override(facts: Facts) -> Hit | Skip | None:
     ```
 
     - Nearly always: remove it, unless the release ships nothing for torch's version without it (the finding says so;
-      upgrade bitsandbytes first). Use `unset BNB_CUDA_VERSION`, not `export BNB_CUDA_VERSION=`, because 0.50+ rejects the
+      upgrade bitsandbytes first). Use `unset BNB_CUDA_VERSION`, not `export BNB_CUDA_VERSION=`, because {{ loader.NEAREST_BUILD.first_text }}+ rejects the
       empty value. Also delete it from shell profiles, Dockerfiles (`ENV BNB_CUDA_VERSION=…`), notebook settings and job
       scripts.
     - If you really run bitsandbytes on another CUDA than torch's, set it to a build the package ships (`pip show -f
       bitsandbytes | grep libbitsandbytes_`), and put that CUDA's `lib64` folder on `LD_LIBRARY_PATH`.
-    - ROCm with 0.50+: the variable is `BNB_ROCM_VERSION`. 0.47–0.49 ROCm builds accept no override at all.
+    - ROCm with {{ loader.NEAREST_BUILD.first_text }}+: the variable is `BNB_ROCM_VERSION`. {{ loader.ROCM_REJECTS_CUDA_OVERRIDE.first_text }}–{{ loader.ROCM_REJECTS_CUDA_OVERRIDE.last_text }} ROCm builds accept no override at all.
 
     ## Severity note
 
@@ -121,7 +121,7 @@ def override(facts: Facts) -> Hit | Skip | None:
     ## Further reading
 
     - https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1318 (the `_nocublaslt` override name, fixed in
-      0.44.0)
+      {{ loader.OVERRIDE_NOCUBLASLT_BUG.below_full }})
     - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/793 (override plus `LD_LIBRARY_PATH` on a legacy
       release)
     """

@@ -83,7 +83,7 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
     ## Why it matters
 
     A bitsandbytes CUDA library is linked against one CUDA major: `libcudart.so.11.0` or `libcudart.so.12`, the matching
-    cuBLAS, and up to 0.49 also cuSPARSE. It usually works because torch has already loaded libraries with exactly those
+    cuBLAS, and up to {{ loader.CUDA_LIBRARY_NEEDS_CUSPARSE.last_text }} also cuSPARSE. It usually works because torch has already loaded libraries with exactly those
     SONAMEs before bitsandbytes is imported. It fails when:
 
     - bitsandbytes' build belongs to another CUDA major than the libraries on the machine, for example a cu11x library
@@ -93,7 +93,7 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
       on `LD_LIBRARY_PATH`.
 
     The loader reports the first missing name: `OSError: libcudart.so.11.0: cannot open shared object file: No such file
-    or directory`. The legacy setup of 0.41–0.42 wrapped this in its own search messages (`libcudart.so not found in any
+    or directory`. The legacy setup of {{ loader.LEGACY_LIBCUDART_SEARCH_MESSAGES.first_text }}–{{ loader.LEGACY_LIBCUDART_SEARCH_MESSAGES.last_text }} wrapped this in its own search messages (`libcudart.so not found in any
     environmental path`). That search only fed messages: the file was still resolved by the dynamic loader, which is
     what this rule models.
 
@@ -121,7 +121,7 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
     - Nothing on the machine has it: install the libraries as pip wheels for that major (e.g. `pip install
       nvidia-cusparse-cu11`) and put their `lib` folder on `LD_LIBRARY_PATH`. A CUDA build of torch brings them and
       preloads them itself.
-    - Legacy releases (up to 0.43.0): upgrade; their CUDA setup messages do not reflect how the library is really loaded
+    - Legacy releases (up to {{ loader.LEGACY_CUDA_SETUP.last_text }}): upgrade; their CUDA setup messages do not reflect how the library is really loaded
       ([BNB205](BNB205.md)).
 
     ## Further reading

@@ -26,7 +26,7 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
     The rule reads the `native` and `python` facts. It is skipped when torch is not a CUDA build, and when
     `BNB_CUDA_VERSION` is set ([BNB302](BNB302.md) judges an override). It looks at the CUDA *runtime* the selected
     bitsandbytes library needs (`libcudart.so.N`) and at the copy the loader would take: when the version in that copy's
-    real file name (after following symlinks, e.g. `libcudart.so.11.0` → `libcudart.so.11.8.89` → `11.8`) has another
+    real file name (after following symlinks, e.g. `libcudart.so.11.0` → `libcudart.so.11.8.89` → CUDA `11.8`) has another
     major than `torch.version.cuda`, it reports an error with the path and the search step that found it. Only the
     runtime is compared: CUDA 13 still ships `libcusparse.so.12`, so other libraries' SONAME versions say nothing about
     the toolkit.
@@ -55,13 +55,13 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
     This kills `import torch` as well as bitsandbytes. The real load check catches it as [BNB314](BNB314.md) when the
     static model finds nothing.
 
-    The older form of the mix-up comes from conda environments. The legacy loader (up to 0.42) took the CUDA runtime
+    The older form of the mix-up comes from conda environments. The legacy loader (up to {{ loader.LEGACY_SYSTEM_CUDA_RUNTIME.last_text }}) took the CUDA runtime
     from `/usr/local/cuda` or a conda `cudatoolkit` rather than from torch. When that runtime had another major version,
     it picked a library that does not exist or loaded the wrong runtime.
 
     ## Example notes
 
-    (A SONAME `libcudart.so.12` pointing at an 11.8 file is a broken install — the kind of mix-up conda environments and
+    (A SONAME `libcudart.so.12` pointing at a CUDA 11.8 file is a broken install — the kind of mix-up conda environments and
     hand-made symlinks produce.)
 
     ## How to fix
@@ -79,7 +79,7 @@ def runtime_mismatch(facts: Facts) -> list[Hit] | Skip:
       `nvidia-nvjitlink-cu12` at least as new as `nvidia-cusparse-cu12`.
     - conda: keep torch and bitsandbytes from the same ecosystem (pip torch with PyPI bitsandbytes), and do not mix a
       conda `cudatoolkit` of another major into the environment.
-    - Legacy bitsandbytes (up to 0.43.0): upgrade; the current loader follows torch's CUDA version
+    - Legacy bitsandbytes (up to {{ loader.LEGACY_CUDA_SETUP.last_text }}): upgrade; the current loader follows torch's CUDA version
       ([BNB205](BNB205.md)).
 
     ## Further reading

@@ -32,23 +32,23 @@ def duplicates(facts: Facts) -> list[Hit]:
     CUDA releases* (major.minor from the real file names) sit on the search steps the loader really walks
     (`LD_LIBRARY_PATH`, RUNPATH/RPATH, the loader cache, the default folders): that is when the outcome depends on the
     order of `LD_LIBRARY_PATH`. torch's own wheel copy next to a system toolkit is normal and is not reported (the
-    loaded one wins by SONAME). For releases before 0.43.1 any second copy is reported, because their setup scans for
+    loaded one wins by SONAME). For releases before {{ loader.LEGACY_CUDA_SETUP.below_text }} any second copy is reported, because their setup scans for
     copies itself. The finding names the copy the loader will use and lists every copy with the search step that finds
     it.
 
     The finding is **info** for current releases, where only the loader's choice matters. It is a **warning** for
-    releases before 0.43.1, whose legacy CUDA setup scans paths itself and prints the alarming duplicate warning.
+    releases before {{ loader.LEGACY_CUDA_SETUP.below_text }}, whose legacy CUDA setup scans paths itself and prints the alarming duplicate warning.
 
     ## Why it matters
 
-    Up to 0.43.0, the legacy setup searched `$CONDA_PREFIX`, `LD_LIBRARY_PATH` and other path-like variables for
-    `libcudart.so` itself. When it found more than one, it warned. Releases before 0.41 said:
+    Up to {{ loader.LEGACY_CUDA_SETUP.last_text }}, the legacy setup searched `$CONDA_PREFIX`, `LD_LIBRARY_PATH` and other path-like variables for
+    `libcudart.so` itself. When it found more than one, it warned. Releases before {{ loader.CUDA_VERSION_FROM_TORCH.first_text }} said:
 
     ```text
     Found duplicate ['libcudart.so', 'libcudart.so.11.0', 'libcudart.so.12.0'] files: {…}.. We'll flip a coin and try one of these, in order to fail forward.
     ```
 
-    From 0.41 the same warning ends with `We select the PyTorch default libcudart.so, which is {torch.version.cuda}`,
+    From {{ loader.CUDA_VERSION_FROM_TORCH.first_text }} the same warning ends with `We select the PyTorch default libcudart.so, which is {torch.version.cuda}`,
     placeholder included.
 
     Neither message describes what happens. The dynamic loader is deterministic: the first step of its search order that
@@ -73,12 +73,12 @@ def duplicates(facts: Facts) -> list[Hit]:
     - Drop CUDA folders you no longer need from `LD_LIBRARY_PATH`, `/etc/ld.so.conf.d/` and job scripts, so a later
       change of search order cannot bring an old runtime forward.
     - Keep at most one CUDA toolkit registered with `ldconfig` when torch comes from pip.
-    - Legacy bitsandbytes (up to 0.43.0): upgrade. That removes the misleading duplicate warning as well as the path
+    - Legacy bitsandbytes (up to {{ loader.LEGACY_CUDA_SETUP.last_text }}): upgrade. That removes the misleading duplicate warning as well as the path
       scan behind it ([BNB205](BNB205.md)).
 
     ## Severity note
 
-    raised to **warning** for releases before 0.43.1
+    raised to **warning** for releases before {{ loader.LEGACY_CUDA_SETUP.below_text }}
 
     ## Further reading
 

@@ -73,7 +73,7 @@ def libstdcxx(facts: Facts) -> list[Hit]:
 
     - **CentOS/RHEL 7**: the system `libstdc++` comes from GCC 4.8 and stops at `GLIBCXX_3.4.19` and `CXXABI_1.3.7`.
       Enabling a newer `devtoolset` compiler does not help, because it does not replace the runtime library. These
-      systems also cannot install the `manylinux_2_24` wheels of 0.43+, so they are stuck on the older releases.
+      systems also cannot install the `manylinux_2_24` wheels of {{ platforms.CURRENT_MANYLINUX.first_minor }}+, so they are stuck on the older releases.
     - **conda environments**: the environment's own `libstdc++.so.6` can be older than both the system's and what
       bitsandbytes needs. It is the copy the process uses, so the error names `$CONDA_PREFIX/lib/libstdc++.so.6` (for
       example ``version `GLIBCXX_3.4.32' not found`` with source builds).

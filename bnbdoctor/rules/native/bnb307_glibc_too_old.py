@@ -30,29 +30,29 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
     `librt.so.1`. It compares them with the versions the system glibc defines, taken from the library file itself, or
     from the glibc version when the file cannot be read. It reports one finding listing every missing version.
 
-    When the installed release is 0.45.x and the selected library is the CUDA 12.6 or 12.8 build, the finding names the
-    known packaging problem and suggests 0.46.0 or newer. Otherwise it says the build needs a newer glibc than this
+    When the installed release is {{ loader.GLIBC_234_BUILDS.releases.last_text }} and the selected library is the CUDA {{ loader.GLIBC_234_BUILDS.cuda.0 }} or {{ loader.GLIBC_234_BUILDS.cuda.1 }} build, the finding names the
+    known packaging problem and suggests {{ loader.GLIBC_234_BUILDS.releases.below_full }} or newer. Otherwise it says the build needs a newer glibc than this
     system has.
 
     ## Why it matters
 
-    glibc is never bundled: a library built against glibc 2.34 cannot load on a system with 2.31, whatever else is
+    glibc is never bundled: a library built against glibc {{ loader.GLIBC_234_BUILDS.glibc }} cannot load on a system with glibc 2.31, whatever else is
     installed. The loader stops with:
 
     ```text
     OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by …/bitsandbytes/libbitsandbytes_cuda126.so)
     ```
 
-    bitsandbytes' Linux wheels are tagged `manylinux_2_24` and the docs name glibc 2.24 as the minimum. The wheels
+    bitsandbytes' Linux wheels are tagged `manylinux_2_24` and the docs name glibc {{ platforms.CURRENT_MANYLINUX.glibc_text }} as the minimum. The wheels
     inspected need at most `GLIBC_2.4`, with two exceptions:
 
-    - **0.45.x, CUDA 12.6 and 12.8 builds**: they bind `dlopen`, `dlsym` and `dlclose` at `GLIBC_2.34`. The maintainers
-      confirmed that these builds ended up requiring more than the intended manylinux 2.24. Ubuntu 20.04 (glibc 2.31)
-      and RHEL/Rocky 8 (glibc 2.28) fail as soon as torch is a cu126 or cu128 build. 0.46.0 restored support for older
+    - **{{ loader.GLIBC_234_BUILDS.releases.last_text }}, CUDA {{ loader.GLIBC_234_BUILDS.cuda.0 }} and {{ loader.GLIBC_234_BUILDS.cuda.1 }} builds**: they bind `dlopen`, `dlsym` and `dlclose` at `GLIBC_2.34`. The maintainers
+      confirmed that these builds ended up requiring more than the intended manylinux {{ platforms.CURRENT_MANYLINUX.glibc_text }}. Ubuntu 20.04 (glibc 2.31)
+      and RHEL/Rocky 8 (glibc 2.28) fail as soon as torch is a cu126 or cu128 build. {{ loader.GLIBC_234_BUILDS.releases.below_full }} restored support for older
       glibc.
-    - **XPU builds** (0.48+): the docs state glibc 2.34 as their minimum; the inspected libraries need `GLIBC_2.32`.
+    - **XPU builds** ({{ loader.XPU_LIBRARY.first_text }}+): the docs state glibc 2.34 as their minimum; the inspected libraries need `GLIBC_2.32`.
 
-    In 0.45.x a load error leaves the library unset. The import still succeeds, and the first quantized call fails with
+    In {{ loader.GLIBC_234_BUILDS.releases.last_text }} a load error leaves the library unset. The import still succeeds, and the first quantized call fails with
     `AttributeError: 'NoneType' object has no attribute 'cint8_vector_quant'`, far from the cause.
 
     ## How to fix
@@ -64,8 +64,8 @@ def glibc(facts: Facts) -> list[Hit] | Skip:
     objdump -T /path/to/site-packages/bitsandbytes/libbitsandbytes_cudaXYZ.so | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1
     ```
 
-    - 0.45.x with a cu126/cu128 torch: upgrade bitsandbytes to 0.46.0 or newer, which supports older glibc again.
-    - If you must keep 0.45.x: use a torch build for CUDA 12.4 or older, so that the `cuda124` library is selected.
+    - {{ loader.GLIBC_234_BUILDS.releases.last_text }} with a cu126/cu128 torch: upgrade bitsandbytes to {{ loader.GLIBC_234_BUILDS.releases.below_full }} or newer, which supports older glibc again.
+    - If you must keep {{ loader.GLIBC_234_BUILDS.releases.last_text }}: use a torch build for CUDA {{ loader.GLIBC_234_BUILDS.older_torch_cuda }} or older, so that the `cuda124` library is selected.
     - Any other build that needs a newer glibc than the system has: build bitsandbytes from source on this machine, run
       in a container with a newer base image, or upgrade the OS. Replacing the system glibc by hand breaks the machine;
       do not.

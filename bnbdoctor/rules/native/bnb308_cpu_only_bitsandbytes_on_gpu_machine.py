@@ -52,11 +52,11 @@ def cpu_only_build(facts: Facts) -> Hit | None:
 
     bitsandbytes does not say "CPU-only package" in so many words. Depending on the release, users see:
 
-    - up to 0.43.0: `import bitsandbytes` fails with `CUDA Setup failed despite GPU being available` after `Required
+    - up to {{ loader.LEGACY_CUDA_SETUP.last_text }}: `import bitsandbytes` fails with `CUDA Setup failed despite GPU being available` after `Required
       library version not found`;
-    - 0.43.1–0.45.x: `Could not find the bitsandbytes CUDA binary`, then the CPU library loads with `The installed
+    - {{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }}: `Could not find the bitsandbytes CUDA binary`, then the CPU library loads with `The installed
       version of bitsandbytes was compiled without GPU support`. GPU features fail afterwards;
-    - 0.46+: the import works, and the first GPU operation raises a "binary not found" error.
+    - {{ loader.CPU_FALLBACK_ERA.below_text }}+: the import works, and the first GPU operation raises a "binary not found" error.
 
     Older stacks also showed `libbitsandbytes_cpu.so: undefined symbol: cget_col_row_stats` when transformers loaded an
     8-bit model on a CPU library. The symbol exists only in the CUDA build. A widely shared workaround copies a CUDA
@@ -71,7 +71,7 @@ def cpu_only_build(facts: Facts) -> Hit | None:
     conda list bitsandbytes 2>/dev/null
     ```
 
-    - Replace it with the PyPI wheel, which ships CUDA libraries for x86-64 Linux, aarch64 Linux (0.46+) and Windows:
+    - Replace it with the PyPI wheel, which ships CUDA libraries for x86-64 Linux, aarch64 Linux ({{ platforms.LINUX_AARCH64_WHEELS.first_minor }}+) and Windows:
       `pip install --force-reinstall --no-deps bitsandbytes`. Remove a conda package of the same name first (`conda
       remove bitsandbytes`).
     - Building from source on purpose: configure the CUDA backend, with the same CUDA major as torch, then reinstall:

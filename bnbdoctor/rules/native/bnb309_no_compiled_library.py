@@ -40,11 +40,11 @@ def no_library(facts: Facts) -> Hit | None:
     messages point elsewhere:
 
     - `Could not find the bitsandbytes CUDA binary at …libbitsandbytes_cuda121.so`, followed by `Could not load
-      bitsandbytes native library: …libbitsandbytes_cpu.so: cannot open shared object file` (0.43–0.45);
+      bitsandbytes native library: …libbitsandbytes_cpu.so: cannot open shared object file` ({{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }});
     - on Windows: `Could not find module '…\bitsandbytes\libbitsandbytes_cpu.dll' (or one of its dependencies)`;
     - later: `NameError: name 'str2optimizer32bit' is not defined`, or `AttributeError: 'NoneType' object has no
       attribute 'c…'`, because the library handle is `None`;
-    - 0.46–0.49: the first native call raises the `Forgot to compile the bitsandbytes library?` message. 0.50+ raises a
+    - {{ loader.EXACT_MATCH_ERA.first_text }}–{{ loader.EXACT_MATCH_ERA.last_text }}: the first native call raises the `Forgot to compile the bitsandbytes library?` message. {{ loader.NEAREST_BUILD.first_text }}+ raises a
       generic `Attempted to use bitsandbytes native library functionality but it's not available` text instead.
 
     The `NameError` and `NoneType` errors are only downstream symptoms. Maintainers' triage treats them as "the native

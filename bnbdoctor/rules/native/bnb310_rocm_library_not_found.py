@@ -41,14 +41,14 @@ def rocm_missing(facts: Facts) -> Hit | Skip | None:
 
     ## Why it matters
 
-    The ROCm builds of bitsandbytes (in the PyPI wheel from 0.49; before that in forks and preview wheels) are linked
+    The ROCm builds of bitsandbytes (in the PyPI wheel from {{ loader.ROCM_IN_PYPI_WHEEL.first_text }}; before that in forks and preview wheels) are linked
     against the math libraries of one ROCm release:
 
     | release | ROCm libraries needed |
     |---|---|
     | 0.49.2, `rocm62`–`rocm64` | `libhipblas.so.2`, `libhipsparse.so.1`, `libhipblaslt.so.0` |
     | 0.49.2, `rocm70`–`rocm72` | `libhipblas.so.3`, `libhipsparse.so.4`, `libhipblaslt.so.1` |
-    | 0.50.2, Linux | `libhipblas` and `libhipblaslt` (`.so.2`/`.so.0` for ROCm 6.4, `.so.3`/`.so.1` for 7.x); `librocrand.so.1` for 7.14 and 7.15 |
+    | 0.50.2, Linux | `libhipblas` and `libhipblaslt` (`.so.2`/`.so.0` for ROCm 6.4, `.so.3`/`.so.1` for ROCm 7.x); `librocrand.so.1` for ROCm 7.14 and 7.15 |
     | 0.50.2, Windows | `hipblas.dll`, `rocblas.dll`, `libhipblaslt.dll`, `amdhip64_7.dll` |
 
     They have to come from a ROCm installation, or be already loaded into the process under the same names. A container
@@ -59,7 +59,7 @@ def rocm_missing(facts: Facts) -> Hit | Skip | None:
     libhipblaslt.so.0: cannot open shared object file: No such file or directory
     ```
 
-    With 0.49+ the import still succeeds, and the first native call fails with the loader's message. Older forks printed
+    With {{ loader.ROCM_IN_PYPI_WHEEL.first_text }}+ the import still succeeds, and the first native call fails with the loader's message. Older forks printed
     `CUDA SETUP: Setup Failed!` after `libhipblas.so.0: cannot open shared object file` for
     `libbitsandbytes_hip_nohipblaslt.so`. A library that loads but was built for another GPU architecture is a different
     failure (`hipErrorNoBinaryForGpu`), which this rule does not check.

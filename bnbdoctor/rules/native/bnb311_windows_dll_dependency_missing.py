@@ -61,7 +61,7 @@ def windows_dlls(facts: Facts) -> Hit | Skip | None:
     ```
 
     The file named in the message exists; one of its dependencies does not. This was the classic failure of the
-    unofficial Windows builds before 0.43. It still happens when `BNB_CUDA_VERSION` picks a build of another CUDA major
+    unofficial Windows builds before {{ platforms.WINDOWS_WHEELS.first_minor }}. It still happens when `BNB_CUDA_VERSION` picks a build of another CUDA major
     than torch's, when the CUDA DLLs live only in a toolkit folder on `PATH`, and on machines without the Visual C++
     runtime. For reference, the 0.50.2 CUDA 13 DLLs import `cublas64_13.dll` and `cublasLt64_13.dll` but no `cudart`
     DLL.
@@ -96,7 +96,7 @@ def windows_dlls(facts: Facts) -> Hit | Skip | None:
       ```
 
     - `MSVCP140.dll` / `VCRUNTIME140_1.dll` missing: install the latest Microsoft Visual C++ Redistributable (x64).
-    - Unofficial wheels from before 0.43 (`libbitsandbytes_cuda116.dll` and similar): uninstall them and install the
+    - Unofficial wheels from before {{ platforms.WINDOWS_WHEELS.first_minor }} (`libbitsandbytes_cuda116.dll` and similar): uninstall them and install the
       official release from PyPI.
 
     ## Further reading

@@ -35,9 +35,9 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
 
     ## Why it matters
 
-    Up to 0.42.0, bitsandbytes was published as a single `py3-none-any` wheel that contains only Linux x86-64 ELF
+    Up to {{ platforms.LINUX_ONLY_WHEEL.last_text }}, bitsandbytes was published as a single `py3-none-any` wheel that contains only Linux x86-64 ELF
     libraries. Because the tag says "any platform", pip installs it on Windows without complaint. Windows support
-    (`win_amd64` wheels with DLLs) arrived in 0.43.0. On Windows such an install fails in one of two ways, depending on
+    (`win_amd64` wheels with DLLs) arrived in {{ platforms.WINDOWS_WHEELS.first_text }}. On Windows such an install fails in one of two ways, depending on
     how far the legacy setup gets:
 
     ```text
@@ -53,11 +53,11 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
     ```
 
     The setup's printed advice (`export LD_LIBRARY_PATH`, `find / -name …`) is Linux advice and does not apply.
-    Community-built Windows wheels filled the gap for a while. The official releases from 0.43.0 on replace them.
+    Community-built Windows wheels filled the gap for a while. The official releases from {{ platforms.WINDOWS_WHEELS.first_text }} on replace them.
 
     ## Example notes
 
-    The upper bound `<0.46` comes from torch 2.0.1: 0.46 and later need torch 2.2 or newer.
+    The upper bound `<{{ releases.TORCH_MINIMUM_BY_RELEASE.1.series }}` comes from torch 2.0.1+cu118: {{ releases.TORCH_MINIMUM_BY_RELEASE.1.series }} and later need torch {{ releases.TORCH_MINIMUM_BY_RELEASE.1.torch }} or newer.
 
     ## How to fix
 
@@ -71,10 +71,10 @@ def linux_so_on_windows(facts: Facts) -> Hit | Skip | None:
       Python process:
 
       ```bat
-      pip install -U "bitsandbytes>=0.43.0"
+      pip install -U "bitsandbytes>={{ platforms.WINDOWS_WHEELS.first_text }}"
       ```
 
-    - If a tool pins an old bitsandbytes (some web UIs did), raise the pin to 0.43.0 or newer, or uninstall the
+    - If a tool pins an old bitsandbytes (some web UIs did), raise the pin to {{ platforms.WINDOWS_WHEELS.first_text }} or newer, or uninstall the
       community wheel it brought.
     - Or run the workload under WSL2 with the Linux wheels and the Windows NVIDIA driver.
 

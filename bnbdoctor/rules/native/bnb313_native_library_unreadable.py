@@ -47,12 +47,12 @@ def unreadable(facts: Facts) -> Hit | None:
 
     The usual ways to get there:
 
-    - **Apple silicon with 0.42 or older**: those releases shipped only Linux x86-64 `.so` files, installable everywhere
+    - **Apple silicon with {{ platforms.LINUX_ONLY_WHEEL.last_text }} or older**: those releases shipped only Linux x86-64 `.so` files, installable everywhere
       through a `py3-none-any` wheel. On a Mac, `dlopen` rejects them, bitsandbytes falls back, and every quantized
       operation fails. transformers then reports a misleading error about Accelerate or bitsandbytes not being
-      installed. macOS arm64 wheels exist from 0.49.0.
-    - **aarch64 Linux with 0.42 or older** (Graviton, Grace, Ampere servers): the same x86-64 files. aarch64 wheels
-      exist from 0.46.0.
+      installed. macOS arm64 wheels exist from {{ platforms.MACOS_WHEELS.first_text }}.
+    - **aarch64 Linux with {{ platforms.LINUX_ONLY_WHEEL.last_text }} or older** (Graviton, Grace, Ampere servers): the same x86-64 files. aarch64 wheels
+      exist from {{ platforms.LINUX_AARCH64_WHEELS.first_text }}.
     - **A damaged file**: an interrupted download, a copy from another machine, a virtual environment moved between
       architectures, a filesystem quota hit during install.
 
@@ -71,8 +71,8 @@ def unreadable(facts: Facts) -> Hit | None:
     uname -m
     ```
 
-    - Built for another platform: install a release that has wheels for it. That is 0.46.0+ for aarch64 Linux and
-      0.49.0+ for Apple silicon (for example `pip install -U "bitsandbytes>=0.49"`). On a Mac with an older stack, do
+    - Built for another platform: install a release that has wheels for it. That is {{ platforms.LINUX_AARCH64_WHEELS.first_text }}+ for aarch64 Linux and
+      {{ platforms.MACOS_WHEELS.first_text }}+ for Apple silicon (for example `pip install -U "bitsandbytes>={{ platforms.MACOS_WHEELS.first_minor }}"`). On a Mac with an older stack, do
       not request 8-bit or 4-bit loading; use a Mac-native alternative instead.
     - Damaged or truncated: reinstall the same version without the cache:
 

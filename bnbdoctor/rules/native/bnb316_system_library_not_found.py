@@ -81,11 +81,11 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
     OSError: libgomp.so.1: cannot open shared object file: No such file or directory
     ```
 
-    The usual cause is **OpenMP in minimal images**. From 0.49 the CPU library `libbitsandbytes_cpu.so` links
+    The usual cause is **OpenMP in minimal images**. From {{ loader.CPU_LIBRARY_NEEDS_OPENMP.first_text }} the CPU library `libbitsandbytes_cpu.so` links
     `libgomp.so.1`. Slim container images and minimal cloud images do not always install the GNU OpenMP runtime. A copy
     of OpenMP that ships inside torch's wheel under a private file name does not satisfy bitsandbytes' dependency, which
     asks for `libgomp.so.1` by name. The CPU library is the one loaded on every machine without a usable GPU, so
-    CPU-only CI jobs and containers are where this shows up. The CUDA libraries of 0.46+ also link `librt`, `libpthread`
+    CPU-only CI jobs and containers are where this shows up. The CUDA libraries of {{ loader.CUDA_LIBRARY_NEEDS_GLIBC_PARTS.first_text }}+ also link `librt`, `libpthread`
     and `libdl`, which glibc provides everywhere.
 
     Less often: a container built from `scratch` or a distroless image that lacks `libstdc++`, or a musl-based image
@@ -96,7 +96,7 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
     needed SONAME is missing but the same library is present under another one (`libsycl.so.8` needed, `libsycl.so.9`
     installed: the XPU library was built against another oneAPI release), the finding says so (catalog
     `xpu_sycl_runtime_mismatch`): bitsandbytes then falls back to a mock library and fails at the first native call.
-    0.50+ ship one XPU library per oneAPI year (`libbitsandbytes_xpu2025`, `…xpu2026`).
+    {{ loader.XPU_PER_ONEAPI_YEAR.first_text }}+ ship one XPU library per oneAPI year (`libbitsandbytes_xpu2025`, `…xpu2026`).
 
     ## How to fix
 

@@ -42,20 +42,20 @@ def device_stub_missing(facts: Facts) -> Hit | Skip | None:
     A `__device_stub__` symbol is the host-side launcher the HIP (or CUDA) compiler emits next to each kernel
     instantiation. bitsandbytes' own library references it, so only the library itself can define it: when it is
     undefined, the library was built without that kernel instantiation (in issue #1550, the `hip_bfloat16` 32-bit
-    optimizer of the 0.45.x multi-backend preview wheels). Every dependency resolved and nothing on the machine is
+    optimizer of the {{ loader.ROCM_PREVIEW_WHEELS.last_text }} multi-backend preview wheels). Every dependency resolved and nothing on the machine is
     wrong; the file is a packaging defect, and maintainers said the preview wheel was not ready. bitsandbytes then
     runs without its native library and fails at the first quantized call.
 
     ## How to fix
 
-    - Install a released bitsandbytes that ships ROCm libraries for the installed ROCm (0.49+ wheels carry them on
-      PyPI; 0.50+ picks the nearest ROCm build of the same major), instead of a preview or multi-backend wheel.
+    - Install a released bitsandbytes that ships ROCm libraries for the installed ROCm ({{ loader.ROCM_IN_PYPI_WHEEL.first_text }}+ wheels carry them on
+      PyPI; {{ loader.NEAREST_BUILD.first_text }}+ picks the nearest ROCm build of the same major), instead of a preview or multi-backend wheel.
     - Or build bitsandbytes from source for the local ROCm: `cmake -DCOMPUTE_BACKEND=hip -DBNB_ROCM_ARCH=gfx1100 -S .
       && make && pip install .`.
 
     ```bash
     pip show bitsandbytes
-    pip install -U "bitsandbytes>=0.49"
+    pip install -U "bitsandbytes>={{ loader.ROCM_IN_PYPI_WHEEL.first_text }}"
     ```
     """
     found = missing_device_stub(facts)

@@ -61,7 +61,7 @@ def torch_missing(facts: Facts) -> Hit | None:
     pip install -U bitsandbytes
     ```
 
-    Current bitsandbytes releases need a recent torch (0.50 requires PyTorch 2.4 or newer); see [BNB206](BNB206.md).
+    Current bitsandbytes releases need a recent torch ({{ releases.CURRENT_TORCH_MINIMUM.series }} requires PyTorch {{ releases.CURRENT_TORCH_MINIMUM.torch }} or newer); see [BNB206](BNB206.md).
 
     ## Further reading
 

@@ -138,14 +138,14 @@ def torch_cpu_build(facts: Facts) -> Hit | None:
     CPU library (or none), and every 8-bit and 4-bit GPU feature fails. The messages rarely name the real cause, and
     which ones appear depends on the release (the finding lists only those of the installed versions):
 
-    - 0.43–0.45 read `torch.version.cuda` to build the library name, and with `None` they log `Could not load
+    - {{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }} read `torch.version.cuda` to build the library name, and with `None` they log `Could not load
       bitsandbytes native library: 'NoneType' object has no attribute 'split'`.
-    - Up to 0.46 the CPU library warns `The installed version of bitsandbytes was compiled without GPU support. 8-bit
+    - Up to {{ loader.COMPILED_WITHOUT_GPU_WARNING.last_text }} the CPU library warns `The installed version of bitsandbytes was compiled without GPU support. 8-bit
       optimizers, 8-bit multiplication, and GPU quantization are unavailable.`. The package was not mis-built; the CPU
       library was simply chosen.
-    - Up to 0.45 the first native call then fails, for example `AttributeError: 'NoneType' object has no attribute
+    - Up to {{ loader.NONE_LIBRARY_ATTRIBUTE_ERRORS.last_text }} the first native call then fails, for example `AttributeError: 'NoneType' object has no attribute
       'cadam32bit_grad_fp32'` or `... 'cquantize_blockwise_fp16_nf4'`.
-    - transformers 4.32–4.35 and 4.38–4.40 (4.45–4.52 with a bitsandbytes older than 0.43.1) check for a GPU inside
+    - transformers {{ transformers.IMPORTERROR_IN_MODELING_UTILS.releases.first_text }}–{{ transformers.IMPORTERROR_IN_MODELING_UTILS.releases.last_text }} and {{ transformers.IMPORTERROR_IN_QUANTIZERS.releases.first_text }}–{{ transformers.IMPORTERROR_IN_QUANTIZERS.releases.last_text }} ({{ transformers.IMPORTERROR_FOR_OLD_BNB.releases.first_text }}–{{ transformers.IMPORTERROR_FOR_OLD_BNB.releases.last_text }} with a bitsandbytes older than {{ transformers.IMPORTERROR_FOR_OLD_BNB.bnb_below }}) check for a GPU inside
       their bitsandbytes check and say something misleading: ``ImportError: Using `bitsandbytes` 8-bit quantization
       requires Accelerate: `pip install accelerate` and the latest version of bitsandbytes ...``.
 

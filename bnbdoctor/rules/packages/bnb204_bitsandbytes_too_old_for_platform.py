@@ -49,22 +49,20 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
 
     | platform | first release |
     |---|---|
-    | Linux x86_64 | 0.41.0 |
-    | Windows x86_64 | 0.43.0 (first official Windows wheels) |
-    | Linux aarch64 | 0.46.0 (`manylinux_2_24_aarch64`) |
-    | macOS arm64 | 0.49.0 (`macosx_14_0_arm64`) |
-    | Windows arm64 | 0.50.0 (`win_arm64`) |
+    | Windows x86_64 | {{ platforms.WINDOWS_WHEELS.first_text }} (first official Windows wheels) |
+    | Linux aarch64 | {{ platforms.LINUX_AARCH64_WHEELS.first_text }} (`manylinux_2_24_aarch64`) |
+    | macOS arm64 | {{ platforms.MACOS_WHEELS.first_text }} (`macosx_14_0_arm64`) |
+    | Windows arm64 | {{ platforms.WINDOWS_ARM64_WHEELS.first_text }} (`win_arm64`) |
 
-    When the install contains only Linux `.so` files on another OS, the finding says so. The Linux x86_64 row is a floor
-    that bnbdoctor sets, not the first release with Linux binaries: older Linux releases also had them, so on Linux this
-    finding means "older than bnbdoctor supports".
+    When the install contains only Linux `.so` files on another OS, the finding says so. Linux x86_64 has had prebuilt
+    binaries from the first releases on, so the rule passes there whatever the version.
 
     ## Why it matters
 
-    Up to 0.42, bitsandbytes was a `py3-none-any` wheel that contained only Linux x86-64 ELF libraries. It installs
+    Up to {{ platforms.LINUX_ONLY_WHEEL.last_text }}, bitsandbytes was a `py3-none-any` wheel that contained only Linux x86-64 ELF libraries. It installs
     anywhere, but the loader then fails:
 
-    - Windows, 0.38–0.42: the legacy setup searches for Linux `.so` files and crashes with `argument of type
+    - Windows, {{ platforms.WINDOWS_PATH_NOT_ITERABLE.first_text }}–{{ platforms.WINDOWS_PATH_NOT_ITERABLE.last_text }}: the legacy setup searches for Linux `.so` files and crashes with `argument of type
       'WindowsPath' is not iterable`. It also prints Linux advice (`LD_LIBRARY_PATH`, `find / -name ...`) that does not
       apply on Windows.
     - Windows loading the ELF file: `OSError: [WinError 193] %1 is not a valid Win32 application`.
@@ -80,7 +78,7 @@ def too_old_for_platform(facts: Facts) -> Hit | Skip | None:
     Upgrade to a release that ships binaries for the platform (use the version from the finding):
 
     ```bash
-    pip install -U "bitsandbytes>=0.43.0"
+    pip install -U "bitsandbytes>={{ platforms.WINDOWS_WHEELS.first_text }}"
     python -m bitsandbytes
     ```
 

@@ -71,7 +71,7 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
     The rule needs the `python` facts. It fires when bitsandbytes is installed and either its package contains the
-    `bitsandbytes/cuda_setup/` folder, or its version is older than 0.43.1. Either one means the release uses the legacy
+    `bitsandbytes/cuda_setup/` folder, or its version is older than {{ loader.LEGACY_CUDA_SETUP.below_text }}. Either one means the release uses the legacy
     `CUDASetup` loader. The finding is a warning: the legacy loader works on many machines, but it is behind a whole
     family of confusing failures.
 
@@ -84,9 +84,9 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
 
     ## Why it matters
 
-    Up to 0.43.0, importing bitsandbytes runs `cuda_setup/main.py`. It searches for a CUDA runtime (`libcudart.so*`) in
+    Up to {{ loader.LEGACY_CUDA_SETUP.last_text }}, importing bitsandbytes runs `cuda_setup/main.py`. It searches for a CUDA runtime (`libcudart.so*`) in
     `$CONDA_PREFIX/lib`, then `LD_LIBRARY_PATH`, then every other environment variable whose value contains `/`, then
-    `/usr/local/cuda/lib64`. Before 0.41 the runtime it found decided which library was loaded. From 0.41 the version
+    `/usr/local/cuda/lib64`. Before {{ loader.CUDA_VERSION_FROM_TORCH.first_text }} the runtime it found decided which library was loaded. From {{ loader.CUDA_VERSION_FROM_TORCH.first_text }} the version
     comes from `torch.version.cuda`, and the search only feeds messages. Its output is what most old bug reports are
     made of:
 
@@ -102,7 +102,7 @@ def legacy_setup(facts: Facts) -> Hit | Skip | None:
       being available. Please run the following command to get more information: python -m bitsandbytes`. This is a
       wrapper; the real cause is earlier in the log.
 
-    0.43.1 (PR #1041) removed this setup from the import path. The libcudart search only survives in `python -m
+    {{ loader.LEGACY_CUDA_SETUP.below_text }} (PR #1041) removed this setup from the import path. The libcudart search only survives in `python -m
     bitsandbytes`, and the library is chosen from torch's CUDA version alone.
 
     ## How to fix

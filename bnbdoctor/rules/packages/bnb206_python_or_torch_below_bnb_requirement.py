@@ -23,8 +23,8 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
 
     The rule needs the `python` facts. It is skipped when bitsandbytes is not installed or its version is unknown. It
     reads two requirements from the installed bitsandbytes metadata: `Requires-Python`, and the `torch` entry of
-    `Requires-Dist`. If the metadata carries neither, it falls back to a built-in table: 0.49.x needs Python `>=3.10`
-    and torch `>=2.3,<3`, 0.50 and later need Python `>=3.10` and torch `>=2.4,<3`.
+    `Requires-Dist`. If the metadata carries neither, it falls back to a built-in table: {{ releases.KNOWN_REQUIREMENTS.0.series }}.x needs Python `{{ releases.KNOWN_REQUIREMENTS.0.python }}`
+    and torch `{{ releases.KNOWN_REQUIREMENTS.0.torch }}`, {{ releases.KNOWN_REQUIREMENTS.1.series }} and later need Python `{{ releases.KNOWN_REQUIREMENTS.1.python }}` and torch `{{ releases.KNOWN_REQUIREMENTS.1.torch }}`.
 
     It then checks the examined interpreter's Python version and the installed torch version against them. Local build
     tags such as `+cu121` are ignored, and pre-releases count. It reports one error per requirement that is not met. A
@@ -36,15 +36,11 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
 
     | bitsandbytes | Python | torch |
     |---|---|---|
-    | 0.45.1 – 0.45.5 | >= 3.8 | >= 2.0, < 3 |
-    | 0.46, 0.47 | >= 3.9 | >= 2.2, < 3 |
-    | 0.48 | >= 3.9 | >= 2.3, < 3 |
-    | 0.49 | >= 3.10 | >= 2.3, < 3 |
-    | 0.50 | >= 3.10 | >= 2.4, < 3 |
+    {{ published.requirements_table }}
 
     A normal `pip install` enforces these. A mismatch gets in through other routes: `--no-deps`,
     `--ignore-requires-python`, mixing conda and pip, copying site-packages between environments, or downgrading torch
-    after installing bitsandbytes. Newer releases use torch APIs that older torch lacks (0.46 moved to `torch.library`
+    after installing bitsandbytes. Newer releases use torch APIs that older torch lacks ({{ releases.TORCH_LIBRARY_OPS.first_text }} moved to `torch.library`
     custom operators), so the failure shows up at import or at the first quantized operation. The error text does not
     mention the version.
 
@@ -53,18 +49,18 @@ def requirements(facts: Facts) -> list[Hit] | Skip:
     Either bring Python/torch up to the requirement, or install a bitsandbytes release that supports what you have:
 
     ```bash
-    pip install "torch>=2.4,<3" --index-url https://download.pytorch.org/whl/cu124
-    # or keep torch 2.2 and use the last release that accepts it
-    pip install "bitsandbytes<0.48"
+    pip install "torch>={{ releases.CURRENT_TORCH_MINIMUM.torch }},<3" --index-url https://download.pytorch.org/whl/cu124
+    # or keep torch {{ releases.TORCH_MINIMUM_BY_RELEASE.1.torch }} and use the last release that accepts it
+    pip install "bitsandbytes<{{ releases.TORCH_MINIMUM_BY_RELEASE.2.series }}"
     ```
 
-    For an old Python: 3.9 works with bitsandbytes up to 0.48.x, and 3.8 with up to 0.45.5. Check the result with `pip
+    For an old Python: {{ published.older_python_support }}. Check the result with `pip
     check` and `python -m bitsandbytes`.
 
     ## Further reading
 
-    - https://huggingface.co/docs/bitsandbytes/v0.50.0/installation (Python >= 3.10, PyTorch >= 2.4)
-    - https://huggingface.co/docs/bitsandbytes/v0.48.1/installation (Python >= 3.9, PyTorch >= 2.3)
+    - https://huggingface.co/docs/bitsandbytes/v0.50.0/installation (Python >= 3.10, PyTorch >= {{ releases.TORCH_MINIMUM_BY_RELEASE.3.torch }})
+    - https://huggingface.co/docs/bitsandbytes/v0.48.1/installation (Python >= 3.9, PyTorch >= {{ releases.TORCH_MINIMUM_BY_RELEASE.2.torch }})
     """
     python, bnb, torch = facts.python, bnb_of(facts), torch_of(facts)
     assert python is not None

@@ -55,7 +55,7 @@ def check_underpacking(facts: Facts) -> Hit | None:
     ## Why it matters
 
     The error tells users to find more GPU memory, while the memory is there: a different `device_map` or `max_memory`,
-    or an explicit device map, loads the same model on the same GPUs. In transformers before 5.14.0 (#47203) and 5.18.0
+    or an explicit device map, loads the same model on the same GPUs. In transformers before {{ transformers.NO_SPLIT_BLOCK_FIX.first }} (#47203) and {{ transformers.BIGGEST_LEAF_FIX.first }}
     (#47211) the balanced caps were sized from the first no-split block and the mean leaf, so large unquantized
     embeddings or MoE layers collapsed the model onto the last GPU (transformers #46823: MiniMax-M3 on 8 x 178 GB;
     Llama-3-8B in 4-bit on 8 x 4 GiB). The caps still cause it in current releases, for example Qwen3-235B-A22B in 4-bit

@@ -21,8 +21,8 @@ from bnbdoctor.rules.placement._shared import _ISSUE_46823, _PR_47203, _PR_47211
 def check_upgrade(facts: Facts) -> Hit | None:
     """## What it detects
 
-    The rule reads the `fit` facts. When the installed transformers predates the under-packing fixes (#47203 in 5.14.0,
-    #47211 in 5.18.0), the call uses a balanced device map (`auto`, `balanced`, `balanced_low_0`) and the prediction is
+    The rule reads the `fit` facts. When the installed transformers predates the under-packing fixes (#47203 in {{ transformers.NO_SPLIT_BLOCK_FIX.first }},
+    #47211 in {{ transformers.BIGGEST_LEAF_FIX.first }}), the call uses a balanced device map (`auto`, `balanced`, `balanced_low_0`) and the prediction is
     an error or an all-CPU map, `bnbdoctor fit` re-runs the same placement with a newer transformers, if one is
     available on this machine:
 
@@ -40,7 +40,7 @@ def check_upgrade(facts: Facts) -> Hit | None:
     first block of each no-split class (a small dense layer in front of large MoE layers); before #47211 it ignored
     large leaves such as a bf16 `embed_tokens` or `lm_head`. The caps were then smaller than a single block, the packer
     skipped GPU after GPU and spilled to the CPU: Llama-3-8B in 4-bit raises on 8 x 4 GiB with transformers 5.13.1 and
-    fits with 5.18 and later.
+    fits with {{ transformers.BIGGEST_LEAF_FIX.releases.first_text }} and later.
 
     ## Example notes
 
@@ -49,7 +49,7 @@ def check_upgrade(facts: Facts) -> Hit | None:
     ## How to fix
 
     ```bash
-    pip install -U "transformers>=5.18"
+    pip install -U "transformers{{ transformers.BIGGEST_LEAF_FIX.releases.pip_spec }}"
     ```
 
     To verify an upgrade without touching the environment first:

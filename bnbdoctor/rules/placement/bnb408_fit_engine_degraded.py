@@ -24,7 +24,7 @@ def check_engine(facts: Facts) -> Hit | None:
     transformers with the real bitsandbytes:
 
     - **approximate mode**: torch, transformers or accelerate cannot be imported in the patient interpreter, or
-      transformers is outside the range the engine replicates (5.12 to 5.x). The sizes then come from the
+      transformers is outside the range the engine replicates ({{ transformers.FIT_ENGINE_TRANSFORMERS.first_text }} to {{ transformers.FIT_ENGINE_TRANSFORMERS.last_text }}). The sizes then come from the
       `*.safetensors` headers (or the config) by tensor name, the verdict compares totals with the GPU budgets after
       x0.9 (`likely_fits` / `likely_raises`), and no device map or remedy is computed;
     - **stand-in mode**: bitsandbytes is missing or fails to import. A stand-in module provides `Linear4bit` and
@@ -40,7 +40,7 @@ def check_engine(facts: Facts) -> Hit | None:
 
     ## How to fix
 
-    - Approximate mode: install torch, transformers (5.12 or newer) and accelerate in the interpreter that loads the
+    - Approximate mode: install torch, transformers ({{ transformers.FIT_ENGINE_TRANSFORMERS.first_text }} or newer) and accelerate in the interpreter that loads the
       model, or point `--python` at one that has them.
     - Stand-in mode: run `bnbdoctor` (without `fit`) to find out why bitsandbytes does not import.
 

@@ -53,9 +53,9 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
 
     | transformers | verdict |
     |---|---|
-    | before 5.14.0 | the `device_map="auto"` under-packing bug (#46823) if the model fits in the GPUs' total memory, else a real shortage |
-    | 5.14.0 – 5.17.x | #47203 is in; the biggest-leaf fix (#47211) is not: under-packing still possible with large `embed_tokens`/`lm_head` |
-    | 5.18.0 and newer | both fixes present: most likely a real shortage |
+    | before {{ transformers.NO_SPLIT_BLOCK_FIX.first }} | the `device_map="auto"` under-packing bug (#46823) if the model fits in the GPUs' total memory, else a real shortage |
+    | {{ transformers.NO_SPLIT_BLOCK_FIX.first }} – {{ transformers.ONLY_NO_SPLIT_BLOCK_FIX.last_text }} | #47203 is in; the biggest-leaf fix (#47211) is not: under-packing still possible with large `embed_tokens`/`lm_head` |
+    | {{ transformers.BIGGEST_LEAF_FIX.first }} and newer | both fixes present: most likely a real shortage |
     | not in the log | either; the finding says how to tell |
 
     When the log also shows that CUDA is unusable, the finding says the GPU budget is zero. When a `TypeError` for the
@@ -75,7 +75,7 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
       buffer`, and the packer never returns to a GPU it skipped. With a buffer sized from the first no-split block (a
       small dense layer in front of big MoE layers) or ignoring a large bf16 `embed_tokens`/`lm_head`, a model that fits
       several times over collapses onto the last GPU and spills to the CPU while the other GPUs stay nearly empty.
-      #47203 (first in 5.14.0) sizes the buffer from the largest no-split block; #47211 (first in 5.18.0) from the
+      #47203 (first in {{ transformers.NO_SPLIT_BLOCK_FIX.first }}) sizes the buffer from the largest no-split block; #47211 (first in {{ transformers.BIGGEST_LEAF_FIX.first }}) from the
       biggest leaf.
 
     ## How to fix
@@ -87,7 +87,7 @@ def dispatch_valueerror(facts: Facts) -> Hit | None:
       `device_map`, or a larger `max_memory` for the first GPU so the largest module fits there:
 
       ```bash
-      pip install -U "transformers>=5.18.0"
+      pip install -U "transformers>={{ transformers.BIGGEST_LEAF_FIX.first }}"
       ```
 
     - Predict the placement offline, without loading weights: `bnbdoctor fit org/name --quant 4bit --device-map auto`

@@ -56,7 +56,7 @@ def imbalance(facts: Facts) -> Hit | None:
     - Upgrade transformers (#47203 and #47211 size the balancing buffer from the largest modules):
 
       ```bash
-      pip install -U "transformers>=5.18.0"
+      pip install -U "transformers>={{ transformers.BIGGEST_LEAF_FIX.first }}"
       ```
 
     - For training, prefer one full model copy per GPU (DDP with `device_map={"": local_rank}`) when it fits.

@@ -45,7 +45,7 @@ def wsl_lib_path(facts: Facts) -> Hit | Skip | None:
     `/usr/lib/wsl/lib`. If the loader cannot find them, CUDA cannot start: `torch.cuda.is_available()` is False and
     bitsandbytes falls back to its CPU library.
 
-    - Legacy loaders (0.37–0.41) `dlopen("libcuda.so")` themselves and report `CUDA SETUP: WARNING! libcuda.so not
+    - Legacy loaders ({{ loader.NO_GPU_DETECTED_WARNING.first_text }}–{{ loader.NO_GPU_DETECTED_WARNING.last_text }}) `dlopen("libcuda.so")` themselves and report `CUDA SETUP: WARNING! libcuda.so not
       found!` and then `WARNING: No GPU detected! ... Proceeding to load CPU-only library...`.
     - The plain loader error is `libcuda.so: cannot open shared object file: No such file or directory`. This can happen
       even when `ldconfig` lists `libcuda.so.1`, because the unversioned name is then missing from the cache.

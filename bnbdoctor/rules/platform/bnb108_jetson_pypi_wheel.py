@@ -33,7 +33,7 @@ def jetson_wheel(facts: Facts) -> Hit | Skip | None:
 
     ## Why it matters
 
-    bitsandbytes has published `manylinux_2_24_aarch64` wheels since 0.46.0 (releases up to 0.42 shipped no aarch64
+    bitsandbytes has published `manylinux_2_24_aarch64` wheels since {{ platforms.LINUX_AARCH64_WHEELS.first_text }} (releases up to {{ platforms.LINUX_ONLY_WHEEL.last_text }} shipped no aarch64
     binaries at all). These wheels are built on aarch64-sbsa machines (server ARM with the standard CUDA toolkit).
     Jetson boards run L4T/JetPack, which has its own CUDA stack, and the bitsandbytes documentation says the sbsa wheels
     are not compatible with it.

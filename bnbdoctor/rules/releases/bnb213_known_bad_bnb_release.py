@@ -45,7 +45,7 @@ def known_bad_release(facts: Facts) -> Hit | None:
 
     These releases pass `python -m bitsandbytes` and load fine; the regression shows only in the workflow it breaks,
     often as wrong output rather than an error. Downstream projects exclude them from their requirements (unsloth
-    requires `bitsandbytes!=0.46.0,!=0.48.0`), and a pinned or cached install can keep one around long after the fix.
+    requires `bitsandbytes!={{ bad_releases.PARAMS4BIT_REQUANTIZED.releases.first_text }},!={{ bad_releases.INT8_DEVICE_MOVE.releases.first_text }}`), and a pinned or cached install can keep one around long after the fix.
 
     ## How to fix
 
@@ -53,7 +53,7 @@ def known_bad_release(facts: Facts) -> Hit | None:
     (see [BNB206](BNB206.md)), so pip does not replace a CUDA build of torch:
 
     ```bash
-    pip install -U "bitsandbytes>=0.48.2"
+    pip install -U "bitsandbytes>={{ bad_releases.INT8_OFFLOAD.fixed_in }}"
     python -m bitsandbytes
     ```
     """

@@ -78,7 +78,7 @@ def transformers_requires_newer_bnb(facts: Facts) -> Hit | Skip | None:
     ```bash
     pip install -U "bitsandbytes>=0.46.1"
     # or
-    pip install "transformers<5.0"
+    pip install "transformers<{{ dependents.TRANSFORMERS_WITH_BNB_MINIMUM.first_text }}"
     ```
     """
     python, bnb = facts.python, bnb_of(facts)

@@ -47,7 +47,7 @@ def driver_insufficient(facts: Facts) -> Hit | None:
     - `Error CUDA driver version is insufficient for CUDA runtime version at line … in file …ops.cu` (CUDA error 35,
       raised from a bitsandbytes kernel);
     - torch's `The NVIDIA driver on your system is too old (found version 11000)`, whose number is the driver's CUDA
-      version (11000 = 11.0).
+      version (11000 = CUDA 11.0).
 
     It is the log twin of [BNB101](BNB101.md) and [BNB102](BNB102.md), which judge the same failure from the driver NVML
     reports; on a machine, run those.

@@ -34,14 +34,14 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
 
     - a driver error (CUDA error 803, "driver version is insufficient") explains it: an info finding;
     - WSL2 (a `microsoft-standard-WSL2` kernel): the Windows driver's folder is missing from the loader path;
-    - Windows with the legacy loader: releases before 0.43 cannot find a GPU on Windows at all;
+    - Windows with the legacy loader: releases before {{ platforms.WINDOWS_WHEELS.first_minor }} cannot find a GPU on Windows at all;
     - otherwise: no driver, a container without the NVIDIA runtime, or a CPU-only torch.
 
     It is the log twin of [BNB101](BNB101.md), [BNB107](BNB107.md) and [BNB204](BNB204.md).
 
     ## Why it matters
 
-    The legacy loader (bitsandbytes up to 0.43.0) probes the driver by opening `libcuda.so`. When that fails it
+    The legacy loader (bitsandbytes up to {{ loader.LEGACY_CUDA_SETUP.last_text }}) probes the driver by opening `libcuda.so`. When that fails it
     concludes there is no GPU and loads `libbitsandbytes_cpu.so`; every 8-bit/4-bit GPU call then fails later with
     messages that do not mention the GPU. Under WSL2 the driver is a stub in `/usr/lib/wsl/lib`, which is often not on
     the loader path.
@@ -52,7 +52,7 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
     - Containers: start them with `--gpus all` (NVIDIA container toolkit).
     - WSL2: `export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH`; keep the Windows driver current and do not
       install a Linux driver inside WSL.
-    - Windows: install bitsandbytes 0.43.0 or newer.
+    - Windows: install bitsandbytes {{ platforms.WINDOWS_WHEELS.first_text }} or newer.
     - Then upgrade bitsandbytes: current releases follow torch and no longer probe `libcuda.so`.
     """
     if not log.seen(facts, S.NO_GPU_DETECTED, S.LIBCUDA_NOT_FOUND):

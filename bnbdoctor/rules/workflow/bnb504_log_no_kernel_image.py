@@ -39,13 +39,13 @@ def no_kernel_image(facts: Facts) -> Hit | None:
     A CUDA library contains machine code for a list of GPU architectures (and sometimes PTX that newer GPUs can
     compile); a GPU outside that list cannot run any of its kernels. Community Windows DLLs of 2023 were compiled for a
     few architectures only. GPUs older than a release supports hit the same error: Kepler (3.x) left the PyPI wheels in
-    0.39.1, Maxwell (5.x) in 0.48.0.
+    {{ gpus.KEPLER.removed_in }}, Maxwell (5.x) in {{ gpus.MAXWELL.removed_in }}.
 
     ## How to fix
 
     - Install an official build that contains your GPU's architecture: `pip install -U bitsandbytes` (Windows wheels
-      since 0.43.0).
-    - Maxwell: pin the last release with Maxwell kernels, `pip install "bitsandbytes==0.47.0"`. Kepler: no current
+      since {{ platforms.WINDOWS_WHEELS.first_text }}).
+    - Maxwell: pin the last release with Maxwell kernels, `pip install "bitsandbytes=={{ gpus.MAXWELL.last_with }}"`. Kepler: no current
       build.
     - Otherwise build from source for your compute capability (`cmake -DCOMPUTE_BACKEND=cuda
       -DCOMPUTE_CAPABILITY=<cc>`), or switch the 8-bit optimizer off.

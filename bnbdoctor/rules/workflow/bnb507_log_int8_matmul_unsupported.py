@@ -30,11 +30,11 @@ UPGRADE_PAST_INT8_NAMEERROR = f'pip install -U "bitsandbytes{INT8_NAMEERROR.afte
 def int8_matmul(facts: Facts) -> list[Hit]:
     """## What it detects
 
-    Three messages about GPUs without int8 tensor cores (compute capability below 7.5):
+    Three messages about GPUs without int8 tensor cores (compute capability below {{ gpus.INT8_MATMUL_MIN.text }}):
 
     - `ERROR: Your GPU does not support Int8 Matmul!` and the `igemmlt … Assertion 'false' failed` that follows
-      (releases up to 0.36): an error;
-    - `NameError: name 'cuda_setup' is not defined` (the 0.37.0 import crash on those GPUs): an error;
+      (releases up to {{ gpus.INT8_WITHOUT_FALLBACK.last_text }}): an error;
+    - `NameError: name 'cuda_setup' is not defined` (the {{ gpus.INT8_NAMEERROR.first_text }} import crash on those GPUs): an error;
     - `WARNING: Compute capability < 7.5 detected! Only slow 8-bit matmul is supported for your GPU!`: info, since it is
       a warning and not the failure.
 
@@ -43,15 +43,15 @@ def int8_matmul(facts: Facts) -> list[Hit]:
     ## Why it matters
 
     LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need Turing (7.5) or newer. Releases up to
-    0.36 used builds without cuBLASLt on older GPUs and stopped on an assertion; 0.37.0 added a slower fallback (and, in
-    0.37.0 only, a crash in the check). 4-bit quantization and 8-bit optimizers work on these GPUs.
+    {{ gpus.INT8_WITHOUT_FALLBACK.last_text }} used builds without cuBLASLt on older GPUs and stopped on an assertion; {{ gpus.INT8_WITHOUT_FALLBACK.below_text }} added a slower fallback (and, in
+    {{ gpus.INT8_NAMEERROR.first_text }} only, a crash in the check). 4-bit quantization and 8-bit optimizers work on these GPUs.
 
     ## How to fix
 
-    - Upgrade bitsandbytes (0.37.1 or newer has the slower 8-bit path):
+    - Upgrade bitsandbytes ({{ gpus.INT8_NAMEERROR.below_text }} or newer has the slower 8-bit path):
 
       ```bash
-      pip install -U "bitsandbytes>=0.37.1"
+      pip install -U "bitsandbytes>={{ gpus.INT8_NAMEERROR.below_text }}"
       ```
 
     - Prefer 4-bit (`load_in_4bit=True`, `bnb_4bit_quant_type="nf4"`) on these GPUs, or use a Turing or newer GPU for

@@ -29,13 +29,13 @@ def cublaslt(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on `cuBLAS API failed with status 15` / `Exception: cublasLt ran into an error!`, and on GPUs of
-    different generations in one legacy-loader process (the log names GPUs on both sides of the 6.0/7.5 thresholds, or
+    different generations in one legacy-loader process (the log names GPUs on both sides of the {{ gpus.QUANTIZATION_MIN.text }}/{{ gpus.INT8_MATMUL_MIN.text }} thresholds, or
     bitsandbytes' `Highest compute capability among GPUs detected` disagrees with a GPU it names), together with the
     kernel error that follows (`named symbol not found`, `no kernel image`). It is the log twin of [BNB106](BNB106.md).
 
     ## Why it matters
 
-    Releases before 0.45 choose one native library and one int8 layout for the whole process, from the GPU with the
+    Releases before {{ gpus.CC_CHOOSES_LIBRARY.below_text }} choose one native library and one int8 layout for the whole process, from the GPU with the
     highest compute capability. An older card next to a newer one then runs code built for the other: cuBLASLt returns
     "not supported" (status 15), or kernels fail to load. Unsupported architectures and 8-bit on some ROCm forks fail
     the same way.
@@ -49,7 +49,7 @@ def cublaslt(facts: Facts) -> Hit | None:
       export CUDA_VISIBLE_DEVICES=1
       ```
 
-    - Keep the model on one GPU family, upgrade bitsandbytes (0.45+ no longer chooses by the highest GPU), or use 4-bit.
+    - Keep the model on one GPU family, upgrade bitsandbytes ({{ gpus.CC_CHOOSES_LIBRARY.below_text }}+ no longer chooses by the highest GPU), or use 4-bit.
     """
     if not log.seen(facts, S.CUBLASLT_ERROR, S.MIXED_GPU_GENERATIONS):
         return None

@@ -33,7 +33,7 @@ def windows_legacy(facts: Facts) -> Hit | None:
 
     ## Why it matters
 
-    Before 0.43.0 bitsandbytes had no Windows support: the wheel holds Linux `.so` files and its CUDA setup searches for
+    Before {{ platforms.WINDOWS_WHEELS.first_text }} bitsandbytes had no Windows support: the wheel holds Linux `.so` files and its CUDA setup searches for
     Linux libraries. On Windows it either hands a `WindowsPath` to code expecting a string, or asks `LoadLibrary` to
     load an ELF file. The "Solution" lines it prints (`LD_LIBRARY_PATH`, `find / -name libcudart.so`) are Linux advice
     and do not apply.
@@ -43,7 +43,7 @@ def windows_legacy(facts: Facts) -> Hit | None:
     Install a release with Windows wheels, or run under WSL2:
 
     ```bash
-    pip install -U "bitsandbytes>=0.43.0"
+    pip install -U "bitsandbytes>={{ platforms.WINDOWS_WHEELS.first_text }}"
     ```
     """
     if not log.seen(facts, S.WINDOWS_PATH_NOT_ITERABLE, S.WINDOWS_LINUX_LIBRARY):

@@ -31,14 +31,14 @@ def macos(facts: Facts) -> Hit | None:
 
     ## Why it matters
 
-    Releases before 0.49 ship Linux ELF libraries only, so `dlopen` fails on a Mac, bitsandbytes falls back, and every
+    Releases before {{ platforms.MACOS_WHEELS.first_minor }} ship Linux ELF libraries only, so `dlopen` fails on a Mac, bitsandbytes falls back, and every
     quantized operation fails (transformers then reports a misleading ImportError). Macs have no CUDA: the CUDA kernels
     behind `load_in_8bit`/`load_in_4bit` never run there.
 
     ## How to fix
 
     - Do not use `load_in_8bit`/`load_in_4bit` with these releases on macOS.
-    - bitsandbytes 0.49+ publishes an Apple Silicon build (CPU/MPS backends); check its documentation for what is
+    - bitsandbytes {{ platforms.MACOS_WHEELS.first_minor }}+ publishes an Apple Silicon build (CPU/MPS backends); check its documentation for what is
       supported.
     - For quantized inference on a Mac use MLX or llama.cpp (GGUF), or move to a CUDA machine.
     """

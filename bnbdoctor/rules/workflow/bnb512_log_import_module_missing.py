@@ -41,16 +41,16 @@ def module_missing(facts: Facts) -> list[Hit]:
 
     ## Why it matters
 
-    - bitsandbytes 0.39 to 0.45.0 import `triton.ops.matmul_perf_model` when they load; triton 3.2 (shipped with torch
-      2.6) removed `triton.ops`.
-    - bitsandbytes 0.39.0 to 0.41.x import scipy for the NF4 data type without declaring it as a dependency.
+    - bitsandbytes {{ imports.TRITON_OPS_IMPORT.first_minor }} to {{ imports.TRITON_OPS_IMPORT.last_text }} import `triton.ops.matmul_perf_model` when they load; triton {{ imports.TRITON_WITHOUT_OPS.first_text }} (shipped with torch
+      {{ imports.TORCH_WITH_TRITON_WITHOUT_OPS.first_text }}) removed `triton.ops`.
+    - bitsandbytes {{ imports.SCIPY_IMPORT.first_text }} to {{ imports.SCIPY_IMPORT.last_text }} import scipy for the NF4 data type without declaring it as a dependency.
 
     ## How to fix
 
-    - triton: upgrade bitsandbytes (0.45.1 removed the import), or pin triton below 3.2 together with torch below 2.6:
+    - triton: upgrade bitsandbytes ({{ imports.TRITON_OPS_IMPORT.below_text }} removed the import), or pin triton below {{ imports.TRITON_WITHOUT_OPS.first_text }} together with torch below {{ imports.TORCH_WITH_TRITON_WITHOUT_OPS.first_text }}:
 
       ```bash
-      pip install -U "bitsandbytes>=0.45.1"
+      pip install -U "bitsandbytes>={{ imports.TRITON_OPS_IMPORT.below_text }}"
       ```
 
     - scipy: `pip install scipy`, or upgrade bitsandbytes.

@@ -30,24 +30,24 @@ def legacy_libcudart(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on the legacy CUDA setup's `CUDA_SETUP: WARNING! libcudart.so not found in any environmental path.
-    Searching in backup paths...` (and the 0.43.1–0.45 diagnostics' `CUDA runtime files not found in any environmental
+    Searching in backup paths...` (and the {{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }} diagnostics' `CUDA runtime files not found in any environmental
     path`), citing the `did not contain ['libcudart.so', …]` lines before it. It is the log twin of [BNB205](BNB205.md)
     and [BNB303](BNB303.md); when BNB205 fires on the same log (it does whenever the log shows the legacy setup and
     torch's CUDA), its finding carries these lines.
 
     ## Why it matters
 
-    Releases up to 0.43.0 search `CONDA_PREFIX`, `LD_LIBRARY_PATH` and every other path-like variable for
+    Releases up to {{ loader.LEGACY_CUDA_SETUP.last_text }} search `CONDA_PREFIX`, `LD_LIBRARY_PATH` and every other path-like variable for
     `libcudart.so`. The search is fragile: it discards hits it found (#958), misreads colon-separated lists (#1112), and
     never looks inside site-packages, where pip's torch keeps its CUDA runtime. It therefore fails on ordinary pip
     installs and its advice points at the wrong CUDA. On Windows it looks for Linux file names and cannot succeed.
 
     ## How to fix
 
-    Upgrade bitsandbytes: since 0.43.1 the loader follows `torch.version.cuda` and needs no `LD_LIBRARY_PATH` changes.
+    Upgrade bitsandbytes: since {{ loader.LEGACY_CUDA_SETUP.below_text }} the loader follows `torch.version.cuda` and needs no `LD_LIBRARY_PATH` changes.
 
     ```bash
-    pip install -U "bitsandbytes>=0.43.1"
+    pip install -U "bitsandbytes>={{ loader.LEGACY_CUDA_SETUP.below_text }}"
     ```
 
     On the legacy releases, add the folder of a `libcudart.so` matching torch's CUDA to `LD_LIBRARY_PATH`.

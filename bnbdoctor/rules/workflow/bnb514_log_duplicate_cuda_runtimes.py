@@ -43,10 +43,10 @@ def duplicates(facts: Facts) -> Hit | None:
 
     - Check whether the files are distinct: `readlink -f` each path.
     - Keep one CUDA runtime matching `torch.version.cuda` on `LD_LIBRARY_PATH`/`PATH`/`CUDA_HOME`.
-    - Upgrade bitsandbytes (0.43.1+ no longer scans these paths):
+    - Upgrade bitsandbytes ({{ loader.LEGACY_CUDA_SETUP.below_text }}+ no longer scans these paths):
 
       ```bash
-      pip install -U "bitsandbytes>=0.43.1"
+      pip install -U "bitsandbytes>={{ loader.LEGACY_CUDA_SETUP.below_text }}"
       ```
     """
     if not log.seen(facts, S.DUPLICATE_CUDA_RUNTIMES):

@@ -24,7 +24,7 @@ def path_noise(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on the legacy setup's `The following directories listed in your path were found to be non-existent:
-    {PosixPath(…)}` (and 0.43+'s shorter `The directory listed in your path is found to be non-existent`). It reports
+    {PosixPath(…)}` (and {{ loader.SHORT_NONEXISTENT_PATH_WARNING.first_text }}+'s shorter `The directory listed in your path is found to be non-existent`). It reports
     info: these lines are noise, listed so that they are not mistaken for the failure.
 
     ## Why it matters

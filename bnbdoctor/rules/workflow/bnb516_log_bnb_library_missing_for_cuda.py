@@ -50,24 +50,24 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
 
     The rule fires when the log shows that bitsandbytes has no library for the CUDA version in use: `Required library
     version not found: libbitsandbytes_cudaXYZ.so` (legacy), `Could not find the bitsandbytes CUDA binary at …`
-    (0.43.1–0.45), `Configured CUDA binary not found at …` (0.46–0.49), `No compatible CUDA binary found at …` (0.50+),
+    ({{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }}), `Configured CUDA binary not found at …` ({{ loader.EXACT_MATCH_ERA.first_text }}–{{ loader.EXACT_MATCH_ERA.last_text }}), `No compatible CUDA binary found at …` ({{ loader.NEAREST_BUILD.first_text }}+),
     or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists. A missing
-    `libbitsandbytes_rocmNN.so` of 0.46–0.49 whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
-    `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is 0.50+. It stays
+    `libbitsandbytes_rocmNN.so` of {{ loader.ROCM_TAG_MISBUILT.first_text }}–{{ loader.ROCM_TAG_MISBUILT.last_text }} whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
+    `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is {{ loader.ROCM_TAG_MISBUILT.below_text }}+. It stays
     silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists
     ([BNB309](BNB309.md)). It is the log twin of [BNB301](BNB301.md).
 
     ## Why it matters
 
     bitsandbytes picks `libbitsandbytes_cuda<version>` from torch's CUDA version (the detected runtime on releases
-    before 0.41). When the package has no such file (the release predates that CUDA version, or it is a third-party
-    build for another CUDA, such as a conda-forge package), it falls back to its CPU library (0.43.1–0.45), raises at
-    import (legacy) or at the first GPU call (0.46+). No bitsandbytes build supports CUDA 10.x, and LLM.int8() needs
+    before {{ loader.CUDA_VERSION_FROM_TORCH.first_text }}). When the package has no such file (the release predates that CUDA version, or it is a third-party
+    build for another CUDA, such as a conda-forge package), it falls back to its CPU library ({{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }}), raises at
+    import (legacy) or at the first GPU call ({{ loader.EXACT_MATCH_ERA.first_text }}+). No bitsandbytes build supports CUDA 10.x, and LLM.int8() needs
     CUDA 11 or newer.
 
     ## How to fix
 
-    - CUDA 10.x: install a CUDA 11.8 or 12.x build of PyTorch (its wheels bring their own runtime), remove CUDA 10
+    - CUDA 10.x: install a CUDA {{ cuda.SUGGESTED_TORCH_CUDA.0 }} or {{ cuda.SUGGESTED_TORCH_CUDA.1 }} build of PyTorch (its wheels bring their own runtime), remove CUDA 10
       folders from `LD_LIBRARY_PATH`, then upgrade bitsandbytes; an old driver may need an update first.
     - Otherwise: install the current bitsandbytes from PyPI, keeping torch and bitsandbytes from the same channel, or
       build bitsandbytes for your CUDA version.

@@ -37,7 +37,7 @@ def windows_dll(facts: Facts) -> Hit | None:
 
     The DLL itself is usually there: what fails is a DLL it imports, typically the CUDA runtime or cuBLAS of the CUDA
     version it was built for. Python 3.8+ does not search `PATH` for a DLL's dependencies, so a CUDA toolkit on `PATH`
-    does not help. Releases before 0.43 had no official Windows build; each community DLL expects one specific CUDA
+    does not help. Releases before {{ platforms.WINDOWS_WHEELS.first_minor }} had no official Windows build; each community DLL expects one specific CUDA
     version.
 
     ## How to fix
@@ -45,7 +45,7 @@ def windows_dll(facts: Facts) -> Hit | None:
     Install the official Windows wheels, which use the CUDA libraries torch ships:
 
     ```bash
-    pip install -U "bitsandbytes>=0.43.0"
+    pip install -U "bitsandbytes>={{ platforms.WINDOWS_WHEELS.first_text }}"
     ```
 
     With a community build, install the CUDA runtime it was built for and do not mix it with another CUDA version.

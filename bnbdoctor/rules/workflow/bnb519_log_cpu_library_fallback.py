@@ -33,7 +33,7 @@ def cpu_fallback(facts: Facts) -> Hit | None:
     `Proceeding to load CPU-only library`, and CUDA-only functions missing from it (`undefined symbol:
     cget_col_row_stats`, Windows' `function 'cadam32bit_grad_fp32' not found`). It is an error when the log shows
     nothing that explains the fallback, and info ("a consequence of the cause above") when it does. The explanation
-    names the platform's reason when the log shows it (Windows with a release before 0.43, macOS). It is the log twin of
+    names the platform's reason when the log shows it (Windows with a release before {{ platforms.WINDOWS_WHEELS.first_minor }}, macOS). It is the log twin of
     [BNB301](BNB301.md), [BNB308](BNB308.md) and [BNB202](BNB202.md).
 
     ## Why it matters
@@ -47,7 +47,7 @@ def cpu_fallback(facts: Facts) -> Hit | None:
 
     - Read the lines before the fallback, or run `python -m bitsandbytes`, for the reason.
     - Usual fixes: a CUDA build of torch with `torch.cuda.is_available()` True, then `pip install -U bitsandbytes`
-      (0.43.0+ on Windows).
+      ({{ platforms.WINDOWS_WHEELS.first_text }}+ on Windows).
     - Do not copy a CUDA library over `libbitsandbytes_cpu.so`: it hides the symptom and breaks later.
     """
     if not log.seen(facts, S.CPU_LIBRARY_SELECTED, S.COMPILED_WITHOUT_GPU_SUPPORT, S.CPU_LIBRARY_MISSING_SYMBOL):

@@ -25,7 +25,7 @@ def native_unavailable(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on the messages that follow a failed library load: `AttributeError: 'NoneType' object has no
-    attribute 'c…'` (`cquantize_blockwise_fp16_nf4`, `cint8_vector_quant`, `cuDeviceGetCount`, …), 0.46+'s `Attempted to
+    attribute 'c…'` (`cquantize_blockwise_fp16_nf4`, `cint8_vector_quant`, `cuDeviceGetCount`, …), {{ loader.NONE_LIBRARY_ATTRIBUTE_ERRORS.below_text }}+'s `Attempted to
     use bitsandbytes native library functionality but it's not available`, and the umbrella `CUDA Setup failed despite
     GPU being available` / `CUDA SETUP: Setup Failed!` / `CUDA detection failed!`. Like [BNB519](BNB519.md), it is info
     when the log shows the cause and an error when it does not. It is the log twin of [BNB309](BNB309.md) and

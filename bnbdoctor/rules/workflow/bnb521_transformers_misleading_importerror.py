@@ -36,7 +36,7 @@ def transformers_importerror(facts: Facts) -> Hit | None:
     ## Why it matters
 
     The message comes from transformers, not bitsandbytes: `is_bitsandbytes_available()` returned False. Since
-    transformers 4.3x that check also requires `torch.cuda.is_available()`, so a CPU-only torch, a runtime without a GPU
+    transformers {{ transformers.BNB_CHECK_NEEDS_GPU_SINCE }} that check also requires `torch.cuda.is_available()`, so a CPU-only torch, a runtime without a GPU
     (a Colab CPU runtime, a Mac), a bitsandbytes that fails to import, or packages installed into a running kernel all
     produce this misleading text even with both packages installed.
 

@@ -109,11 +109,11 @@ def quantizer_no_gpu(facts: Facts) -> Hit | None:
     The rule fires when transformers' (or diffusers') bitsandbytes quantizer refuses to load a model because torch
     offers no accelerator it can quantize on. Its `validate_environment` says so in one of these wordings, by release:
 
-    - `RuntimeError: No GPU found. A GPU is needed for quantization.` (transformers 4.3x-4.4x);
+    - `RuntimeError: No GPU found. A GPU is needed for quantization.` (transformers {{ transformers.BNB_CHECK_NEEDS_GPU_SINCE }}-4.4x);
     - ``RuntimeError: None of the available devices `available_devices = None` are supported by the bitsandbytes
       version you have installed: `bnb_supported_devices = {...}` `` (the multi-backend check, transformers 4.4x-5.x);
     - `RuntimeError: CUDA is required but not available for bitsandbytes. ...`;
-    - `ImportError: The installed version of bitsandbytes (<0.43.1) requires CUDA, but CUDA is not available.`
+    - `ImportError: The installed version of bitsandbytes (<{{ transformers.IMPORTERROR_FOR_OLD_BNB.bnb_below }}) requires CUDA, but CUDA is not available.`
 
     The finding says which cause the rest of the log points to: a CPU-only torch (`+cpu`, `torch.version.cuda` is
     None), no NVIDIA driver visible (a container started without the GPU), CUDA failing to initialise (driver too old

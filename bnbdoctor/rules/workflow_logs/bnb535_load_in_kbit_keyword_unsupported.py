@@ -44,13 +44,13 @@ def load_in_kbit_kwarg(facts: Facts) -> Hit | None:
 
     ## Why it matters
 
-    A script written for transformers 4.30-4.x (or a tutorial) passes `load_in_4bit=True` directly to
+    A script written for transformers {{ kbit.BARE_KBIT_KWARGS.first_text }}-{{ kbit.BARE_KBIT_KWARGS.last_text }} (or a tutorial) passes `load_in_4bit=True` directly to
     `from_pretrained`. transformers 5 removed the bare keywords, so the same script fails after an upgrade; very old
     releases did not know the 4-bit keyword and forwarded it to the model's `__init__`.
 
     ## How to fix
 
-    Pass a `BitsAndBytesConfig` instead of the bare keyword; this works on every transformers from 4.30 on:
+    Pass a `BitsAndBytesConfig` instead of the bare keyword; this works on every transformers from {{ kbit.LOAD_IN_4BIT_KWARG.first_text }} on:
 
     ```python
     from transformers import BitsAndBytesConfig
