@@ -120,13 +120,15 @@ class _Simulated:
     def device_map_arg(self, fit: FitFacts) -> str:
         return str(self.scenario.get("device_map") or fit.device_map)
 
+    def remedy(self, **fields: Any) -> FitRemedy:
+        """The remedy this run describes: its kind, status, verdict and device map, and ``fields``."""
+        return FitRemedy(
+            **{"kind": self.kind, "status": self.status, "verdict": self.verdict, "device_map": self.placed, **fields}
+        )
+
 
 def _sequential(fit: FitFacts, run: _Simulated) -> FitRemedy:
-    return FitRemedy(
-        kind=run.kind,
-        status=run.status,
-        verdict=run.verdict,
-        device_map=run.placed,
+    return run.remedy(
         device_map_arg=DEVICE_MAP_SEQUENTIAL,
         max_memory=run.max_memory,
         title='device_map="sequential"' + (f" fits on {_where(run.placed)}" if run.passes else ""),
@@ -137,11 +139,7 @@ def _sequential(fit: FitFacts, run: _Simulated) -> FitRemedy:
 
 def _max_memory(fit: FitFacts, run: _Simulated) -> FitRemedy:
     arg = run.device_map_arg(fit)
-    return FitRemedy(
-        kind=run.kind,
-        status=run.status,
-        verdict=run.verdict,
-        device_map=run.placed,
+    return run.remedy(
         device_map_arg=arg,
         max_memory=run.max_memory,
         title=f'pass max_memory explicitly (device_map="{arg}")'
@@ -183,11 +181,8 @@ def _explicit_map(fit: FitFacts, run: _Simulated) -> FitRemedy:
             f" It leaves no room for the quantization state on GPU {', '.join(over)} "
             f"({human(state)} in all), so loading would run out of memory."
         )
-    return FitRemedy(
-        kind=run.kind,
+    return run.remedy(
         status=status,
-        verdict=run.verdict,
-        device_map=run.placed,
         gpu_use=use,
         title=f"pass an explicit device_map{headroom}" + (f" (on {_where(run.placed)}{fill})" if run.passes else ""),
         detail=detail,
@@ -197,11 +192,7 @@ def _explicit_map(fit: FitFacts, run: _Simulated) -> FitRemedy:
 
 def _quant_4bit(fit: FitFacts, run: _Simulated) -> FitRemedy:
     arg = run.device_map_arg(fit)
-    return FitRemedy(
-        kind=run.kind,
-        status=run.status,
-        verdict=run.verdict,
-        device_map=run.placed,
+    return run.remedy(
         quant=QUANT_4BIT,
         device_map_arg=arg,
         max_memory=run.max_memory,
@@ -228,11 +219,7 @@ def _gpu_hardware(fit: FitFacts, run: _Simulated) -> FitRemedy:
     else:
         title = f"{gpus} GPUs of {human(per_gpu)} instead of {int(run.entry.get('original_gpus') or 1)}"
         detail = f'The fewest GPUs of this size for which device_map="{fit.device_map}" keeps every module on a GPU.'
-    return FitRemedy(
-        kind=run.kind,
-        status=run.status,
-        verdict=run.verdict,
-        device_map=run.placed,
+    return run.remedy(
         per_gpu_bytes=per_gpu,
         gpus=gpus,
         max_memory=memory,
@@ -256,11 +243,8 @@ def _fp32_offload(fit: FitFacts, run: _Simulated) -> FitRemedy:
     )
     if disk:
         detail += f" {human(disk)} would go to disk, which also needs offload_folder=."
-    return FitRemedy(
-        kind=run.kind,
+    return run.remedy(
         status=STATUS_PASSES if ok else STATUS_FAILS,
-        verdict=run.verdict,
-        device_map=run.placed,
         cpu_bytes=cpu_bytes,
         title=f"llm_int8_enable_fp32_cpu_offload=True with a custom device_map ({human(cpu_bytes)} on the CPU, slow)",
         detail=detail,
