@@ -244,7 +244,8 @@ def test_override_reaching_agrees_with_the_selection() -> None:
 
 
 def test_override_variables_by_release() -> None:
-    assert override_variable("0.40.2", "cuda") is None
+    assert override_variable("0.40.1", "cuda") is None  # 0.40.1.post1 is the first to read it (the oracle)
+    assert override_variable("0.40.2", "cuda") == "BNB_CUDA_VERSION"
     assert override_variable("0.41.1", "cuda") == "BNB_CUDA_VERSION"
     assert override_variable("0.49.2", "rocm") is None
     assert override_variable("0.50.0", "rocm") == "BNB_ROCM_VERSION"

@@ -17,9 +17,13 @@ from bnbdoctor.knowledge.ranges import VersionRange
 LEGACY_CUDA_SETUP = VersionRange(
     None, "0.43.1", "bnb_internals.md §1.3: CUDASetup in 0.41.0-0.43.0, reworked by PR #1041 in 0.43.1", last="0.43.0"
 )
-#: From 0.41 the CUDA version comes from torch.version.cuda; before, from the CUDA runtime found on the
-#: system (CHANGELOG 0.41.0: "relies PyTorch CUDA libraries").
-CUDA_VERSION_FROM_TORCH = VersionRange("0.41", None, "bnb_internals.md §1.2: CHANGELOG.md, section 0.41.0")
+#: From 0.40.1 the CUDA version comes from torch.version.cuda; before, from the CUDA runtime found on the
+#: system. The changelog says 0.41.0 ("relies PyTorch CUDA libraries"); the releases' own code, run by
+#: tools/oracle_bnb.py, says 0.40.1: its cuda_setup/main.py get_cuda_version reads torch.version.cuda,
+#: 0.40.0.post4's calls cudaRuntimeGetVersion on the libcudart it found.
+CUDA_VERSION_FROM_TORCH = VersionRange(
+    "0.40.1", None, "tests/data/oracle/bnb_loader.json (0.40.0.post4 vs 0.40.1 cuda_setup/main.py)"
+)
 #: 0.43.1-0.45.x: a missing CUDA library makes bitsandbytes warn and load its CPU library; 0.46.0
 #: requires an exact match and raises at the first native call instead.
 CPU_FALLBACK_ERA = VersionRange(
@@ -34,7 +38,17 @@ NEAREST_BUILD = VersionRange(
     "0.50", None, "bnb_internals.md §1.3-1.4: repo@0.50.0:cextension.py get_cuda_bnb_library_path"
 )
 #: BNB_CUDA_VERSION is read from 0.41.0 (bnb_internals.md §1.4); BNB_ROCM_VERSION from NEAREST_BUILD on.
-CUDA_OVERRIDE_READ = VersionRange("0.41.0", None, "bnb_internals.md §1.4: BNB_CUDA_VERSION from 0.41.0")
+CUDA_OVERRIDE_READ = VersionRange(
+    "0.40.1.post1",
+    None,
+    "tests/data/oracle/bnb_loader.json: 0.40.1.post1's cuda_setup/main.py is the first to read BNB_CUDA_VERSION "
+    "(bnb_internals.md §1.4 said 0.41.0, from the changelog)",
+)
+#: 0.40.1 returns four values from evaluate_cuda_setup where its caller unpacks five when torch sees no GPU:
+#: ``import bitsandbytes`` raises "ValueError: too many values to unpack (expected 4)"; 0.40.1.post1 fixed it.
+CPU_PATH_UNPACK_ERROR = VersionRange(
+    "0.40.1", "0.40.1.post1", "tests/data/oracle/bnb_loader.json (0.40.1 cuda_setup/main.py)", last="0.40.1"
+)
 #: 0.46-0.49 ROCm builds read no override: BNB_CUDA_VERSION is ignored (0.46) or refused (0.47+), and
 #: BNB_ROCM_VERSION arrives with NEAREST_BUILD.
 ROCM_WITHOUT_OVERRIDE = VersionRange(
@@ -61,6 +75,14 @@ ROCM_PREVIEW_WHEELS = VersionRange(
 #: 0.44.0 fixed it with re.sub(r"cuda\d+", ...) (#1318).
 OVERRIDE_NOCUBLASLT_BUG = VersionRange(
     None, "0.44", "bnb_internals.md §1.4: issue #1312, fixed by #1318", last="0.43.3"
+)
+#: 0.37.0's is_cublasLt_compatible logs its "Compute capability < 7.5" warning through a name it never
+#: defined (``cuda_setup``): on a GPU below 7.5, ``import bitsandbytes`` raises NameError. 0.37.1 fixed it.
+NOCUBLASLT_CHECK_NAME_ERROR = VersionRange(
+    "0.37.0",
+    "0.37.1",
+    "tests/data/oracle/bnb_loader.json (0.37.0 cuda_setup/main.py is_cublasLt_compatible)",
+    last="0.37.0",
 )
 #: The SYCL XPU library ships from 0.48.0; from 0.50 one per oneAPI year (libbitsandbytes_xpu2025).
 XPU_LIBRARY = VersionRange("0.48", None, "bnb_internals.md §1.1 and §5: libbitsandbytes_xpu from 0.48.0")

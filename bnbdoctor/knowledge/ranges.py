@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from bnbdoctor.knowledge.versions import release_tuple
+from bnbdoctor.knowledge.versions import parse_version
 
 Release = tuple[int, ...]
 
@@ -37,6 +37,12 @@ def _release(text: str | None) -> Release | None:
         return Version(text).release
     except InvalidVersion:
         raise ValueError(f"not a version: {text!r}") from None
+
+
+def _ordered(release: Release, post: int | None) -> Release:
+    """A release and its post number as one tuple, compared at the precision written: (0, 40, 1) <
+    (0, 40, 1, 1) (0.40.1.post1) < (0, 40, 2), and (0, 45) < (0, 45, 0) as before."""
+    return release if post is None else (*release, post)
 
 
 def minor(version: str) -> str:
@@ -86,12 +92,20 @@ class VersionRange:
     def contains(self, version: str | Release | None) -> bool:
         """Whether ``version`` (text, or a release tuple already parsed) is in the range.
 
-        An unknown or unparseable version is in no range."""
-        release = release_tuple(version) if isinstance(version, str) or version is None else version
-        if not release:
-            return False
-        first, below = self.first_release, self.below_release
-        return (first is None or release >= first) and (below is None or release < below)
+        A post-release counts after its release (a boundary of ``0.40.1.post1`` leaves 0.40.1 out: some
+        bitsandbytes post-releases changed the loader; the release of a 4-part version is not expected). An unknown or unparseable version is in no range."""
+        if isinstance(version, str) or version is None:
+            parsed = parse_version(version)
+            if parsed is None or not parsed.release:
+                return False
+            key = _ordered(parsed.release, parsed.post)
+        else:
+            if not version:
+                return False
+            key = _ordered(version, None)
+        first = None if self.first is None else _ordered(Version(self.first).release, Version(self.first).post)
+        below = None if self.below is None else _ordered(Version(self.below).release, Version(self.below).post)
+        return (first is None or key >= first) and (below is None or key < below)
 
     @property
     def first_text(self) -> str:

@@ -15,7 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from bnbdoctor.knowledge.loader import CUDA_OVERRIDE_READ
+from bnbdoctor.knowledge.loader import (
+    CPU_PATH_UNPACK_ERROR,
+    CUDA_OVERRIDE_READ,
+    CUDA_VERSION_FROM_TORCH,
+    NOCUBLASLT_CHECK_NAME_ERROR,
+)
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 
 # Families, by the first release that behaves this way.
@@ -24,7 +29,7 @@ CPU_FALLBACK = (0, 43, 1)  # 0.43.1-0.45.x: missing CUDA library -> CPU library,
 EXACT = (0, 46, 0)  # 0.46-0.49: exact match, error on first native call
 NEAREST = (0, 50, 0)  # 0.50+: nearest packaged version of the same major
 # BNB_CUDA_VERSION is read from 0.41.0 (bnb_internals.md §1.4; the boundary lives in loader.py)
-OVERRIDE_FROM = tuple(int(part) for part in CUDA_OVERRIDE_READ.first_text.split("."))
+CUDA_FROM_TORCH = tuple(int(part) for part in CUDA_VERSION_FROM_TORCH.first_text.split("."))
 ROCM_OVERRIDE_FROM = NEAREST  # BNB_ROCM_VERSION is read from 0.50.0; 0.46-0.49 ROCm have no override
 
 
@@ -102,6 +107,12 @@ class SelectionInput:
     highest_cc: tuple[int, int] | None
     bnb_cuda_version: str | None = None
     bnb_rocm_version: str | None = None
+    #: Before CUDA_VERSION_FROM_TORCH the CUDASetup loader names the library after the libcudart its own
+    #: search finds (cudaRuntimeGetVersion): that runtime's version, LEGACY_CUDART_MISSING when the search
+    #: finds none, None when not examined (torch's CUDA version stands in).
+    legacy_cudart: str | None = None
+    #: The chosen library exists but cannot be loaded (a missing dependency, another architecture).
+    load_fails: bool = False
 
     def select(self) -> LibrarySelection | None:
         return select_library(self)
@@ -115,11 +126,22 @@ class SelectionInput:
         return replace(self.without_override(), bnb_cuda_version=value)
 
 
+#: ``legacy_cudart`` when the CUDASetup loader's libcudart search finds nothing.
+LEGACY_CUDART_MISSING = "missing"
+
+
 def select_library(inp: SelectionInput) -> LibrarySelection | None:
     """Predict the library choice; None when the bitsandbytes version is unknown."""
     version = release_tuple(inp.bnb_version)
     if version is None:
         return None
+    chosen = _choose(inp, version)
+    if inp.load_fails and chosen.loaded_file is not None:
+        return _load_failed(version, chosen)
+    return chosen
+
+
+def _choose(inp: SelectionInput, version: tuple[int, ...]) -> LibrarySelection:
     suffix = library_suffix(version, inp.os_name)
     files = set(inp.shipped)
 
@@ -147,15 +169,40 @@ def select_library(inp: SelectionInput) -> LibrarySelection | None:
             "xpu", names[0], "error_on_first_call", "torch is an XPU build, and no XPU library is inp.shipped"
         )
 
+    if CUDA_FROM_TORCH <= version < EXACT and inp.torch_hip and not inp.torch_cuda and inp.gpu_available:
+        legacy = version < CPU_FALLBACK  # CUDASetup raises at import; 0.43.1-0.45 log it and hold no library
+        return LibrarySelection(  # these releases ask torch.version.cuda, which a ROCm torch leaves None
+            backend="rocm",
+            expected_file=cpu_name,
+            loaded_file=None,
+            exists=cpu_name in files,
+            outcome="import_error" if legacy else "error_on_first_call",
+            reason="this release reads torch.version.cuda, which is None on a ROCm build of torch",
+            message="'NoneType' object has no attribute 'split'",
+        )
     runtime_text = inp.torch_hip if (inp.torch_hip and version >= EXACT) else inp.torch_cuda
     backend = "rocm" if (inp.torch_hip and version >= EXACT) else "cuda"
     runtime = major_minor(runtime_text)
     if runtime is None or not inp.gpu_available:
+        if CPU_PATH_UNPACK_ERROR.contains(inp.bnb_version):
+            return LibrarySelection(
+                backend="cpu",
+                expected_file=cpu_name,
+                loaded_file=None,
+                exists=cpu_name in files,
+                outcome="import_error",
+                reason="0.40.1 returns four values where its caller unpacks five when torch sees no GPU",
+                message="ValueError: too many values to unpack (expected 4)",
+            )
         why = "torch has no CUDA/ROCm build" if runtime is None else "torch cannot see a GPU"
         return result("cpu", cpu_name, "error_on_first_call" if version >= EXACT else "import_error", why)
 
     if version < CPU_FALLBACK:
-        return _legacy(version, suffix, files, runtime, inp.highest_cc, inp.bnb_cuda_version)
+        if version < CUDA_FROM_TORCH and inp.legacy_cudart is not None:
+            if inp.legacy_cudart == LEGACY_CUDART_MISSING:
+                return _legacy_without_cudart(files, cpu_name)
+            runtime = major_minor(inp.legacy_cudart) or runtime
+        return _legacy(inp.bnb_version or "", version, suffix, files, runtime, inp.highest_cc, inp.bnb_cuda_version)
     if version < NEAREST:
         return _cpu_fallback_or_exact(
             version, suffix, files, backend, runtime, inp.highest_cc, inp.bnb_cuda_version, cpu_name
@@ -165,7 +212,42 @@ def select_library(inp: SelectionInput) -> LibrarySelection | None:
     )
 
 
+def _legacy_without_cudart(files: set[str], cpu_name: str) -> LibrarySelection:
+    """Before CUDA_VERSION_FROM_TORCH, no libcudart found: the CPU library, with a warning."""
+    exists = cpu_name in files
+    return LibrarySelection(
+        backend="cuda",
+        expected_file=cpu_name,
+        loaded_file=cpu_name if exists else None,
+        exists=exists,
+        outcome="cpu_fallback",
+        reason="the CUDASetup search found no libcudart.so, so the CPU library is loaded",
+        message="The installed version of bitsandbytes was compiled without GPU support.",
+    )
+
+
+def _load_failed(version: tuple[int, ...], chosen: LibrarySelection) -> LibrarySelection:
+    """The chosen file exists but the dynamic loader refuses it: what each era does then."""
+    gpu = chosen.backend != "cpu" and not (chosen.loaded_file or "").startswith("libbitsandbytes_cpu")
+    if version < CPU_FALLBACK and gpu:
+        return replace(
+            chosen,
+            loaded_file=None,
+            outcome="import_error",
+            reason="CUDASetup could not load the library and raises at import",
+            message="CUDA Setup failed despite GPU being available.",
+        )
+    return replace(
+        chosen,
+        loaded_file=None,
+        outcome="error_on_first_call",
+        reason="the library could not be loaded; the first native call fails",
+        message=None,
+    )
+
+
 def _legacy(
+    release: str,
     version: tuple[int, ...],
     suffix: str,
     files: set[str],
@@ -174,11 +256,22 @@ def _legacy(
     override: str | None,
 ) -> LibrarySelection:
     name = f"libbitsandbytes_cuda{runtime[0]}{runtime[1]}"
+    if highest_cc is not None and highest_cc < (7, 5) and NOCUBLASLT_CHECK_NAME_ERROR.contains(version):
+        return LibrarySelection(
+            backend="cuda",
+            expected_file=name + "_nocublaslt" + suffix,
+            loaded_file=None,
+            exists=False,
+            outcome="import_error",
+            reason="0.37.0's compute-capability check names an undefined variable when cc < 7.5",
+            message="NameError: name 'cuda_setup' is not defined",
+        )
     if highest_cc is not None and highest_cc < (7, 5):
         name += "_nocublaslt"
     name += suffix
-    if override and version < OVERRIDE_FROM:
-        override = None  # no override before 0.41
+    if override and not CUDA_OVERRIDE_READ.contains(release):
+        override = None  # not read before CUDA_OVERRIDE_READ
+    detected = name  # the releases that read the override still report the name torch's CUDA gave
     if override:  # only a non-empty value counts in these releases
         if version < (0, 43, 0):
             name = name[:-6] + f"{override}.so"  # the documented slicing bug with _nocublaslt
@@ -196,7 +289,7 @@ def _legacy(
         override=override or None,
         message=None
         if exists
-        else (f"CUDA SETUP: Required library version not found: {name}. Maybe you need to compile it from source?"),
+        else (f"CUDA SETUP: Required library version not found: {detected}. Maybe you need to compile it from source?"),
     )
 
 
@@ -332,12 +425,12 @@ def _nearest(
 
 def override_variable(bnb_version: str | None, backend: str) -> str | None:
     """The variable this release reads to replace its choice on this backend, or None when it reads
-    none: ``BNB_CUDA_VERSION`` for CUDA from 0.41, ``BNB_ROCM_VERSION`` for ROCm from 0.50 (0.46-0.49
+    none: ``BNB_CUDA_VERSION`` for CUDA from CUDA_OVERRIDE_READ, ``BNB_ROCM_VERSION`` for ROCm from 0.50 (0.46-0.49
     ROCm builds take no override; 0.47-0.49 even reject ``BNB_CUDA_VERSION``), nothing for XPU/CPU."""
     version = release_tuple(bnb_version)
     if version is None:
         return None
-    if backend == "cuda" and version >= OVERRIDE_FROM:
+    if backend == "cuda" and CUDA_OVERRIDE_READ.contains(bnb_version):
         return "BNB_CUDA_VERSION"
     if backend == "rocm" and version >= ROCM_OVERRIDE_FROM:
         return "BNB_ROCM_VERSION"
