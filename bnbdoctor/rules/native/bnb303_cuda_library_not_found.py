@@ -53,8 +53,6 @@ def _missing_library_families(facts: Facts, missing: list[ResolvedDependency]) -
 
 
 @rule(
-    "BNB303",
-    "cuda-library-not-found",
     Severity.ERROR,
     "Every CUDA library the selected bitsandbytes build needs is found by the loader",
     needs=("native", "platform"),

@@ -17,8 +17,6 @@ from bnbdoctor.rules.native._shared import (
 
 
 @rule(
-    "BNB310",
-    "rocm-library-not-found",
     Severity.ERROR,
     "Every ROCm/HIP library the selected bitsandbytes build needs is found by the loader",
     needs=("native",),

@@ -49,8 +49,6 @@ def _xpu_library_glob(facts: Facts) -> str:
 
 
 @rule(
-    "BNB316",
-    "system-library-not-found",
     Severity.ERROR,
     "Every C/C++ runtime library the selected bitsandbytes build needs is found by the loader",
     needs=("native", "platform"),

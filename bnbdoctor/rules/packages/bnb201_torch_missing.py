@@ -13,8 +13,6 @@ from bnbdoctor.rules.packages._shared import _python_line
 
 
 @rule(
-    "BNB201",
-    "torch-missing",
     Severity.ERROR,
     "PyTorch is installed in the examined interpreter",
     needs=("python",),

@@ -11,8 +11,6 @@ from bnbdoctor.rules.packages._shared import _python_line
 
 
 @rule(
-    "BNB203",
-    "bitsandbytes-missing",
     Severity.ERROR,
     "bitsandbytes is installed in the examined interpreter",
     needs=("python",),

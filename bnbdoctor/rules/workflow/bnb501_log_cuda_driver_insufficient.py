@@ -26,8 +26,6 @@ def _found_cuda(text: str) -> str:
 
 # --------------------------------------------------------------------------------- driver and GPU
 @rule(
-    "BNB501",
-    "log-cuda-driver-insufficient",
     Severity.ERROR,
     "The log shows no 'CUDA driver version is insufficient' / 'NVIDIA driver is too old' error",
     needs=("log",),

@@ -10,8 +10,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB502",
-    "log-cuda-error-803",
     Severity.ERROR,
     "The log shows no CUDA error 803 (driver user-space library and kernel module out of step)",
     needs=("log",),

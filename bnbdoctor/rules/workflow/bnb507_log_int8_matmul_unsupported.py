@@ -14,8 +14,6 @@ UPGRADE_PAST_INT8_NAMEERROR = f'pip install -U "bitsandbytes{INT8_NAMEERROR.afte
 
 
 @rule(
-    "BNB507",
-    "log-int8-matmul-unsupported",
     Severity.ERROR,
     "The log shows no int8-matmul failure or warning for GPUs without int8 tensor cores",
     needs=("log",),

@@ -13,8 +13,6 @@ from bnbdoctor.rules.common import BNB_DOCS_INSTALL
 
 
 @rule(
-    "BNB510",
-    "log-macos-no-native-library",
     Severity.ERROR,
     "The log shows no macOS loader rejecting a bitsandbytes library",
     needs=("log",),

@@ -18,8 +18,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB512",
-    "log-import-module-missing",
     Severity.ERROR,
     "The log shows no bitsandbytes import failing on a missing module (triton.ops, scipy)",
     needs=("log",),

@@ -12,8 +12,6 @@ from bnbdoctor.rules.workflow._shared import UPGRADE_PAST_LEGACY_SETUP
 
 
 @rule(
-    "BNB514",
-    "log-duplicate-cuda-runtimes",
     Severity.WARNING,
     "The log shows no 'Found duplicate ... libcudart' warning",
     needs=("log",),

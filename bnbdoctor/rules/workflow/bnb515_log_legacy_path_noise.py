@@ -11,8 +11,6 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
 
 
 @rule(
-    "BNB515",
-    "log-legacy-path-noise",
     Severity.INFO,
     "The log shows no 'non-existent directories' warnings of the legacy CUDA setup",
     needs=("log",),

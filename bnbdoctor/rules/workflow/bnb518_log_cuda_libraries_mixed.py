@@ -15,8 +15,6 @@ TORCH_CUDA_LIBS_CHECK = (
 
 
 @rule(
-    "BNB518",
-    "log-cuda-libraries-mixed",
     Severity.ERROR,
     "The log shows no CUDA libraries of two CUDA installs mixed in one process",
     needs=("log",),

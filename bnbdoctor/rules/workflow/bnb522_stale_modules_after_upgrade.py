@@ -11,8 +11,6 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
 
 
 @rule(
-    "BNB522",
-    "stale-modules-after-upgrade",
     Severity.ERROR,
     "The log shows no bitsandbytes module importing a name its sibling lacks (old and new files mixed)",
     needs=("log",),

@@ -10,8 +10,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB531",
-    "peft-legacy-quantized-merge-error",
     Severity.ERROR,
     "The log shows no old PEFT refusing to merge LoRA layers into a quantized model",
     needs=("log",),

@@ -10,8 +10,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB533",
-    "bnb-inputs-off-gpu",
     Severity.ERROR,
     "The log shows no bitsandbytes device guard error ('All input tensors need to be on the same GPU')",
     needs=("log",),

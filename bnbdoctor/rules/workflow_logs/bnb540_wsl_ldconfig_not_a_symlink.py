@@ -10,8 +10,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB540",
-    "wsl-ldconfig-not-a-symlink",
     Severity.INFO,
     "The log shows no WSL2 ldconfig 'is not a symbolic link' message",
     needs=("log",),
