@@ -55,24 +55,23 @@ Value = BnbConfig | Model | DictValue | Dtype | None
 Env = dict[str, Value]
 
 
-def _callee(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
+def _last_name(node: ast.expr) -> str:
+    """The name an expression ends with: ``x`` for ``x`` and for ``a.b.x``, "" for anything else."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
     return ""
+
+
+def _callee(node: ast.Call) -> str:
+    """The called function's name (``from_pretrained`` in ``AutoModel.from_pretrained(...)``)."""
+    return _last_name(node.func)
 
 
 def _owner(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        value = func.value
-        if isinstance(value, ast.Name):
-            return value.id
-        if isinstance(value, ast.Attribute):
-            return value.attr
-    return ""
+    """The name of what a method is called on (``AutoModel`` in ``AutoModel.from_pretrained(...)``), or ""."""
+    return _last_name(node.func.value) if isinstance(node.func, ast.Attribute) else ""
 
 
 def _truthy(node: ast.expr | None) -> bool:
