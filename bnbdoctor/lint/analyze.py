@@ -199,14 +199,13 @@ class FileAnalysis:
             receiver = self.value(node.func.value, env)
             if not isinstance(receiver, Model):
                 return
-            target = self.source(node.func.value)
+            # every site on a k-bit model's method says which model, its bits and the method
+            called = {"bits": str(receiver.bits), "method": name, "model": self.source(node.func.value)}
             if name in ("merge_and_unload", "merge_adapter") and receiver.peft:
                 self.add(
                     "merge",
                     node,
-                    bits=str(receiver.bits),
-                    method=name,
-                    model=target,
+                    **called,
                     base=receiver.base,
                     loader=receiver.loader,
                     adapter=receiver.adapter,
@@ -217,15 +216,7 @@ class FileAnalysis:
                     k.arg == "dtype" for k in node.keywords
                 )
                 cast = name in CASTS or dtype_arg
-                self.add(
-                    "move",
-                    node,
-                    bits=str(receiver.bits),
-                    method=name,
-                    model=target,
-                    args=", ".join(args),
-                    cast="yes" if cast else "no",
-                )
+                self.add("move", node, **called, args=", ".join(args), cast="yes" if cast else "no")
 
     def check_load(self, node: ast.Call, env: Env) -> None:
         kw = self.kwargs(node, env)
