@@ -5,7 +5,8 @@ A usage error is one line on stderr and exit 2, as the command-line contract ask
 the closest option for a misspelt one (``--jsno`` -> ``--json``), the closest choice for a
 misspelt value, and the closest command for a misspelt word where the parser knows commands
 (``bnbdoctor exlpain`` -> ``bnbdoctor explain``). The suggestions use :mod:`difflib`, as
-Python 3.14's own ``suggest_on_error`` does.
+Python 3.14's own ``suggest_on_error`` does. :func:`options_from` turns the parsed arguments into
+the options dataclass a command hands its engine.
 """
 
 from __future__ import annotations
@@ -13,10 +14,16 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Iterable, Sequence
-from typing import NoReturn
+from dataclasses import fields
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from bnbdoctor.contract import note
 from bnbdoctor.report import ExitCode
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Options = TypeVar("_Options", bound="DataclassInstance")
 
 _UNRECOGNIZED = re.compile(r"^unrecognized arguments: (?P<args>.*)$")
 _INVALID_CHOICE = re.compile(r"^argument (?P<option>[^:]+): invalid choice: '(?P<value>[^']*)'")
@@ -84,3 +91,12 @@ class Parser(argparse.ArgumentParser):
             return None
         hint = closest(word, self.commands)
         return f"`{self.prog} {hint}`" if hint else None
+
+
+def options_from(cls: type[_Options], args: argparse.Namespace, **computed: object) -> _Options:
+    """A command's options dataclass from its parsed arguments: each field takes the argument of the same
+    name, unless ``computed`` gives it (a flag spelt otherwise, or a value converted on the way); a field
+    with neither keeps its default. The commands that hand a dataclass to their engine (fit, merge-check)
+    thus name each flag once, in the parser."""
+    given = {f.name: getattr(args, f.name) for f in fields(cls) if f.init and hasattr(args, f.name)}
+    return cls(**{**given, **computed})

@@ -56,26 +56,28 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
     raise TypeError(f"no schema for {tp!r}")
 
 
-def dataclass_schema(root_type: Any, *, schema_id: str, title: str) -> dict[str, Any]:
-    """The schema of a document whose root is the dataclass ``root_type`` (the report, the fleet report)."""
+def dataclass_schema(root_type: Any, *, name: str, version: int, title: str) -> dict[str, Any]:
+    """The schema of a document whose root is the dataclass ``root_type`` (the report, the fleet report):
+    its id is ``name``'s schema at ``version``, its title ``title`` with the version."""
     defs: dict[str, Any] = {}
     root = _schema(root_type, defs)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": schema_id,
-        "title": title,
+        "$id": f"https://bnbdoctor.invalid/{name}.schema.v{version}.json",
+        "title": f"{title}, schema version {version}",
         **root,
         "$defs": defs,
     }
 
 
+def write_schema(schema: dict[str, Any]) -> None:
+    """A schema on stdout as the committed copy under ``docs/`` holds it."""
+    sys.stdout.write(json.dumps(schema, indent=2) + "\n")
+
+
 def report_schema() -> dict[str, Any]:
-    return dataclass_schema(
-        Report,
-        schema_id=f"https://bnbdoctor.invalid/report.schema.v{SCHEMA_VERSION}.json",
-        title=f"bnbdoctor report, schema version {SCHEMA_VERSION}",
-    )
+    return dataclass_schema(Report, name="report", version=SCHEMA_VERSION, title="bnbdoctor report")
 
 
 if __name__ == "__main__":
-    sys.stdout.write(json.dumps(report_schema(), indent=2) + "\n")
+    write_schema(report_schema())

@@ -39,8 +39,6 @@ from bnbdoctor.rules.common import ev
 
 
 @rule(
-    "BNB199",
-    "extension-canary",
     Severity.WARNING,
     "The machine's kernel is not the canary kernel",
     needs=("platform",),
@@ -133,8 +131,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB598",
-    "log-canary-stopped-singing",
     Severity.ERROR,
     "The log shows no canary that stopped singing",
     needs=("log",),

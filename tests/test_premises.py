@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import CheckOutput, Hit, Severity, Skip
+from bnbdoctor.findings import Check, CheckOutput, Hit, Severity, Skip
 from bnbdoctor.rules import all_rules
 from bnbdoctor.rules.base import PREMISES, Rule, rule
 from bnbdoctor.rules.engine import DOCTOR, run_rules
@@ -65,13 +65,25 @@ def test_premises_can_be_left_to_the_caller() -> None:
     assert len(run_rules(Facts(), [root, glibc], replace(DOCTOR, premises=False)).findings) == 2
 
 
+def _checks_of(module: str) -> Check:
+    """A check as a rule file ``module`` would declare it (its file name gives the rule's id and name)."""
+
+    def check(_: Facts) -> CheckOutput:
+        return None
+
+    check.__module__ = module
+    return check
+
+
 def test_declarations_are_checked() -> None:
     with pytest.raises(ValueError, match="unknown premise"):
-        rule("BNB990", "x", Severity.ERROR, "x", requires=("no-such-premise",))(lambda _: None)
+        rule(Severity.ERROR, "x", requires=("no-such-premise",))(_checks_of("bnbdoctor.rules.gpu.bnb990_x"))
     with pytest.raises(ValueError, match="cannot require a premise it refutes"):
-        rule("BNB991", "x", Severity.ERROR, "x", requires=("library-readable",), refutes=("library-readable",))(
-            lambda _: None
+        rule(Severity.ERROR, "x", requires=("library-readable",), refutes=("library-readable",))(
+            _checks_of("bnbdoctor.rules.gpu.bnb991_x")
         )
+    with pytest.raises(ValueError, match="in its own bnbNNN_<name>"):
+        rule(Severity.ERROR, "x")(_checks_of(__name__))
 
 
 def test_registered_premises_are_used_and_acyclic() -> None:

@@ -11,7 +11,7 @@ import argparse
 import os
 
 from bnbdoctor import __version__
-from bnbdoctor.argparsing import Parser
+from bnbdoctor.argparsing import Parser, options_from
 from bnbdoctor.contract import guarded, note
 from bnbdoctor.fit.options import (
     DEVICE_MAPS,
@@ -94,20 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def options_from_args(args: argparse.Namespace) -> FitOptions:
-    return FitOptions(
-        model=args.model,
-        quant=args.quant,
-        double_quant=args.double_quant,
-        quant_type=args.quant_type,
-        dtype=args.dtype,
-        device_map=args.device_map,
-        max_memory=args.max_memory,
-        gpus=args.gpus,
-        cpu_memory=args.cpu_memory,
-        fp32_offload=args.fp32_offload,
+    return options_from(
+        FitOptions,
+        args,
         skip_modules=[s.strip() for s in (args.skip_modules or "").split(",") if s.strip()],
-        python=args.python,
-        trust_remote_code=args.trust_remote_code,
         compare_transformers=list(args.compare_transformers),
         remedies=not args.no_remedies,
         timeout_s=args.timeout,

@@ -126,6 +126,19 @@ class _Simulated:
             **{"kind": self.kind, "status": self.status, "verdict": self.verdict, "device_map": self.placed, **fields}
         )
 
+    def keeping_device_map(self, fit: FitFacts, change: str, detail: str, quant: str | None = None) -> FitRemedy:
+        """A remedy that keeps the user's device_map and changes one thing (an explicit max_memory, 4-bit):
+        its title names the change and the map, and where the model lands when it fits."""
+        arg = self.device_map_arg(fit)
+        return self.remedy(
+            quant=quant,
+            device_map_arg=arg,
+            max_memory=self.max_memory,
+            title=f'{change} (device_map="{arg}")' + (f": fits on {_where(self.placed)}" if self.passes else ""),
+            detail=detail,
+            code=_call(fit, device_map=f'"{arg}"', max_memory=self.max_memory, quant=quant),
+        )
+
 
 def _sequential(fit: FitFacts, run: _Simulated) -> FitRemedy:
     return run.remedy(
@@ -138,15 +151,11 @@ def _sequential(fit: FitFacts, run: _Simulated) -> FitRemedy:
 
 
 def _max_memory(fit: FitFacts, run: _Simulated) -> FitRemedy:
-    arg = run.device_map_arg(fit)
-    return run.remedy(
-        device_map_arg=arg,
-        max_memory=run.max_memory,
-        title=f'pass max_memory explicitly (device_map="{arg}")'
-        + (f": fits on {_where(run.placed)}" if run.passes else ""),
-        detail="With max_memory=None, from_pretrained takes 90% of the free memory it queries, and the bnb "
+    return run.keeping_device_map(
+        fit,
+        "pass max_memory explicitly",
+        "With max_memory=None, from_pretrained takes 90% of the free memory it queries, and the bnb "
         "quantizer takes 90% again; an explicit max_memory is only reduced once.",
-        code=_call(fit, device_map=f'"{arg}"', max_memory=run.max_memory),
     )
 
 
@@ -191,16 +200,12 @@ def _explicit_map(fit: FitFacts, run: _Simulated) -> FitRemedy:
 
 
 def _quant_4bit(fit: FitFacts, run: _Simulated) -> FitRemedy:
-    arg = run.device_map_arg(fit)
-    return run.remedy(
-        quant=QUANT_4BIT,
-        device_map_arg=arg,
-        max_memory=run.max_memory,
-        title=f'load in 4-bit instead of 8-bit (device_map="{arg}")'
-        + (f": fits on {_where(run.placed)}" if run.passes else ""),
-        detail="4-bit counts 0.5 byte per quantized weight instead of 1; embeddings, lm_head and fused experts "
+    return run.keeping_device_map(
+        fit,
+        "load in 4-bit instead of 8-bit",
+        "4-bit counts 0.5 byte per quantized weight instead of 1; embeddings, lm_head and fused experts "
         "stay in the model dtype either way.",
-        code=_call(fit, device_map=f'"{arg}"', max_memory=run.max_memory, quant=QUANT_4BIT),
+        quant=QUANT_4BIT,
     )
 
 

@@ -63,6 +63,23 @@ class CommandResult:
         return None
 
 
+@dataclass(frozen=True)
+class PythonRun:
+    """One stdlib-only script to run in the patient interpreter, in its own process, and how.
+
+    ``purpose`` names the script ("facts": the patient script, "load": the dlopen check) so a recorded
+    machine can answer each; ``isolated`` adds ``-I -S`` (no site, no user paths); ``on_stderr_line``
+    hears each line the script writes to stderr while it runs (an engine's per-layer progress), a
+    recorded machine replays its recorded stderr."""
+
+    executable: str
+    script: str
+    timeout: float = DEFAULT_TIMEOUT_S
+    purpose: str = "facts"
+    isolated: bool = False
+    on_stderr_line: Callable[[str], None] | None = None
+
+
 _Answer = TypeVar("_Answer", bound="EngineAnswer")
 
 
@@ -157,7 +174,6 @@ class Host(ABC):
     def run(self, argv: list[str], timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:
         """Run a command without a shell; never raises, never waits past ``timeout``."""
 
-    @abstractmethod
     def run_python(
         self,
         executable: str,
@@ -168,12 +184,13 @@ class Host(ABC):
         isolated: bool = False,
         on_stderr_line: Callable[[str], None] | None = None,
     ) -> CommandResult:
-        """Run a stdlib-only script in the patient interpreter, in its own process.
+        """Run a stdlib-only script in the patient interpreter, in its own process (see :class:`PythonRun`)."""
+        return self._run_python(PythonRun(executable, script, timeout, purpose, isolated, on_stderr_line))
 
-        ``purpose`` names the script ("facts": the patient script, "load": the dlopen check) so a
-        recorded machine can answer each; ``isolated`` adds ``-I -S`` (no site, no user paths);
-        ``on_stderr_line`` hears each line the script writes to stderr while it runs (an engine's
-        per-layer progress), a recorded machine replays its recorded stderr."""
+    @abstractmethod
+    def _run_python(self, run: PythonRun) -> CommandResult:
+        """:meth:`run_python`'s work: each host answers one :class:`PythonRun`, so the signature and its
+        defaults are written once, here."""
 
     @abstractmethod
     def nvml(self, timeout: float = 5.0) -> NvmlAnswer:

@@ -14,7 +14,6 @@ import json
 import ntpath
 import os
 import posixpath
-from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from bnbdoctor.hosts.base import (
     Host,
     NvmlAnswer,
     NvmlDevice,
+    PythonRun,
     open_file_reader,
     read_at_most,
 )
@@ -174,17 +174,8 @@ class FixtureHost(Host):
             return CommandResult(tuple(argv), None, error="not found")
         return _command_from(record, argv)
 
-    def run_python(
-        self,
-        executable: str,
-        script: str,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        *,
-        purpose: str = "facts",
-        isolated: bool = False,
-        on_stderr_line: Callable[[str], None] | None = None,
-    ) -> CommandResult:
-        return self.replay_stderr(self._recorded_python(executable, purpose, timeout), on_stderr_line)
+    def _run_python(self, run: PythonRun) -> CommandResult:
+        return self.replay_stderr(self._recorded_python(run.executable, run.purpose, run.timeout), run.on_stderr_line)
 
     def _recorded_python(self, executable: str, purpose: str, timeout: float) -> CommandResult:
         """The recorded answer of ``executable`` to the ``purpose`` script."""

@@ -14,7 +14,6 @@ import platform
 import socket
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +28,7 @@ from bnbdoctor.hosts.base import (
     Host,
     NvmlAnswer,
     NvmlDevice,
+    PythonRun,
     open_file_reader,
     read_at_most,
 )
@@ -90,23 +90,14 @@ class LiveHost(Host):
 
         return run_command(argv, timeout)
 
-    def run_python(
-        self,
-        executable: str,
-        script: str,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        *,
-        purpose: str = "facts",
-        isolated: bool = False,
-        on_stderr_line: Callable[[str], None] | None = None,
-    ) -> CommandResult:
+    def _run_python(self, run: PythonRun) -> CommandResult:
         from bnbdoctor.hosts.command import run_command
 
         # -B: never write .pyc files into the patient's environment.
-        flags = ["-B", "-I", "-S"] if isolated else ["-B"]
-        result = run_command([executable, *flags, "-c", script], timeout, on_stderr_line=on_stderr_line)
+        flags = ["-B", "-I", "-S"] if run.isolated else ["-B"]
+        result = run_command([run.executable, *flags, "-c", run.script], run.timeout, on_stderr_line=run.on_stderr_line)
         # Report the command as the user would recognise it, not with the whole script inline.
-        return replace(result, argv=(executable, *flags, "-c", f"<{purpose} script>"))
+        return replace(result, argv=(run.executable, *flags, "-c", f"<{run.purpose} script>"))
 
     def current_python(self) -> CurrentPython:
         prefix = sys.prefix.replace("\\", "/").lower()

@@ -55,24 +55,23 @@ Value = BnbConfig | Model | DictValue | Dtype | None
 Env = dict[str, Value]
 
 
-def _callee(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
+def _last_name(node: ast.expr) -> str:
+    """The name an expression ends with: ``x`` for ``x`` and for ``a.b.x``, "" for anything else."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
     return ""
+
+
+def _callee(node: ast.Call) -> str:
+    """The called function's name (``from_pretrained`` in ``AutoModel.from_pretrained(...)``)."""
+    return _last_name(node.func)
 
 
 def _owner(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        value = func.value
-        if isinstance(value, ast.Name):
-            return value.id
-        if isinstance(value, ast.Attribute):
-            return value.attr
-    return ""
+    """The name of what a method is called on (``AutoModel`` in ``AutoModel.from_pretrained(...)``), or ""."""
+    return _last_name(node.func.value) if isinstance(node.func, ast.Attribute) else ""
 
 
 def _truthy(node: ast.expr | None) -> bool:
@@ -200,14 +199,13 @@ class FileAnalysis:
             receiver = self.value(node.func.value, env)
             if not isinstance(receiver, Model):
                 return
-            target = self.source(node.func.value)
+            # every site on a k-bit model's method says which model, its bits and the method
+            called = {"bits": str(receiver.bits), "method": name, "model": self.source(node.func.value)}
             if name in ("merge_and_unload", "merge_adapter") and receiver.peft:
                 self.add(
                     "merge",
                     node,
-                    bits=str(receiver.bits),
-                    method=name,
-                    model=target,
+                    **called,
                     base=receiver.base,
                     loader=receiver.loader,
                     adapter=receiver.adapter,
@@ -218,15 +216,7 @@ class FileAnalysis:
                     k.arg == "dtype" for k in node.keywords
                 )
                 cast = name in CASTS or dtype_arg
-                self.add(
-                    "move",
-                    node,
-                    bits=str(receiver.bits),
-                    method=name,
-                    model=target,
-                    args=", ".join(args),
-                    cast="yes" if cast else "no",
-                )
+                self.add("move", node, **called, args=", ".join(args), cast="yes" if cast else "no")
 
     def check_load(self, node: ast.Call, env: Env) -> None:
         kw = self.kwargs(node, env)

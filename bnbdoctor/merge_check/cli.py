@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
-from bnbdoctor.argparsing import Parser
+from bnbdoctor.argparsing import Parser, options_from
 from bnbdoctor.contract import guarded
 from bnbdoctor.merge_check.core import BLOCKSIZES, QUANT_TYPES, MergeInputError, MergeOptions
 from bnbdoctor.merge_check_result import LOW_KEPT, WAYS, MergeCheck
@@ -75,16 +75,7 @@ def main(argv: list[str]) -> int:
         from bnbdoctor.merge_check.core import run_merge_check
         from bnbdoctor.progress import status
 
-        options = MergeOptions(
-            adapter=args.adapter,
-            base=args.base,
-            quant_type=args.quant_type,
-            blocksize=args.blocksize,
-            double_quant=args.double_quant,
-            python=args.python,
-            max_layers=args.max_layers,
-            timeout_s=args.timeout,
-        )
+        options = options_from(MergeOptions, args, timeout_s=args.timeout)
         with status(f"bnbdoctor merge-check: reading {args.adapter}") as progress:
             check = run_merge_check(options, progress=progress)
         fmt = args.format or OutputFormat.TEXT

@@ -80,23 +80,16 @@ def seen_lines(facts: Facts) -> list[tuple[str, str]]:
 
 def render_explain_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
     """The explain report as text: what the log shows, then the findings, root cause first."""
-    from rich.table import Table
     from rich.text import Text
 
     from bnbdoctor.findings import Severity
-    from bnbdoctor.render.text import catalog_text, finished_text, report_console
+    from bnbdoctor.render.text import catalog_text, finished_text, label_grid, report_console
 
     style = {
         Severity.ERROR: ("✖", "bold red"),
         Severity.WARNING: ("▲", "bold yellow"),
         Severity.INFO: ("ℹ", "bold cyan"),
     }
-
-    def grid() -> Table:
-        table = Table.grid(padding=(0, 1))
-        table.add_column(style="dim", no_wrap=True, min_width=6)
-        table.add_column(overflow="fold")
-        return table
 
     console, buffer = report_console(color, width)
     facts = report.facts
@@ -107,7 +100,7 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
             f"bnbdoctor {report.tool_version} explain — {label} ({lines} line{'s' if lines != 1 else ''})", style="bold"
         )
     )
-    header = grid()
+    header = label_grid()
     for name, value in seen_lines(facts):
         header.add_row(name, Text(value))
     console.print(header)
@@ -127,7 +120,7 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         head.append(f"{finding.rule_id}  ", style="bold")
         head.append(finding.title, style="bold")
         console.print(head)
-        body = grid()
+        body = label_grid()
         where = (
             f" (log line{'s' if len(finding.log_lines) != 1 else ''} {', '.join(map(str, finding.log_lines))})"
             if finding.log_lines
@@ -152,7 +145,7 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
             console.print(Text("  check on the machine:", style="dim"))
             for command in finding.confirm[:4]:
                 console.print(Text("       $ ", style="dim") + Text(command), soft_wrap=True)
-        docs = grid()
+        docs = label_grid()
         if finding.covers:
             docs.add_row("  catalog", catalog_text(finding.covers))
         docs.add_row("  docs", Text(finding.doc, style="dim"))

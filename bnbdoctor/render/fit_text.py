@@ -19,7 +19,7 @@ from bnbdoctor.render.fit_lines import (
     request_line,
     size_line,
 )
-from bnbdoctor.render.text import finished_text, print_finding, report_console
+from bnbdoctor.render.text import finished_text, label_grid, print_finding, report_console
 from bnbdoctor.report import Report
 from bnbdoctor.units import human
 
@@ -35,13 +35,6 @@ def _budget_table(devices: list[FitDevice]) -> Table:
     return table
 
 
-def _grid() -> Table:
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(style="dim", no_wrap=True, min_width=9)
-    grid.add_column(overflow="fold")
-    return grid
-
-
 def render_fit_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
     """The fit report as text (``width`` None: the terminal's, 100 when not a terminal)."""
     fit = report.facts.fit
@@ -50,7 +43,7 @@ def render_fit_text(report: Report, *, color: bool = False, width: int | None = 
     if fit is None:
         console.print("no fit facts in this report")
         return buffer.getvalue()
-    head = _grid()
+    head = label_grid(9)
     head.add_row(
         "Model", f"{fit.model} ({fit.model_class or fit.architecture}, {fit.model_type}, {fit.dtype or 'dtype auto'})"
     )
@@ -64,7 +57,7 @@ def render_fit_text(report: Report, *, color: bool = False, width: int | None = 
     if fit.error_text:
         console.print(Text(f"  ValueError: {fit.error_text.strip()}", style="red"), soft_wrap=False)
     console.print()
-    sizes = _grid()
+    sizes = label_grid(9)
     sizes.add_row("Size", size_line(fit))
     if fit.quant_state_bytes:
         sizes.add_row(
@@ -85,7 +78,7 @@ def render_fit_text(report: Report, *, color: bool = False, width: int | None = 
     if fit.placement:
         console.print(Text("Predicted device map (collapsed)", style="bold"))
         rows = device_map_lines(fit.placement)
-        grid = _grid()
+        grid = label_grid(9)
         for name, device in rows[:_MAX_MAP_ROWS]:
             grid.add_row(f"  {name}", device)
         if len(rows) > _MAX_MAP_ROWS:
@@ -94,7 +87,7 @@ def render_fit_text(report: Report, *, color: bool = False, width: int | None = 
         console.print()
     if fit.largest_unquantized:
         console.print(Text("Largest unquantized tensors", style="bold"))
-        grid = _grid()
+        grid = label_grid(9)
         floor = max(1 << 20, int((fit.unquantized_bytes or 0) * 0.01))
         shown = [t for t in fit.largest_unquantized if t.bytes >= floor][:5] or fit.largest_unquantized[:1]
         for t in shown:

@@ -87,9 +87,10 @@ def machine_lines(report: Report) -> list[tuple[str, str]]:
     return rows
 
 
-def _grid() -> Table:
+def label_grid(min_width: int = 6) -> Table:
+    """Rows of a dim label and a value that folds: the layout of every labelled block of text reports."""
     grid = Table.grid(padding=(0, 1))
-    grid.add_column(style="dim", no_wrap=True, min_width=6)
+    grid.add_column(style="dim", no_wrap=True, min_width=min_width)
     grid.add_column(overflow="fold")
     return grid
 
@@ -99,14 +100,14 @@ def print_finding(console: Console, finding: Finding) -> None:
     console.print(_finding(finding))
     for command in finding.remediation.commands:
         console.print(Text("       $ ", style="dim") + Text(command, style="bold green"), soft_wrap=True)
-    docs = _grid()
+    docs = label_grid()
     if finding.covers:
         docs.add_row("  catalog", catalog_text(finding.covers))
     docs.add_row("  docs", Text(finding.doc, style="dim"))
     console.print(docs)
     if finding.follows:
         console.print(Text("  also seen, follows from this:", style="dim"))
-        muted = _grid()
+        muted = label_grid()
         for follow in finding.follows:
             muted.add_row(Text(f"    {follow.rule_id}", style="dim"), Text(follow.title, style="dim"))
         console.print(muted)
@@ -150,7 +151,7 @@ def _finding(finding: Finding) -> Group:
     head.append(f"{icon} {finding.severity.value:<7} ", style=style)
     head.append(f"{finding.rule_id}  ", style="bold")
     head.append(finding.title, style="bold")
-    body = _grid()
+    body = label_grid()
     body.add_row("  why", finding.explanation)
     for i, item in enumerate(finding.evidence):
         body.add_row("  seen" if i == 0 else "", Text(f"{item.label}: ", style="dim") + Text(item.value))
@@ -163,7 +164,7 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     """The report as text; ``width`` None means the terminal's width (100 when not a terminal)."""
     console, buffer = report_console(color, width)
     console.print(Text(f"bnbdoctor {report.tool_version}", style="bold"))
-    header = _grid()
+    header = label_grid()
     for label, value in machine_lines(report):
         header.add_row(label, value)
     console.print(header)
@@ -175,13 +176,13 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
         console.print()
     if report.passed:
         console.print(Text(f"Verified ({len(report.passed)}):", style="bold"))
-        checks = _grid()
+        checks = label_grid()
         for check in report.passed:
             checks.add_row(Text("  ✔ ", style="green") + Text(check.rule_id), check.summary)
         console.print(checks)
     if report.skipped:
         console.print(Text(f"Not checked ({len(report.skipped)}):", style="bold"))
-        checks = _grid()
+        checks = label_grid()
         for check in report.skipped:
             checks.add_row(f"  · {check.rule_id}", Text(f"{check.summary}: {check.reason}", style="dim"))
         console.print(checks)

@@ -2,9 +2,10 @@
 
 A rule lives in ``bnbdoctor/rules/<family>/bnbNNN_<name>.py`` (the ``@rule`` declaration, the
 docstring that is its page, its check); helpers shared inside a family live in that family's
-``_shared.py``. :func:`all_rules` finds them by walking the package: there is no list to keep, and a
-file that declares no rule, more than one, or one whose id and name are not its file name is an
-error at discovery (:class:`RuleLayoutError`), never a silently missing rule. The modules load on
+``_shared.py``. A rule's id and name are its file's name (:func:`~bnbdoctor.rules.base.rule_identity`).
+:func:`all_rules` finds the rules by walking the package: there is no list to keep, and a file that
+declares no rule is an error at discovery (:class:`RuleLayoutError`), one that declares two when it
+loads, never a silently missing rule. The modules load on
 first use, so importing the vocabulary (``bnbdoctor.rules.base``) stays cheap and can overlap with
 the probes.
 """
@@ -13,17 +14,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 from functools import cache
 
 from bnbdoctor.findings import Finding, Severity
-from bnbdoctor.rules.base import Rule, registered, registered_rules
+from bnbdoctor.rules.base import RULE_FILE, Rule, registered, registered_rules, rule_identity
 from bnbdoctor.rules.engine import Diagnosis, run_rules
 
 __all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "run_rules"]
-
-#: A rule's file name: its id in lower case, then its name with underscores (``bnb301_bnb_binary_missing...``).
-RULE_FILE = re.compile(r"^bnb(\d{3})_([a-z0-9_]+)$")
 
 
 class RuleLayoutError(RuntimeError):
@@ -50,22 +47,18 @@ def rule_modules() -> list[str]:
 
 
 def _check_layout(modules: list[str], rules: list[Rule]) -> None:
-    """Each rule module declared exactly the rule its file name says, and no rule is declared elsewhere."""
-    by_module: dict[str, list[Rule]] = {}
-    for rule in rules:
-        by_module.setdefault(rule.module, []).append(rule)
+    """Each rule module declared a rule, and no rule is declared elsewhere (a rule takes its id and name
+    from its file, and a second rule in one file is refused as it registers)."""
+    declared = {rule.module for rule in rules}
     for module_name in modules:
-        match = RULE_FILE.match(module_name.rsplit(".", 1)[1])
-        assert match is not None  # rule_modules() lists matching names only
-        expected = (f"BNB{match.group(1)}", match.group(2))
-        declared = by_module.pop(module_name, [])
-        if [(r.id, r.name.replace("-", "_")) for r in declared] != [expected]:
-            names = ", ".join(f"{r.id} {r.name}" for r in declared) or "no rule"
+        if module_name not in declared:
             raise RuleLayoutError(
-                f"{module_name}: declares {names}; a rule file declares one rule, {expected[0]} named after the file"
+                f"{module_name}: declares no rule; a rule file declares one rule, "
+                f"{rule_identity(module_name)[0]} named after the file"
             )
-    for module_name, strays in sorted(by_module.items()):
-        names = ", ".join(r.id for r in strays)
+    strays = sorted({rule.module for rule in rules} - set(modules))
+    for module_name in strays:
+        names = ", ".join(r.id for r in rules if r.module == module_name)
         raise RuleLayoutError(f"{module_name}: declares {names} outside a bnbNNN_<name>.py rule file")
 
 

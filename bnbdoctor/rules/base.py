@@ -1,7 +1,8 @@
 """Rules: one declaration per rule, holding everything about it.
 
-A rule has a stable public id (``BNB101``), a readable name, a default severity and the ids of the
-failure-catalog entries it diagnoses (``covers``). Its check reads facts only and returns
+A rule has a stable public id (``BNB101``) and a readable name, both given by its file's name
+(``bnb101_no_usable_nvidia_gpu.py``: said once, so they cannot disagree), a default severity and the
+ids of the failure-catalog entries it diagnoses (``covers``). Its check reads facts only and returns
 :class:`~bnbdoctor.findings.Hit` objects (or nothing); the engine stamps each hit with the rule's
 identity to make a :class:`~bnbdoctor.findings.Finding`. Checks never print.
 
@@ -26,6 +27,7 @@ a rule touches its module and its case folder (``tests/rule_cases/<ID>/``) and n
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -105,10 +107,24 @@ class Rule:
 
 _REGISTRY: dict[str, Rule] = {}
 
+#: A rule file's name: its id in lower case, then its name with underscores (``bnb301_bnb_binary_missing...``).
+RULE_FILE = re.compile(r"^bnb(\d{3})_([a-z0-9_]+)$")
+
+
+def rule_identity(module: str) -> tuple[str, str]:
+    """The id and name of the rule that ``module`` declares, which its file name gives:
+    ``bnbdoctor.rules.native.bnb303_cuda_library_not_found`` declares BNB303 ``cuda-library-not-found``.
+
+    Raises ValueError for a module that is not a ``bnbNNN_<name>.py`` rule file."""
+    match = RULE_FILE.match(module.rsplit(".", 1)[-1])
+    if match is None:
+        raise ValueError(
+            f"{module}: a rule is declared in its own bnbNNN_<name>.py file under bnbdoctor/rules/<family>/"
+        )
+    return f"BNB{match.group(1)}", match.group(2).replace("_", "-")
+
 
 def rule(
-    id: str,
-    name: str,
     severity: Severity,
     summary: str,
     *,
@@ -122,9 +138,11 @@ def rule(
     refutes: tuple[str, ...] = (),
     only_alone: bool = False,
 ) -> Callable[[Check], Check]:
-    """Register a check function as a rule. Ids are public API: never reuse or renumber."""
+    """Register a check function as the rule its file declares (:func:`rule_identity`). Ids are public API:
+    never reuse or renumber."""
 
     def register(check: Check) -> Check:
+        id, name = rule_identity(check.__module__)
         if id in _REGISTRY:
             raise ValueError(f"rule id {id} registered twice")
         if stands_in_for and "log" not in needs:

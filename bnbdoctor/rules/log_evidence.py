@@ -1,13 +1,17 @@
 """What rules ask of log facts: which message families a log showed, and where.
 
 Rules read facts only; for a log those include ``facts.log.matches``. These helpers keep the
-signature-driven rules (``rules/workflow.py``, ``rules/placement_logs.py``) short and uniform.
+signature-driven rules (``rules/workflow/``, ``rules/placement_logs/``) short and uniform: a finding
+whose words do not depend on what else the log shows is declared as a :class:`LogFinding`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from bnbdoctor.facts import Facts, LogMatch
-from bnbdoctor.findings import Evidence
+from bnbdoctor.findings import Evidence, Hit, Remediation, Severity
 from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.knowledge.signatures import CONSEQUENCE, ROOT, SIGNATURES, SignatureId
 from bnbdoctor.knowledge.versions import release_tuple
@@ -52,6 +56,43 @@ def line_evidence(facts: Facts, *signatures: SignatureId, limit: int = 3) -> lis
             if len(out) >= limit:
                 break
     return out
+
+
+@dataclass(frozen=True)
+class LogFinding:
+    """A finding a log rule reports word for word when the log shows one of ``signatures``.
+
+    Its evidence is the first ``limit`` lines of those families and of ``also_quoted`` (lines that say
+    more about it without being it), so a rule names the families it fires on once. ``covers`` None: the
+    rule's declared catalog entries. A finding whose words depend on the log builds its :class:`Hit`."""
+
+    signatures: tuple[SignatureId, ...]
+    title: str
+    explanation: str
+    fix: str
+    commands: tuple[str, ...] = ()
+    covers: tuple[str, ...] | None = None
+    also_quoted: tuple[SignatureId, ...] = ()
+    limit: int = 3
+    severity: Severity | None = None
+
+    def hit(self, facts: Facts) -> Hit | None:
+        """The finding, or None when the log shows none of ``signatures``."""
+        if not seen(facts, *self.signatures):
+            return None
+        return Hit(
+            title=self.title,
+            explanation=self.explanation,
+            evidence=line_evidence(facts, *self.signatures, *self.also_quoted, limit=self.limit),
+            remediation=Remediation(self.fix, list(self.commands)),
+            severity=self.severity,
+            covers=None if self.covers is None else list(self.covers),
+        )
+
+
+def hits(facts: Facts, findings: Iterable[LogFinding]) -> list[Hit]:
+    """The findings the log shows, in their order: a rule that reports several."""
+    return [hit for finding in findings if (hit := finding.hit(facts)) is not None]
 
 
 def roots_seen(facts: Facts, chains: tuple[str, ...] = ("loader", "driver", "gpu", "import")) -> list[str]:
@@ -107,8 +148,10 @@ def consequence_of(facts: Facts) -> str | None:
 __all__ = [
     "CONSEQUENCE",
     "LOADER_ROOTS",
+    "LogFinding",
     "consequence_of",
     "first",
+    "hits",
     "is_macos",
     "is_windows",
     "is_wsl",

@@ -6,6 +6,7 @@ JSON every key is a string (``"0"``). The record types exist for the type checke
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,6 +46,15 @@ class EngineError(Exception):
         super().__init__(message)
         self.kind = kind
         self.fallback = fallback
+
+
+def import_required(name: str, kind: str) -> Any:
+    """The patient's ``name`` module; when it cannot be imported, the engine error ``kind`` that sends the
+    fit to its approximate mode (torch, transformers and accelerate fail the same way)."""
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:
+        raise EngineError(kind, f"{name} cannot be imported: {short(exc)}", fallback=True) from exc
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

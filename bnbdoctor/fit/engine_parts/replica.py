@@ -43,6 +43,7 @@ from ...fit_protocol import (
 from .common import (
     EngineError,
     device_from_json,
+    import_required,
     jsonable_device,
     memory_from_json,
     memory_to_json,
@@ -97,18 +98,10 @@ class Engine:
         warnings.simplefilter("ignore")
         versions = self.out["versions"]
         versions["python"] = sys.version.split()[0]
-        try:
-            import torch
-        except Exception as exc:
-            raise EngineError(ERROR_NO_TORCH, f"torch cannot be imported: {short(exc)}", fallback=True) from exc
+        torch = import_required("torch", ERROR_NO_TORCH)
         versions["torch"] = torch.__version__
         self.torch = torch
-        try:
-            import transformers
-        except Exception as exc:
-            raise EngineError(
-                ERROR_NO_TRANSFORMERS, f"transformers cannot be imported: {short(exc)}", fallback=True
-            ) from exc
+        transformers = import_required("transformers", ERROR_NO_TRANSFORMERS)
         versions["transformers"] = transformers.__version__
         self.out["transformers_location"] = os.path.dirname(os.path.dirname(os.path.abspath(transformers.__file__)))
         self.out["other_transformers"] = other_installs("transformers", self.out["transformers_location"])
@@ -127,12 +120,7 @@ class Engine:
         import transformers
 
         versions = self.out["versions"]
-        try:
-            import accelerate
-        except Exception as exc:
-            raise EngineError(
-                ERROR_NO_ACCELERATE, f"accelerate cannot be imported: {short(exc)}", fallback=True
-            ) from exc
+        accelerate = import_required("accelerate", ERROR_NO_ACCELERATE)
         versions["accelerate"] = accelerate.__version__
         self.bnb_mode, self.bnb_error = self._import_bnb()
         try:

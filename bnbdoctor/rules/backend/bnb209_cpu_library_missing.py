@@ -12,8 +12,6 @@ from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, predicted_selec
 
 
 @rule(
-    "BNB209",
-    "cpu-library-missing",
     Severity.ERROR,
     "The CPU library is there when bitsandbytes selects its CPU backend",
     needs=("python", "platform"),

@@ -16,8 +16,6 @@ TRANSFORMERS_BNB_DOCS = "https://huggingface.co/docs/transformers/main/en/quanti
 
 
 @rule(
-    "BNB210",
-    "transformers-bnb-check-needs-cuda",
     Severity.ERROR,
     "The installed transformers accepts bitsandbytes without CUDA, or torch sees a CUDA device",
     needs=("python",),

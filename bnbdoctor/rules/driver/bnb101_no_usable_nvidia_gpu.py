@@ -11,8 +11,6 @@ _DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 
 
 @rule(
-    "BNB101",
-    "no-usable-nvidia-gpu",
     Severity.ERROR,
     "An NVIDIA driver answers and at least one GPU is visible to CUDA",
     needs=("gpu", "platform"),

@@ -12,8 +12,6 @@ from bnbdoctor.rules.common import ev, torch_of
 
 
 @rule(
-    "BNB102",
-    "driver-older-than-torch-cuda",
     Severity.ERROR,
     "The driver supports the CUDA version torch was built with",
     needs=("gpu", "python"),

@@ -9,8 +9,6 @@ from bnbdoctor.rules.examination._shared import _failed
 
 
 @rule(
-    "BNB001",
-    "interpreter-not-examined",
     Severity.ERROR,
     "bnbdoctor could examine the Python interpreter whose torch and bitsandbytes it diagnoses",
     needs=("probes",),

@@ -19,8 +19,6 @@ _EXAMINES = {
 
 
 @rule(
-    "BNB002",
-    "probe-failed",
     Severity.ERROR,
     "Every probe could examine what it looks at (OS, GPUs, CUDA toolkits, native library, loader)",
     needs=("probes",),

@@ -23,8 +23,6 @@ def _installed_library(facts: Facts) -> WheelLibrary | None:
 
 
 @rule(
-    "BNB103",
-    "gpu-below-minimum-compute-capability",
     Severity.ERROR,
     f"Every visible GPU has compute capability {QUANTIZATION_MIN.text} or newer",
     needs=("gpu",),

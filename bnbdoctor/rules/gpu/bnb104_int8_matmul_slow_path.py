@@ -20,8 +20,6 @@ from bnbdoctor.rules.gpu._shared import _group, _group_label
 
 
 @rule(
-    "BNB104",
-    "int8-matmul-slow-path",
     Severity.WARNING,
     f"Every visible GPU has int8 tensor cores for LLM.int8() (cc {INT8_MATMUL_MIN.text}+)",
     needs=("gpu",),

@@ -29,8 +29,6 @@ def _no_reachable_build(facts: Facts, cc: tuple[int, int]) -> str:
 
 
 @rule(
-    "BNB105",
-    "gpu-arch-not-in-bnb-binary",
     Severity.ERROR,
     "The bitsandbytes library for torch's CUDA version ships kernels for every visible GPU",
     needs=("gpu", "python", "platform"),

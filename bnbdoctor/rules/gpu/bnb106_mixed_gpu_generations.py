@@ -12,8 +12,6 @@ from bnbdoctor.rules.common import bnb_of, ev, versioned, visible_gpus
 
 
 @rule(
-    "BNB106",
-    "mixed-gpu-generations",
     Severity.WARNING,
     "All visible GPUs fall on the same side of bitsandbytes' capability thresholds",
     needs=("gpu",),

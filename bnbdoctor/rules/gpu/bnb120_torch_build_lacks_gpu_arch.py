@@ -33,8 +33,6 @@ def _torch_fix(candidates: list[TorchBuild], installed: tuple[int, ...] | None, 
 
 
 @rule(
-    "BNB120",
-    "torch-build-lacks-gpu-arch",
     Severity.ERROR,
     "The installed torch has kernels for every visible GPU",
     needs=("gpu", "python"),

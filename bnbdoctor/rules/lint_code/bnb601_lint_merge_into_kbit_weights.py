@@ -11,8 +11,6 @@ PEFT_MERGE = "https://huggingface.co/docs/peft/developer_guides/quantization"
 
 
 @rule(
-    "BNB601",
-    "lint-merge-into-kbit-weights",
     Severity.WARNING,
     "No LoRA adapter is merged into 4-bit or 8-bit weights",
     needs=("lint",),

@@ -11,8 +11,6 @@ from bnbdoctor.rules.lint_code._shared import TRANSFORMERS_BNB, _code, _evidence
 
 
 @rule(
-    "BNB602",
-    "lint-load-in-kbit-keyword",
     Severity.WARNING,
     "No from_pretrained call passes a bare load_in_4bit=/load_in_8bit= keyword",
     needs=("lint",),

@@ -9,8 +9,6 @@ from bnbdoctor.rules.lint_code._shared import TRANSFORMERS_BNB, _code, _evidence
 
 
 @rule(
-    "BNB603",
-    "lint-fp32-offload-in-from-pretrained",
     Severity.ERROR,
     "llm_int8_enable_fp32_cpu_offload is given to BitsAndBytesConfig, not to from_pretrained",
     needs=("lint",),

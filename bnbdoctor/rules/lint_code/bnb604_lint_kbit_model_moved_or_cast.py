@@ -10,8 +10,6 @@ from bnbdoctor.rules.lint_code._shared import TRANSFORMERS_BNB, _evidence, _inst
 
 
 @rule(
-    "BNB604",
-    "lint-kbit-model-moved-or-cast",
     Severity.ERROR,
     "No 4-bit or 8-bit model is moved with .to()/.cuda() or cast with .half()/.float()",
     needs=("lint",),

@@ -9,8 +9,6 @@ from bnbdoctor.rules.lint_code._shared import TRANSFORMERS_BNB, _code, _evidence
 
 
 @rule(
-    "BNB605",
-    "lint-device-map-auto-under-ddp",
     Severity.WARNING,
     'No quantized model is loaded with device_map="auto" in a script launched as several processes',
     needs=("lint",),

@@ -9,8 +9,6 @@ from bnbdoctor.rules.lint_code._shared import TRANSFORMERS_BNB, _code, _evidence
 
 
 @rule(
-    "BNB606",
-    "lint-4bit-compute-dtype-missing",
     Severity.WARNING,
     "Every 4-bit BitsAndBytesConfig loaded with a 16-bit torch_dtype sets bnb_4bit_compute_dtype",
     needs=("lint",),

@@ -11,8 +11,6 @@ BNB_FSDP = "https://huggingface.co/docs/bitsandbytes/main/en/fsdp_qlora"
 
 
 @rule(
-    "BNB607",
-    "lint-4bit-quant-storage-missing-fsdp",
     Severity.ERROR,
     "Every 4-bit BitsAndBytesConfig in an FSDP script sets bnb_4bit_quant_storage",
     needs=("lint",),

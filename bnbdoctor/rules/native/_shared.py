@@ -6,7 +6,7 @@ import re
 
 from bnbdoctor.derive import predict_without_override, selection_input
 from bnbdoctor.facts import AbiNeed, Facts, NativeFacts, ResolvedDependency
-from bnbdoctor.findings import Evidence
+from bnbdoctor.findings import Evidence, Hit, Remediation
 from bnbdoctor.knowledge.loader import NEAREST_BUILD
 from bnbdoctor.knowledge.ranges import full
 from bnbdoctor.knowledge.selection import LibrarySelection, override_reaching
@@ -69,6 +69,32 @@ def _shipped_versions(facts: Facts, backend: str) -> list[str]:
 
 def _unresolved(native: NativeFacts, kinds: tuple[str, ...]) -> list[ResolvedDependency]:
     return [d for d in native.dependencies if d.kind in kinds and d.resolved is None]
+
+
+def _not_found_hit(
+    facts: Facts,
+    missing: list[ResolvedDependency],
+    explanation: str,
+    remediation: Remediation,
+    *,
+    searched: tuple[Evidence, ...] = (),
+    covers: list[str] | None = None,
+) -> Hit:
+    """The finding of a rule whose libraries the loader's search does not find (BNB303 CUDA, BNB310 ROCm,
+    BNB316 system runtimes): one title, and as evidence each missing library with where else bnbdoctor saw
+    it (after ``searched``, the search itself) and what the real loader said."""
+    return Hit(
+        title=f"{_library_name(_native(facts))} needs {', '.join(d.name for d in missing)}, which the loader cannot find",
+        explanation=explanation,
+        evidence=[*searched, *_missing_evidence(missing), *_loader_evidence(facts)],
+        remediation=remediation,
+        covers=covers,
+    )
+
+
+def _library_path_export(folders: list[str]) -> str:
+    """The command that adds the folders holding missing libraries to the loader's search."""
+    return f"export LD_LIBRARY_PATH={':'.join(folders)}:$LD_LIBRARY_PATH"
 
 
 #: Symbol-version namespaces the ABI rules report (BNB306: GCC runtimes, BNB307: glibc).

@@ -85,8 +85,6 @@ def _missing_binary_families(backend: str, outcome: str, runtime: str | None) ->
 
 
 @rule(
-    "BNB301",
-    "bnb-binary-missing-for-torch-cuda",
     Severity.ERROR,
     "The installed bitsandbytes ships a library for torch's CUDA/ROCm version",
     needs=("native", "python"),

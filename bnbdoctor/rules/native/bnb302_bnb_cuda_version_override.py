@@ -41,8 +41,6 @@ def _unset_remediation(facts: Facts, variable: str, gap: LibrarySelection | None
 
 
 @rule(
-    "BNB302",
-    "bnb-cuda-version-override",
     Severity.ERROR,
     "BNB_CUDA_VERSION / BNB_ROCM_VERSION are unset or point at a usable build",
     needs=("native", "python"),

@@ -12,10 +12,9 @@ from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
 from bnbdoctor.rules.native._shared import (
     _folder,
-    _library_name,
-    _loader_evidence,
-    _missing_evidence,
+    _library_path_export,
     _native,
+    _not_found_hit,
     _unresolved,
 )
 
@@ -53,8 +52,6 @@ def _missing_library_families(facts: Facts, missing: list[ResolvedDependency]) -
 
 
 @rule(
-    "BNB303",
-    "cuda-library-not-found",
     Severity.ERROR,
     "Every CUDA library the selected bitsandbytes build needs is found by the loader",
     needs=("native", "platform"),
@@ -146,7 +143,7 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
                 folders.append(folder)
             hints.append(f"{dep.name} exists in {folder}, which is not on the loader path")
     if folders:
-        commands.append(f"export LD_LIBRARY_PATH={':'.join(folders)}:$LD_LIBRARY_PATH")
+        commands.append(_library_path_export(folders))
     wheels = sorted({w for d in missing if not d.elsewhere and (w := _wheel_for(d.name))})
     if wheels:
         commands.append("pip install " + " ".join(wheels))
@@ -161,16 +158,13 @@ def cuda_library_missing(facts: Facts) -> Hit | Skip | None:
             else ""
         )
     )
-    return Hit(
-        title=f"{_library_name(native)} needs {names}, which the loader cannot find",
-        explanation="The library's DT_NEEDED entries are resolved by SONAME: torch's already-loaded copies, then "
+    return _not_found_hit(
+        facts,
+        missing,
+        "The library's DT_NEEDED entries are resolved by SONAME: torch's already-loaded copies, then "
         f"{', '.join(s for s in native.search_order[1:])}. None of them has {names}, so loading fails with "
         f"'{missing[0].name}: cannot open shared object file: No such file or directory'.",
-        evidence=[
-            ev("searched", " → ".join(native.search_order), "native.search_order"),
-            *_missing_evidence(missing),
-            *_loader_evidence(facts),
-        ],
-        remediation=Remediation(fix.strip(), commands),
+        Remediation(fix.strip(), commands),
+        searched=(ev("searched", " → ".join(native.search_order), "native.search_order"),),
         covers=_missing_library_families(facts, missing),
     )

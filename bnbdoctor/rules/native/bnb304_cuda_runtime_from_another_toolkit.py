@@ -11,8 +11,6 @@ from bnbdoctor.rules.native._shared import _loader_evidence, _native
 
 
 @rule(
-    "BNB304",
-    "cuda-runtime-from-another-toolkit",
     Severity.ERROR,
     "The CUDA libraries bitsandbytes resolves match torch's CUDA version",
     needs=("native", "python"),

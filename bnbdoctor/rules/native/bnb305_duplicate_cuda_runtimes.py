@@ -12,8 +12,6 @@ from bnbdoctor.rules.native._shared import _native
 
 
 @rule(
-    "BNB305",
-    "duplicate-cuda-runtimes",
     Severity.INFO,
     "Only one copy of each CUDA library is on the loader's search path",
     needs=("native", "python"),

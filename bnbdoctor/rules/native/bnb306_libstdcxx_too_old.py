@@ -21,8 +21,6 @@ RUNTIME_ENV = "$HOME/.local/share/bnbdoctor/cxx-runtime"
 
 
 @rule(
-    "BNB306",
-    "libstdcxx-too-old",
     Severity.ERROR,
     "The libstdc++ / libgcc_s the loader picks define every version bitsandbytes needs",
     needs=("native",),

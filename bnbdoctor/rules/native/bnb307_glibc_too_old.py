@@ -13,8 +13,6 @@ from bnbdoctor.rules.native._shared import GLIBC_NAMESPACES, _abi_hits, _library
 
 
 @rule(
-    "BNB307",
-    "glibc-too-old",
     Severity.ERROR,
     "The system glibc defines every GLIBC_ version bitsandbytes needs",
     needs=("native", "platform"),

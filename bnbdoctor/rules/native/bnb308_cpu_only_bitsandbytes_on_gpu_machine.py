@@ -12,8 +12,6 @@ from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, torch_of, versi
 
 
 @rule(
-    "BNB308",
-    "cpu-only-bitsandbytes-on-gpu-machine",
     Severity.ERROR,
     "bitsandbytes ships GPU libraries when torch uses a GPU",
     needs=("python", "gpu"),

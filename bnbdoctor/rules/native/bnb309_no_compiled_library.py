@@ -10,8 +10,6 @@ from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
 
 
 @rule(
-    "BNB309",
-    "no-compiled-library",
     Severity.ERROR,
     "The bitsandbytes package folder holds a compiled native library",
     needs=("python",),

@@ -8,17 +8,14 @@ from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL
 from bnbdoctor.rules.native._shared import (
     _folder,
-    _library_name,
-    _loader_evidence,
-    _missing_evidence,
+    _library_path_export,
     _native,
+    _not_found_hit,
     _unresolved,
 )
 
 
 @rule(
-    "BNB310",
-    "rocm-library-not-found",
     Severity.ERROR,
     "Every ROCm/HIP library the selected bitsandbytes build needs is found by the loader",
     needs=("native",),
@@ -94,15 +91,15 @@ def rocm_missing(facts: Facts) -> Hit | Skip | None:
     if not missing:
         return None
     folders = sorted({_folder(d.elsewhere[0]) for d in missing if d.elsewhere})
-    return Hit(
-        title=f"{_library_name(native)} needs {', '.join(d.name for d in missing)}, which the loader cannot find",
-        explanation="The ROCm build of bitsandbytes links hipBLAS/hipBLASLt (and hipSPARSE or rocRAND on some "
+    return _not_found_hit(
+        facts,
+        missing,
+        "The ROCm build of bitsandbytes links hipBLAS/hipBLASLt (and hipSPARSE or rocRAND on some "
         "releases) from a ROCm install; without them loading fails with "
         f"'{missing[0].name}: cannot open shared object file'.",
-        evidence=_missing_evidence(missing) + _loader_evidence(facts),
-        remediation=Remediation(
+        Remediation(
             "Install the ROCm libraries of the version torch was built for (hipblas, hipblaslt), "
             "or add the ROCm lib folder to LD_LIBRARY_PATH.",
-            [f"export LD_LIBRARY_PATH={':'.join(folders)}:$LD_LIBRARY_PATH"] if folders else [],
+            [_library_path_export(folders)] if folders else [],
         ),
     )

@@ -13,8 +13,6 @@ _NOT_SEARCHED = "PATH (not searched"
 
 
 @rule(
-    "BNB311",
-    "windows-dll-dependency-missing",
     Severity.ERROR,
     "Every DLL the selected bitsandbytes build imports is found by Windows",
     needs=("native", "platform"),

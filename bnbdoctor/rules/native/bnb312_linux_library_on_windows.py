@@ -10,8 +10,6 @@ from bnbdoctor.rules.common import bnb_of, ev, versioned
 
 
 @rule(
-    "BNB312",
-    "linux-library-on-windows",
     Severity.ERROR,
     "A Windows install of bitsandbytes holds Windows DLLs, not Linux .so files",
     needs=("python", "platform"),

@@ -12,8 +12,6 @@ from bnbdoctor.rules.native._shared import _loader_evidence, _native, format_pro
 
 
 @rule(
-    "BNB313",
-    "native-library-unreadable",
     Severity.ERROR,
     "The selected bitsandbytes library is a readable binary for this platform",
     needs=("native", "platform"),

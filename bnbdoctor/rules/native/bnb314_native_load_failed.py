@@ -10,8 +10,6 @@ from bnbdoctor.rules.native._shared import _library_name, _native, missing_devic
 
 
 @rule(
-    "BNB314",
-    "native-load-failed",
     Severity.ERROR,
     "The real dynamic loader loads the selected library",
     needs=("native", "load"),

@@ -10,8 +10,6 @@ from bnbdoctor.rules.native._shared import _library_name, _native, static_proble
 
 
 @rule(
-    "BNB315",
-    "prediction-contradicted-by-loader",
     Severity.WARNING,
     "The static prediction and the real loader agree",
     needs=("native", "load"),

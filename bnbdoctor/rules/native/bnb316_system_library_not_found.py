@@ -7,7 +7,13 @@ from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.loader import CPU_LIBRARY_NEEDS_OPENMP, XPU_PER_ONEAPI_YEAR
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import bnb_of, ev
-from bnbdoctor.rules.native._shared import _library_name, _loader_evidence, _missing_evidence, _native, _unresolved
+from bnbdoctor.rules.native._shared import (
+    _library_name,
+    _loader_evidence,
+    _native,
+    _not_found_hit,
+    _unresolved,
+)
 
 
 def _sycl_mismatch(facts: Facts, deps: list[ResolvedDependency]) -> Hit:
@@ -49,8 +55,6 @@ def _xpu_library_glob(facts: Facts) -> str:
 
 
 @rule(
-    "BNB316",
-    "system-library-not-found",
     Severity.ERROR,
     "Every C/C++ runtime library the selected bitsandbytes build needs is found by the loader",
     needs=("native", "platform"),
@@ -145,21 +149,20 @@ def system_library_missing(facts: Facts) -> Hit | Skip | None:
     missing = _unresolved(native, ("cxx_runtime", "libc", "other"))
     if not missing:
         return None
-    names = ", ".join(d.name for d in missing)
     hints = {
         "libgomp.so.1": "the GNU OpenMP runtime (Debian/Ubuntu: libgomp1; RHEL: libgomp)",
         "libstdc++.so.6": "the GNU C++ runtime (libstdc++6 / libstdc++)",
         "libgcc_s.so.1": "the GCC runtime (libgcc-s1 / libgcc)",
     }
     wanted = [hints[d.name] for d in missing if d.name in hints]
-    return Hit(
-        title=f"{_library_name(native)} needs {names}, which the loader cannot find",
-        explanation="These are ordinary system runtime libraries; without them loading fails with "
+    return _not_found_hit(
+        facts,
+        missing,
+        "These are ordinary system runtime libraries; without them loading fails with "
         f"'{missing[0].name}: cannot open shared object file'. The CPU build of {CPU_LIBRARY_NEEDS_OPENMP.first_text}+ "
         "also needs OpenMP "
         "(libgomp.so.1), which slim container images often lack.",
-        evidence=_missing_evidence(missing) + _loader_evidence(facts),
-        remediation=Remediation(
+        Remediation(
             "Install "
             + ("; ".join(wanted) if wanted else "the missing runtime libraries")
             + " with the system package manager.",

@@ -15,8 +15,6 @@ from bnbdoctor.rules.native._shared import missing_device_stub
 
 
 @rule(
-    "BNB317",
-    "bnb-rocm-library-lacks-device-stub",
     Severity.ERROR,
     "The selected bitsandbytes GPU library defines the kernels it references",
     needs=("load",),

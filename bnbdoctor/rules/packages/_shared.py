@@ -12,10 +12,17 @@ from bnbdoctor.knowledge.versions import release_tuple
 from bnbdoctor.rules.common import bnb_of, ev, versioned
 
 
-def _python_line(facts: Facts) -> str:
+def _not_installed(facts: Facts, package: str, explanation: str, remediation: Remediation) -> Hit:
+    """BNB201's and BNB203's finding: ``package`` is not installed in the examined interpreter, which the
+    evidence names (the usual cause is that bnbdoctor examined another one than the user runs)."""
     python = facts.python
     assert python is not None
-    return f"{python.executable} (Python {python.version})"
+    return Hit(
+        title=f"{package} is not installed in the examined Python",
+        explanation=explanation,
+        evidence=[ev("interpreter", f"{python.executable} (Python {python.version})", "python.executable")],
+        remediation=remediation,
+    )
 
 
 @dataclass(frozen=True)

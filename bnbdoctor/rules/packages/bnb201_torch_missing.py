@@ -8,13 +8,11 @@ from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import torch_index_for
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules.base import LogGate, rule
-from bnbdoctor.rules.common import TORCH_GET_STARTED, ev, torch_of
-from bnbdoctor.rules.packages._shared import _python_line
+from bnbdoctor.rules.common import TORCH_GET_STARTED, torch_of
+from bnbdoctor.rules.packages._shared import _not_installed
 
 
 @rule(
-    "BNB201",
-    "torch-missing",
     Severity.ERROR,
     "PyTorch is installed in the examined interpreter",
     needs=("python",),
@@ -73,12 +71,12 @@ def torch_missing(facts: Facts) -> Hit | None:
         return None
     gpu_index = torch_index_for(major_minor(facts.gpu.driver_cuda_version)) if facts.gpu else None
     command = f"pip install torch --index-url {gpu_index}" if gpu_index else "pip install torch"
-    return Hit(
-        title="PyTorch is not installed in the examined Python",
-        explanation="bitsandbytes is a PyTorch extension: it cannot be imported without torch. If torch is "
+    return _not_installed(
+        facts,
+        "PyTorch",
+        "bitsandbytes is a PyTorch extension: it cannot be imported without torch. If torch is "
         "installed elsewhere, bnbdoctor examined the wrong interpreter (choose it with --python).",
-        evidence=[ev("interpreter", _python_line(facts), "python.executable")],
-        remediation=Remediation(
+        Remediation(
             "Install PyTorch for your platform (see pytorch.org), or point bnbdoctor at the "
             "interpreter you use: `bnbdoctor --python /path/to/python`.",
             [command],

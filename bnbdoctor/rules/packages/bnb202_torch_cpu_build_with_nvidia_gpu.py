@@ -88,8 +88,6 @@ def _toolkit_cuda_text(facts: Facts) -> str:
 
 
 @rule(
-    "BNB202",
-    "torch-cpu-build-with-nvidia-gpu",
     Severity.ERROR,
     "torch is a CUDA/ROCm build when the machine has an NVIDIA or AMD GPU",
     needs=("python",),

@@ -6,13 +6,11 @@ from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules.base import LogGate, rule
-from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
-from bnbdoctor.rules.packages._shared import _python_line
+from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of
+from bnbdoctor.rules.packages._shared import _not_installed
 
 
 @rule(
-    "BNB203",
-    "bitsandbytes-missing",
     Severity.ERROR,
     "bitsandbytes is installed in the examined interpreter",
     needs=("python",),
@@ -62,12 +60,12 @@ def bnb_missing(facts: Facts) -> Hit | None:
         return None
     python = facts.python
     assert python is not None
-    return Hit(
-        title="bitsandbytes is not installed in the examined Python",
-        explanation="`import bitsandbytes` fails with ModuleNotFoundError in this interpreter. If you installed "
+    return _not_installed(
+        facts,
+        "bitsandbytes",
+        "`import bitsandbytes` fails with ModuleNotFoundError in this interpreter. If you installed "
         "it elsewhere, bnbdoctor examined the wrong interpreter (choose it with --python).",
-        evidence=[ev("interpreter", _python_line(facts), "python.executable")],
-        remediation=Remediation(
+        Remediation(
             "Install bitsandbytes into this interpreter.", [f"{python.executable} -m pip install -U bitsandbytes"]
         ),
     )

@@ -20,8 +20,6 @@ _PLATFORM_FAMILIES: dict[str, tuple[str, ...]] = {
 
 
 @rule(
-    "BNB204",
-    "bitsandbytes-too-old-for-platform",
     Severity.ERROR,
     "The installed bitsandbytes release supports this OS and architecture",
     needs=("python", "platform"),

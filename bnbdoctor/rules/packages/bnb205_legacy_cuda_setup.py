@@ -51,8 +51,6 @@ def _legacy_families(facts: Facts) -> list[str]:
 
 
 @rule(
-    "BNB205",
-    "legacy-cuda-setup",
     Severity.WARNING,
     f"bitsandbytes is newer than the legacy CUDA setup ({LEGACY_CUDA_SETUP.below_text}+)",
     needs=("python",),

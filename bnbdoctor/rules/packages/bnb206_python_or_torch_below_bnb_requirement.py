@@ -11,8 +11,6 @@ from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev, torch_of, versi
 
 
 @rule(
-    "BNB206",
-    "python-or-torch-below-bnb-requirement",
     Severity.ERROR,
     "Python and torch satisfy the installed bitsandbytes' requirements",
     needs=("python",),

@@ -27,8 +27,6 @@ BREAKAGE = ImportBreakage(
 
 
 @rule(
-    "BNB207",
-    "triton-ops-removed",
     Severity.ERROR,
     "bitsandbytes does not import triton.ops from a triton that removed it",
     needs=("python",),

@@ -23,8 +23,6 @@ BREAKAGE = ImportBreakage(
 
 
 @rule(
-    "BNB208",
-    "scipy-missing-for-old-bnb",
     Severity.ERROR,
     "scipy is installed when the bitsandbytes release imports it",
     needs=("python",),

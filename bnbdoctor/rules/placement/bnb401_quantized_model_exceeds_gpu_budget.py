@@ -31,8 +31,6 @@ def _gpu_budget(fit: FitFacts) -> int:
 
 
 @rule(
-    "BNB401",
-    "quantized-model-exceeds-gpu-budget",
     Severity.ERROR,
     "The bnb-quantized model fits in the GPU budgets from_pretrained computes",
     needs=("fit",),

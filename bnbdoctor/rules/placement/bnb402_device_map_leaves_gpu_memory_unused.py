@@ -23,8 +23,6 @@ from bnbdoctor.units import human
 
 
 @rule(
-    "BNB402",
-    "device-map-leaves-gpu-memory-unused",
     Severity.ERROR,
     "No GPU is left with room while the model spills to the CPU or disk",
     needs=("fit",),

@@ -11,8 +11,6 @@ from bnbdoctor.units import human
 
 
 @rule(
-    "BNB403",
-    "quantized-model-all-on-cpu",
     Severity.WARNING,
     "device_map puts the quantized model on a GPU, not wholly on the CPU",
     needs=("fit",),

@@ -19,8 +19,6 @@ from bnbdoctor.units import human
 
 
 @rule(
-    "BNB404",
-    "fp32-cpu-offload-in-map",
     Severity.WARNING,
     "No modules are offloaded to the CPU with llm_int8_enable_fp32_cpu_offload",
     needs=("fit",),

@@ -12,8 +12,6 @@ _BNB_1849 = "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1849
 
 
 @rule(
-    "BNB405",
-    "large-unquantized-tensors",
     Severity.WARNING,
     "Tensors bitsandbytes leaves unquantized are a small part of the model",
     needs=("fit",),

@@ -14,8 +14,6 @@ HEADROOM_SHARE = 0.03
 
 
 @rule(
-    "BNB406",
-    "no-headroom-for-quantization-state",
     Severity.WARNING,
     "Every GPU keeps at least 3% of its memory free after the quantization state transformers does not count",
     needs=("fit",),

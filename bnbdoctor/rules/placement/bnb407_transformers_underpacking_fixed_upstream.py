@@ -10,8 +10,6 @@ from bnbdoctor.rules.placement._shared import _ISSUE_46823, _PR_47203, _PR_47211
 
 
 @rule(
-    "BNB407",
-    "transformers-underpacking-fixed-upstream",
     Severity.WARNING,
     "The installed transformers sizes the balanced caps by the largest block and leaf (#47203, #47211)",
     needs=("fit",),

@@ -11,8 +11,6 @@ from bnbdoctor.rules.placement._shared import _VERDICT_TEXT, _fit
 
 
 @rule(
-    "BNB408",
-    "fit-engine-degraded",
     Severity.INFO,
     "The placement was computed by the installed transformers with bitsandbytes itself",
     needs=("fit",),

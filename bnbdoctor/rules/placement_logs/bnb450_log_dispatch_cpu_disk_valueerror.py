@@ -25,8 +25,6 @@ def _later(facts: Facts, signature: SignatureId, than: SignatureId) -> bool:
 
 
 @rule(
-    "BNB450",
-    "log-dispatch-cpu-disk-valueerror",
     Severity.ERROR,
     "The log shows no 'Some modules are dispatched on the CPU or the disk' ValueError",
     needs=("log",),

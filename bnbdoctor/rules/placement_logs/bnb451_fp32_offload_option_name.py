@@ -11,8 +11,6 @@ from bnbdoctor.rules.placement_logs._shared import QUANTIZATION_DOCS, VERSIONS_C
 
 
 @rule(
-    "BNB451",
-    "fp32-offload-option-name",
     Severity.ERROR,
     "The log shows no use of the old option name load_in_8bit_fp32_cpu_offload",
     needs=("log",),

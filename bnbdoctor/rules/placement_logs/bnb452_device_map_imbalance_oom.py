@@ -21,8 +21,6 @@ from bnbdoctor.rules.placement_logs._shared import (
 
 
 @rule(
-    "BNB452",
-    "device-map-imbalance-oom",
     Severity.ERROR,
     "The log shows no CUDA out-of-memory error on one GPU of a quantized model spread by device_map",
     needs=("log",),

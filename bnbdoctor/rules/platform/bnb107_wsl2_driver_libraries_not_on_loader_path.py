@@ -12,8 +12,6 @@ WSL_LIB = "/usr/lib/wsl/lib"
 
 
 @rule(
-    "BNB107",
-    "wsl2-driver-libraries-not-on-loader-path",
     Severity.ERROR,
     "Under WSL2, /usr/lib/wsl/lib exists and is on the loader path",
     needs=("platform",),

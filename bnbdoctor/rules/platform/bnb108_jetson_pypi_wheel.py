@@ -10,8 +10,6 @@ from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
 
 
 @rule(
-    "BNB108",
-    "jetson-pypi-wheel",
     Severity.ERROR,
     "Not a Jetson board running the PyPI aarch64 wheel",
     needs=("platform", "python"),

@@ -13,8 +13,6 @@ from bnbdoctor.rules.common import bnb_of, ev, versioned
 
 # ------------------------------------------------------------------------------ known-bad releases
 @rule(
-    "BNB213",
-    "known-bad-bnb-release",
     Severity.WARNING,
     "The installed bitsandbytes release has no known shipped regression",
     needs=("python",),

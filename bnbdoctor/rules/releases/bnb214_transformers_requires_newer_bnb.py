@@ -36,8 +36,6 @@ def _ceiling_below(facts: Facts, minimum: str) -> tuple[str, str] | None:
 
 # ----------------------------------------------------------------- transformers' minimum bitsandbytes
 @rule(
-    "BNB214",
-    "transformers-requires-newer-bnb",
     Severity.ERROR,
     "The installed bitsandbytes is at least the minimum the installed transformers accepts",
     needs=("python",),

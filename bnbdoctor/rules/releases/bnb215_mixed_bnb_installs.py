@@ -28,8 +28,6 @@ def _claimants(record: PackageRecord) -> str:
 
 
 @rule(
-    "BNB215",
-    "mixed-bnb-installs",
     Severity.ERROR,
     "The bitsandbytes package folder holds the files of one installed distribution only",
     needs=("python",),

@@ -11,8 +11,6 @@ from bnbdoctor.rules.releases._shared import OVERLAY_REPORT, OVERLAY_TRACEBACK, 
 
 
 @rule(
-    "BNB216",
-    "bnb-submodule-missing",
     Severity.ERROR,
     "The log shows no bitsandbytes submodule missing from an importable bitsandbytes",
     needs=("log",),

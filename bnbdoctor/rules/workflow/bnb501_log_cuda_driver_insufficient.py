@@ -24,10 +24,24 @@ def _found_cuda(text: str) -> str:
     return f"{value // 1000}.{value % 1000 // 10}"
 
 
+#: A kernel launched with no driver able to run the runtime: the same words whatever else the log shows.
+NO_DRIVER_FOR_RUNTIME = log.LogFinding(
+    (S.CUDA_DRIVER_INSUFFICIENT,),
+    title="No NVIDIA driver can run this CUDA runtime ('CUDA driver version is insufficient for CUDA runtime version')",
+    explanation="A bitsandbytes CUDA kernel was launched, and the CUDA runtime found no driver able to run it "
+    "(CUDA error 35). Either the machine has no NVIDIA GPU or driver at all (for example a laptop with only an "
+    "Intel or AMD integrated GPU), or the driver is older than the runtime. bitsandbytes' 8-bit optimizers and "
+    "quantization kernels are CUDA-only, so they cannot run here.",
+    fix="Run `nvidia-smi`. With no NVIDIA GPU, bitsandbytes' CUDA features cannot work: turn off the 8-bit optimizer "
+    "(use a regular AdamW) or 8-bit/4-bit loading, or run on a machine with an NVIDIA GPU. With a GPU, update "
+    "the driver until `nvidia-smi` reports a 'CUDA Version' at least torch.version.cuda.",
+    commands=("nvidia-smi", TORCH_CHECK),
+    covers=("cuda_driver_insufficient_for_runtime",),
+)
+
+
 # --------------------------------------------------------------------------------- driver and GPU
 @rule(
-    "BNB501",
-    "log-cuda-driver-insufficient",
     Severity.ERROR,
     "The log shows no 'CUDA driver version is insufficient' / 'NVIDIA driver is too old' error",
     needs=("log",),
@@ -96,20 +110,4 @@ def driver_insufficient(facts: Facts) -> Hit | None:
             references=["https://pytorch.org/get-started/previous-versions/"],
             covers=["nvidia_driver_too_old_for_torch_cuda"],
         )
-    if not log.seen(facts, S.CUDA_DRIVER_INSUFFICIENT):
-        return None
-    return Hit(
-        title="No NVIDIA driver can run this CUDA runtime ('CUDA driver version is insufficient for CUDA runtime version')",
-        explanation="A bitsandbytes CUDA kernel was launched, and the CUDA runtime found no driver able to run it "
-        "(CUDA error 35). Either the machine has no NVIDIA GPU or driver at all (for example a laptop with only an "
-        "Intel or AMD integrated GPU), or the driver is older than the runtime. bitsandbytes' 8-bit optimizers and "
-        "quantization kernels are CUDA-only, so they cannot run here.",
-        evidence=log.line_evidence(facts, S.CUDA_DRIVER_INSUFFICIENT),
-        remediation=Remediation(
-            "Run `nvidia-smi`. With no NVIDIA GPU, bitsandbytes' CUDA features cannot work: turn off the 8-bit optimizer "
-            "(use a regular AdamW) or 8-bit/4-bit loading, or run on a machine with an NVIDIA GPU. With a GPU, update "
-            "the driver until `nvidia-smi` reports a 'CUDA Version' at least torch.version.cuda.",
-            ["nvidia-smi", TORCH_CHECK],
-        ),
-        covers=["cuda_driver_insufficient_for_runtime"],
-    )
+    return NO_DRIVER_FOR_RUNTIME.hit(facts)

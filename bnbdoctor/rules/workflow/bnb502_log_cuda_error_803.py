@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
+FINDING = log.LogFinding(
+    (S.CUDA_ERROR_803,),
+    title="CUDA error 803: 'system has unsupported display driver / cuda driver combination'",
+    explanation="The NVIDIA user-space driver library (libcuda) that was loaded does not match the kernel module "
+    "that is running, or is too old for the CUDA runtime. This typically follows a driver upgrade without a "
+    "reboot, a forward-compatibility libcuda from cuda-compat on LD_LIBRARY_PATH, or a container whose driver "
+    "libraries differ from the host's. CUDA cannot initialise, so bitsandbytes sees no GPU, loads its CPU "
+    "library, and later fails (for example 'Error named symbol not found').",
+    fix="Make the driver's user-space libraries and kernel module the same release: reboot after a driver upgrade, "
+    "reinstall the driver if `nvidia-smi` fails, remove cuda-compat folders from LD_LIBRARY_PATH, and in a "
+    "container use the host's driver (docker run --gpus all with the NVIDIA container toolkit). Then check "
+    "that torch.cuda.is_available() is True.",
+    commands=(
+        "nvidia-smi",
+        "cat /proc/driver/nvidia/version",
+        "ldconfig -p | grep libcuda",
+    ),
+)
+
 
 @rule(
-    "BNB502",
-    "log-cuda-error-803",
     Severity.ERROR,
     "The log shows no CUDA error 803 (driver user-space library and kernel module out of step)",
     needs=("log",),
@@ -51,21 +68,4 @@ def error_803(facts: Facts) -> Hit | None:
     ldconfig -p | grep libcuda
     ```
     """
-    if not log.seen(facts, S.CUDA_ERROR_803):
-        return None
-    return Hit(
-        title="CUDA error 803: 'system has unsupported display driver / cuda driver combination'",
-        explanation="The NVIDIA user-space driver library (libcuda) that was loaded does not match the kernel module "
-        "that is running, or is too old for the CUDA runtime. This typically follows a driver upgrade without a "
-        "reboot, a forward-compatibility libcuda from cuda-compat on LD_LIBRARY_PATH, or a container whose driver "
-        "libraries differ from the host's. CUDA cannot initialise, so bitsandbytes sees no GPU, loads its CPU "
-        "library, and later fails (for example 'Error named symbol not found').",
-        evidence=log.line_evidence(facts, S.CUDA_ERROR_803),
-        remediation=Remediation(
-            "Make the driver's user-space libraries and kernel module the same release: reboot after a driver upgrade, "
-            "reinstall the driver if `nvidia-smi` fails, remove cuda-compat folders from LD_LIBRARY_PATH, and in a "
-            "container use the host's driver (docker run --gpus all with the NVIDIA container toolkit). Then check "
-            "that torch.cuda.is_available() is True.",
-            ["nvidia-smi", "cat /proc/driver/nvidia/version", "ldconfig -p | grep libcuda"],
-        ),
-    )
+    return FINDING.hit(facts)

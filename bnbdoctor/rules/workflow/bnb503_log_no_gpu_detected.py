@@ -15,8 +15,6 @@ from bnbdoctor.rules.workflow._shared import UPGRADE_TO_WINDOWS_WHEELS
 
 
 @rule(
-    "BNB503",
-    "log-no-gpu-detected",
     Severity.ERROR,
     "The log shows no 'No GPU detected' / 'libcuda.so not found' message",
     needs=("log",),

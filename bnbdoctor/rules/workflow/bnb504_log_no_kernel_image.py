@@ -14,8 +14,6 @@ from bnbdoctor.rules.workflow._shared import BNB_ERRORS, PYTHON_M_BNB
 
 
 @rule(
-    "BNB504",
-    "log-no-kernel-image",
     Severity.ERROR,
     "The log shows no 'no kernel image is available for execution on the device' error",
     needs=("log",),

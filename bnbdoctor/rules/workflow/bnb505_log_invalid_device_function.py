@@ -11,8 +11,6 @@ from bnbdoctor.rules.workflow._shared import BNB_ERRORS, PYTHON_M_BNB
 
 
 @rule(
-    "BNB505",
-    "log-invalid-device-function",
     Severity.ERROR,
     "The log shows no 'invalid device function' error",
     needs=("log",),

@@ -12,8 +12,6 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
 
 
 @rule(
-    "BNB506",
-    "log-named-symbol-not-found",
     Severity.ERROR,
     "The log shows no 'named symbol not found' kernel error",
     needs=("log",),

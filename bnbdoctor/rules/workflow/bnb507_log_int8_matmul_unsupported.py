@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.gpus import INT8_MATMUL_MIN, INT8_NAMEERROR, INT8_WITHOUT_FALLBACK
 from bnbdoctor.knowledge.ranges import minor
@@ -13,9 +13,51 @@ from bnbdoctor.rules.base import rule
 UPGRADE_PAST_INT8_NAMEERROR = f'pip install -U "bitsandbytes{INT8_NAMEERROR.after().pip_spec()}"'
 
 
+#: The failures: one finding for each the log shows.
+FINDINGS = (
+    log.LogFinding(
+        (S.INT8_MATMUL_UNSUPPORTED,),
+        title="LLM.int8() needs int8 tensor cores this GPU lacks ('Your GPU does not support Int8 Matmul!')",
+        explanation="LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need "
+        f"{INT8_MATMUL_MIN.architecture} (compute capability {INT8_MATMUL_MIN.text}) or newer. Releases up to "
+        f"{INT8_WITHOUT_FALLBACK.last_text} used builds without cuBLASLt on older GPUs and stop with an assertion "
+        f"in igemmlt; {INT8_WITHOUT_FALLBACK.below_text} added a slower fallback. 4-bit quantization works on "
+        "these GPUs.",
+        fix=f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)} or newer has a "
+        "slower 8-bit path for older GPUs), or prefer 4-bit (load_in_4bit=True, "
+        f"bnb_4bit_quant_type='nf4'), or use a {INT8_MATMUL_MIN.architecture} or newer "
+        "GPU.",
+        commands=(UPGRADE_PAST_INT8_NAMEERROR,),
+        covers=("int8_matmul_unsupported_cc_lt_75",),
+    ),
+    log.LogFinding(
+        (S.CUDA_SETUP_NAMEERROR,),
+        title=f"bitsandbytes {INT8_NAMEERROR.first_text} crashes at import on GPUs below compute capability "
+        f"{INT8_MATMUL_MIN.text}",
+        explanation=f"\"NameError: name 'cuda_setup' is not defined\" is a bug in {INT8_NAMEERROR.first_text}'s "
+        f"check for cuBLASLt support, hit on every GPU older than {INT8_MATMUL_MIN.architecture}.",
+        fix="Upgrade bitsandbytes.",
+        commands=(UPGRADE_PAST_INT8_NAMEERROR,),
+        covers=("cuda_setup_nameerror_bnb_0_37",),
+    ),
+)
+
+#: The note that this GPU takes the slow path: only when nothing above failed.
+SLOW_PATH = log.LogFinding(
+    (S.SLOW_INT8_MATMUL,),
+    title="Warning only: this GPU runs LLM.int8() on the slow 8-bit matmul",
+    explanation="bitsandbytes notes that the GPU has no int8 tensor cores (compute capability below "
+    f"{INT8_MATMUL_MIN.text}) and "
+    "selects its slower path. This is not itself a failure: if something breaks, the cause is elsewhere in "
+    "the log.",
+    fix="Nothing to fix; prefer 4-bit quantization on this GPU for speed.",
+    covers=("slow_int8_matmul_warning_cc_lt_75",),
+    limit=1,
+    severity=Severity.INFO,
+)
+
+
 @rule(
-    "BNB507",
-    "log-int8-matmul-unsupported",
     Severity.ERROR,
     "The log shows no int8-matmul failure or warning for GPUs without int8 tensor cores",
     needs=("log",),
@@ -58,51 +100,4 @@ def int8_matmul(facts: Facts) -> list[Hit]:
       fast LLM.int8().
     - The slow-matmul warning alone needs no fix: look further in the log for the failure.
     """
-    hits = []
-    if log.seen(facts, S.INT8_MATMUL_UNSUPPORTED):
-        hits.append(
-            Hit(
-                title="LLM.int8() needs int8 tensor cores this GPU lacks ('Your GPU does not support Int8 Matmul!')",
-                explanation="LLM.int8() runs its matmul on cuBLASLt int8 tensor-core kernels, which need "
-                f"{INT8_MATMUL_MIN.architecture} (compute capability {INT8_MATMUL_MIN.text}) or newer. Releases up to "
-                f"{INT8_WITHOUT_FALLBACK.last_text} used builds without cuBLASLt on older GPUs and stop with an assertion "
-                f"in igemmlt; {INT8_WITHOUT_FALLBACK.below_text} added a slower fallback. 4-bit quantization works on "
-                "these GPUs.",
-                evidence=log.line_evidence(facts, S.INT8_MATMUL_UNSUPPORTED),
-                remediation=Remediation(
-                    f"Upgrade bitsandbytes ({minor(INT8_WITHOUT_FALLBACK.below_text)} or newer has a "
-                    "slower 8-bit path for older GPUs), or prefer 4-bit (load_in_4bit=True, "
-                    f"bnb_4bit_quant_type='nf4'), or use a {INT8_MATMUL_MIN.architecture} or newer "
-                    "GPU.",
-                    [UPGRADE_PAST_INT8_NAMEERROR],
-                ),
-                covers=["int8_matmul_unsupported_cc_lt_75"],
-            )
-        )
-    if log.seen(facts, S.CUDA_SETUP_NAMEERROR):
-        hits.append(
-            Hit(
-                title=f"bitsandbytes {INT8_NAMEERROR.first_text} crashes at import on GPUs below compute capability "
-                f"{INT8_MATMUL_MIN.text}",
-                explanation=f"\"NameError: name 'cuda_setup' is not defined\" is a bug in {INT8_NAMEERROR.first_text}'s "
-                f"check for cuBLASLt support, hit on every GPU older than {INT8_MATMUL_MIN.architecture}.",
-                evidence=log.line_evidence(facts, S.CUDA_SETUP_NAMEERROR),
-                remediation=Remediation("Upgrade bitsandbytes.", [UPGRADE_PAST_INT8_NAMEERROR]),
-                covers=["cuda_setup_nameerror_bnb_0_37"],
-            )
-        )
-    if log.seen(facts, S.SLOW_INT8_MATMUL) and not hits:
-        hits.append(
-            Hit(
-                title="Warning only: this GPU runs LLM.int8() on the slow 8-bit matmul",
-                explanation="bitsandbytes notes that the GPU has no int8 tensor cores (compute capability below "
-                f"{INT8_MATMUL_MIN.text}) and "
-                "selects its slower path. This is not itself a failure: if something breaks, the cause is elsewhere in "
-                "the log.",
-                evidence=log.line_evidence(facts, S.SLOW_INT8_MATMUL, limit=1),
-                remediation=Remediation("Nothing to fix; prefer 4-bit quantization on this GPU for speed."),
-                severity=Severity.INFO,
-                covers=["slow_int8_matmul_warning_cc_lt_75"],
-            )
-        )
-    return hits
+    return log.hits(facts, FINDINGS) or log.hits(facts, (SLOW_PATH,))

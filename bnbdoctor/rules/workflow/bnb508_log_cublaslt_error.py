@@ -12,8 +12,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB508",
-    "log-cublaslt-error",
     Severity.ERROR,
     "The log shows no 'cublasLt ran into an error' failure",
     needs=("log",),

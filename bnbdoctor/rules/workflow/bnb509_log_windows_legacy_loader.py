@@ -14,8 +14,6 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, UPGRADE_TO_WINDOWS_WH
 
 # --------------------------------------------------------------------------------- platform and packages
 @rule(
-    "BNB509",
-    "log-windows-legacy-loader",
     Severity.ERROR,
     "The log shows no Linux-only bitsandbytes loader failing on Windows",
     needs=("log",),

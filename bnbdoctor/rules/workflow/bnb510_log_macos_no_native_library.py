@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.platforms import MACOS_WHEELS
 from bnbdoctor.knowledge.ranges import minor
@@ -11,10 +11,26 @@ from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL
 
+FINDING = log.LogFinding(
+    (S.MACOS_NOT_MACHO,),
+    title="macOS cannot load this bitsandbytes library (not a Mach-O file for this Mac)",
+    explanation=f"Releases before {minor(MACOS_WHEELS.first_text)} ship Linux ELF libraries only, so dlopen on a "
+    "Mac fails ('not a mach-o "
+    "file'), bitsandbytes falls back, and every quantized operation fails; transformers then reports a "
+    "misleading ImportError. Macs have no CUDA: the CUDA kernels behind load_in_8bit/load_in_4bit never run "
+    "there.",
+    fix="Do not use load_in_8bit/load_in_4bit with these releases on macOS. bitsandbytes "
+    f"{minor(MACOS_WHEELS.first_text)}+ publishes an Apple "
+    "Silicon build (CPU/MPS backends, check its documentation for what is supported); for quantized inference "
+    "on a Mac use MLX or llama.cpp (GGUF), or move to a CUDA machine.",
+    commands=(
+        "pip show bitsandbytes",
+        "uname -m",
+    ),
+)
+
 
 @rule(
-    "BNB510",
-    "log-macos-no-native-library",
     Severity.ERROR,
     "The log shows no macOS loader rejecting a bitsandbytes library",
     needs=("log",),
@@ -42,21 +58,4 @@ def macos(facts: Facts) -> Hit | None:
       supported.
     - For quantized inference on a Mac use MLX or llama.cpp (GGUF), or move to a CUDA machine.
     """
-    if not log.seen(facts, S.MACOS_NOT_MACHO):
-        return None
-    return Hit(
-        title="macOS cannot load this bitsandbytes library (not a Mach-O file for this Mac)",
-        explanation=f"Releases before {minor(MACOS_WHEELS.first_text)} ship Linux ELF libraries only, so dlopen on a "
-        "Mac fails ('not a mach-o "
-        "file'), bitsandbytes falls back, and every quantized operation fails; transformers then reports a "
-        "misleading ImportError. Macs have no CUDA: the CUDA kernels behind load_in_8bit/load_in_4bit never run "
-        "there.",
-        evidence=log.line_evidence(facts, S.MACOS_NOT_MACHO),
-        remediation=Remediation(
-            "Do not use load_in_8bit/load_in_4bit with these releases on macOS. bitsandbytes "
-            f"{minor(MACOS_WHEELS.first_text)}+ publishes an Apple "
-            "Silicon build (CPU/MPS backends, check its documentation for what is supported); for quantized inference "
-            "on a Mac use MLX or llama.cpp (GGUF), or move to a CUDA machine.",
-            ["pip show bitsandbytes", "uname -m"],
-        ),
-    )
+    return FINDING.hit(facts)

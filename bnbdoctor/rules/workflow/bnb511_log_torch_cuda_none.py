@@ -18,8 +18,6 @@ def _torch_index(facts: Facts) -> str | None:
 
 
 @rule(
-    "BNB511",
-    "log-torch-cuda-none",
     Severity.ERROR,
     "The log shows no sign of a CPU-only (or ROCm) torch under a CUDA bitsandbytes",
     needs=("log",),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.imports import (
     SCIPY_IMPORT,
@@ -16,10 +16,36 @@ from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
+#: One finding for each missing module the log shows.
+FINDINGS = (
+    log.LogFinding(
+        (S.TRITON_OPS_MISSING,),
+        title=f"bitsandbytes imports triton.ops, which triton {TRITON_WITHOUT_OPS.first_text} removed",
+        explanation=f"bitsandbytes {minor(TRITON_OPS_IMPORT.first_text)} to {TRITON_OPS_IMPORT.last_text} import "
+        f"triton.ops.matmul_perf_model when they are imported; triton {TRITON_WITHOUT_OPS.first_text} (shipped "
+        f"with torch {TORCH_WITH_TRITON_WITHOUT_OPS.first_text}) removed triton.ops, so `import bitsandbytes` "
+        "fails with \"ModuleNotFoundError: No module named 'triton.ops'\".",
+        fix=f"Upgrade bitsandbytes ({TRITON_OPS_IMPORT.below_text} removed the import; users "
+        f"report {TRITON_OPS_REPORTED_WORKING}+ working), or pin triton below "
+        f"{TRITON_WITHOUT_OPS.first_text} together with torch below "
+        f"{TORCH_WITH_TRITON_WITHOUT_OPS.first_text}.",
+        commands=(f'pip install -U "bitsandbytes{TRITON_OPS_IMPORT.after().pip_spec()}"',),
+        covers=("triton_ops_module_missing",),
+    ),
+    log.LogFinding(
+        (S.SCIPY_MISSING,),
+        title="bitsandbytes needs scipy, which is not installed",
+        explanation=f"bitsandbytes {SCIPY_IMPORT.first_text} to {SCIPY_IMPORT.last_text} import scipy (for the NF4 "
+        "data type) without declaring it as a "
+        "dependency, so `import bitsandbytes` fails with \"No module named 'scipy'\" in slim environments.",
+        fix="Install scipy, or upgrade bitsandbytes.",
+        commands=("pip install scipy",),
+        covers=("scipy_missing",),
+    ),
+)
+
 
 @rule(
-    "BNB512",
-    "log-import-module-missing",
     Severity.ERROR,
     "The log shows no bitsandbytes import failing on a missing module (triton.ops, scipy)",
     needs=("log",),
@@ -55,36 +81,4 @@ def module_missing(facts: Facts) -> list[Hit]:
 
     - scipy: `pip install scipy`, or upgrade bitsandbytes.
     """
-    hits = []
-    if log.seen(facts, S.TRITON_OPS_MISSING):
-        hits.append(
-            Hit(
-                title=f"bitsandbytes imports triton.ops, which triton {TRITON_WITHOUT_OPS.first_text} removed",
-                explanation=f"bitsandbytes {minor(TRITON_OPS_IMPORT.first_text)} to {TRITON_OPS_IMPORT.last_text} import "
-                f"triton.ops.matmul_perf_model when they are imported; triton {TRITON_WITHOUT_OPS.first_text} (shipped "
-                f"with torch {TORCH_WITH_TRITON_WITHOUT_OPS.first_text}) removed triton.ops, so `import bitsandbytes` "
-                "fails with \"ModuleNotFoundError: No module named 'triton.ops'\".",
-                evidence=log.line_evidence(facts, S.TRITON_OPS_MISSING),
-                remediation=Remediation(
-                    f"Upgrade bitsandbytes ({TRITON_OPS_IMPORT.below_text} removed the import; users "
-                    f"report {TRITON_OPS_REPORTED_WORKING}+ working), or pin triton below "
-                    f"{TRITON_WITHOUT_OPS.first_text} together with torch below "
-                    f"{TORCH_WITH_TRITON_WITHOUT_OPS.first_text}.",
-                    [f'pip install -U "bitsandbytes{TRITON_OPS_IMPORT.after().pip_spec()}"'],
-                ),
-                covers=["triton_ops_module_missing"],
-            )
-        )
-    if log.seen(facts, S.SCIPY_MISSING):
-        hits.append(
-            Hit(
-                title="bitsandbytes needs scipy, which is not installed",
-                explanation=f"bitsandbytes {SCIPY_IMPORT.first_text} to {SCIPY_IMPORT.last_text} import scipy (for the NF4 "
-                "data type) without declaring it as a "
-                "dependency, so `import bitsandbytes` fails with \"No module named 'scipy'\" in slim environments.",
-                evidence=log.line_evidence(facts, S.SCIPY_MISSING),
-                remediation=Remediation("Install scipy, or upgrade bitsandbytes.", ["pip install scipy"]),
-                covers=["scipy_missing"],
-            )
-        )
-    return hits
+    return log.hits(facts, FINDINGS)

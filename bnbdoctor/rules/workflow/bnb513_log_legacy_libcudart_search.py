@@ -13,8 +13,6 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, UPGRADE_PAST_LEGACY_S
 
 # --------------------------------------------------------------------------------- the native-library chain
 @rule(
-    "BNB513",
-    "log-legacy-libcudart-search",
     Severity.WARNING,
     "The log shows no legacy CUDA setup failing to find libcudart",
     needs=("log",),

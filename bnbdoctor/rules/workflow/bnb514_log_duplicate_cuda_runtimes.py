@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow._shared import UPGRADE_PAST_LEGACY_SETUP
 
+FINDING = log.LogFinding(
+    (S.DUPLICATE_CUDA_RUNTIMES,),
+    title="Several CUDA runtimes were found on the searched paths ('Found duplicate ... We'll flip a coin')",
+    explanation="The legacy CUDA setup found more than one libcudart and picked one. That matters only when they "
+    "are different CUDA versions and the one used differs from torch's: then follow-on errors such as 'invalid "
+    "device function' or 'named symbol not found' appear. libcudart.so and libcudart.so.11.0 in the same folder "
+    "are usually one file and a symlink, so the warning alone proves nothing.",
+    fix="Check whether the files are distinct (readlink -f). Keep one CUDA runtime matching torch.version.cuda on "
+    f"LD_LIBRARY_PATH/PATH/CUDA_HOME, and upgrade bitsandbytes ({LEGACY_CUDA_SETUP.below_text}+ no longer "
+    "scans these paths).",
+    commands=(
+        "echo $LD_LIBRARY_PATH",
+        UPGRADE_PAST_LEGACY_SETUP,
+    ),
+)
+
 
 @rule(
-    "BNB514",
-    "log-duplicate-cuda-runtimes",
     Severity.WARNING,
     "The log shows no 'Found duplicate ... libcudart' warning",
     needs=("log",),
@@ -49,19 +63,4 @@ def duplicates(facts: Facts) -> Hit | None:
       pip install -U "bitsandbytes>={{ loader.LEGACY_CUDA_SETUP.below_text }}"
       ```
     """
-    if not log.seen(facts, S.DUPLICATE_CUDA_RUNTIMES):
-        return None
-    return Hit(
-        title="Several CUDA runtimes were found on the searched paths ('Found duplicate ... We'll flip a coin')",
-        explanation="The legacy CUDA setup found more than one libcudart and picked one. That matters only when they "
-        "are different CUDA versions and the one used differs from torch's: then follow-on errors such as 'invalid "
-        "device function' or 'named symbol not found' appear. libcudart.so and libcudart.so.11.0 in the same folder "
-        "are usually one file and a symlink, so the warning alone proves nothing.",
-        evidence=log.line_evidence(facts, S.DUPLICATE_CUDA_RUNTIMES),
-        remediation=Remediation(
-            "Check whether the files are distinct (readlink -f). Keep one CUDA runtime matching torch.version.cuda on "
-            f"LD_LIBRARY_PATH/PATH/CUDA_HOME, and upgrade bitsandbytes ({LEGACY_CUDA_SETUP.below_text}+ no longer "
-            "scans these paths).",
-            ["echo $LD_LIBRARY_PATH", UPGRADE_PAST_LEGACY_SETUP],
-        ),
-    )
+    return FINDING.hit(facts)

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
 
+FINDING = log.LogFinding(
+    (S.NONEXISTENT_PATHS,),
+    title="Noise: 'directories listed in your path were found to be non-existent'",
+    explanation="The legacy CUDA setup splits every path-like environment variable and lists each piece that is "
+    "not a folder (URLs, notebook kernel arguments, Windows paths). These lines are harmless; the failure, if "
+    "any, is elsewhere in the log.",
+    fix="Ignore these lines. Upgrading bitsandbytes makes them shorter or removes them.",
+    limit=1,
+)
+
 
 @rule(
-    "BNB515",
-    "log-legacy-path-noise",
     Severity.INFO,
     "The log shows no 'non-existent directories' warnings of the legacy CUDA setup",
     needs=("log",),
@@ -37,13 +45,4 @@ def path_noise(facts: Facts) -> Hit | None:
 
     Ignore these lines. Upgrading bitsandbytes makes them shorter or removes them.
     """
-    if not log.seen(facts, S.NONEXISTENT_PATHS):
-        return None
-    return Hit(
-        title="Noise: 'directories listed in your path were found to be non-existent'",
-        explanation="The legacy CUDA setup splits every path-like environment variable and lists each piece that is "
-        "not a folder (URLs, notebook kernel arguments, Windows paths). These lines are harmless; the failure, if "
-        "any, is elsewhere in the log.",
-        evidence=log.line_evidence(facts, S.NONEXISTENT_PATHS, limit=1),
-        remediation=Remediation("Ignore these lines. Upgrading bitsandbytes makes them shorter or removes them."),
-    )
+    return FINDING.hit(facts)

@@ -31,8 +31,6 @@ def _misbuilt_rocm(facts: Facts, missing: str | None) -> tuple[int, int] | None:
 
 
 @rule(
-    "BNB516",
-    "log-bnb-library-missing-for-cuda",
     Severity.ERROR,
     "The log shows no missing bitsandbytes library for the CUDA/ROCm version in use",
     needs=("log",),

@@ -13,8 +13,6 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, UPGRADE_TO_WINDOWS_WH
 
 
 @rule(
-    "BNB517",
-    "log-windows-dll-not-loaded",
     Severity.ERROR,
     "The log shows no bitsandbytes DLL that Windows could not load",
     needs=("log",),

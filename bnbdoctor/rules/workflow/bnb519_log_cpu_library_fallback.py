@@ -15,8 +15,6 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, UPGRADE_TO_WINDOWS_WH
 
 
 @rule(
-    "BNB519",
-    "log-cpu-library-fallback",
     Severity.ERROR,
     "The log shows no fallback to bitsandbytes' CPU library",
     needs=("log",),

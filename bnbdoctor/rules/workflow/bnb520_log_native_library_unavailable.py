@@ -11,8 +11,6 @@ from bnbdoctor.rules.workflow._shared import BNB_ERRORS, PYTHON_M_BNB, _severity
 
 
 @rule(
-    "BNB520",
-    "log-native-library-unavailable",
     Severity.ERROR,
     "The log shows no call into a bitsandbytes native library that failed to load",
     needs=("log",),

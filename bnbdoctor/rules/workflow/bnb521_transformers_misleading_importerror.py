@@ -14,8 +14,6 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, _severity_as_conseque
 
 # --------------------------------------------------------------------------------- workflows
 @rule(
-    "BNB521",
-    "transformers-misleading-importerror",
     Severity.ERROR,
     "The log shows no transformers 'requires Accelerate and the latest bitsandbytes' ImportError",
     needs=("log",),

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
 
+FINDING = log.LogFinding(
+    (S.STALE_BNB_MODULES,),
+    title="Old and new bitsandbytes modules are mixed in one Python process",
+    explanation="A bitsandbytes module imports a name that another bitsandbytes module does not define (such as "
+    "sync_gpu from bitsandbytes.utils). After `pip install -U bitsandbytes` inside a running notebook, the old "
+    "modules already imported stay in memory next to the new files; outdated packages built on bitsandbytes "
+    "(an old PEFT) add to it. `python -m bitsandbytes` in a fresh process usually reports success.",
+    fix="Restart the runtime or kernel after upgrading, and upgrade peft, transformers and "
+    "accelerate together with bitsandbytes.",
+    commands=(
+        "pip install -U bitsandbytes peft transformers accelerate",
+        PYTHON_M_BNB,
+    ),
+)
+
 
 @rule(
-    "BNB522",
-    "stale-modules-after-upgrade",
     Severity.ERROR,
     "The log shows no bitsandbytes module importing a name its sibling lacks (old and new files mixed)",
     needs=("log",),
@@ -41,18 +54,4 @@ def stale_modules(facts: Facts) -> Hit | None:
     pip install -U bitsandbytes peft transformers accelerate
     ```
     """
-    if not log.seen(facts, S.STALE_BNB_MODULES):
-        return None
-    return Hit(
-        title="Old and new bitsandbytes modules are mixed in one Python process",
-        explanation="A bitsandbytes module imports a name that another bitsandbytes module does not define (such as "
-        "sync_gpu from bitsandbytes.utils). After `pip install -U bitsandbytes` inside a running notebook, the old "
-        "modules already imported stay in memory next to the new files; outdated packages built on bitsandbytes "
-        "(an old PEFT) add to it. `python -m bitsandbytes` in a fresh process usually reports success.",
-        evidence=log.line_evidence(facts, S.STALE_BNB_MODULES),
-        remediation=Remediation(
-            "Restart the runtime or kernel after upgrading, and upgrade peft, transformers and "
-            "accelerate together with bitsandbytes.",
-            ["pip install -U bitsandbytes peft transformers accelerate", PYTHON_M_BNB],
-        ),
-    )
+    return FINDING.hit(facts)

@@ -10,8 +10,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB530",
-    "peft-merge-into-quantized-base",
     Severity.WARNING,
     "The log shows no LoRA merge into a 4-bit or 8-bit base layer",
     needs=("log",),

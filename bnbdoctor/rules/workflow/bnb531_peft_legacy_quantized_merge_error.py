@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
+FINDING = log.LogFinding(
+    (S.PEFT_LEGACY_MERGE_ERROR,),
+    title="This PEFT release cannot merge LoRA layers into a quantized model",
+    explanation="PEFT releases before PR #851 (mid-2023) refuse to merge into any bitsandbytes-quantized model "
+    "and say '8-bit mode' even for 4-bit models. Newer PEFT merges, with a rounding warning, because merging at "
+    "low precision loses accuracy.",
+    fix="Merge into an unquantized base instead (load it in bf16/fp16, attach the adapter, merge_and_unload, save), "
+    "or upgrade PEFT if a merge into the quantized model is what you want.",
+    commands=("pip install -U peft",),
+)
+
 
 @rule(
-    "BNB531",
-    "peft-legacy-quantized-merge-error",
     Severity.ERROR,
     "The log shows no old PEFT refusing to merge LoRA layers into a quantized model",
     needs=("log",),
@@ -39,17 +48,4 @@ def peft_legacy_merge(facts: Facts) -> Hit | None:
       pip install -U peft
       ```
     """
-    if not log.seen(facts, S.PEFT_LEGACY_MERGE_ERROR):
-        return None
-    return Hit(
-        title="This PEFT release cannot merge LoRA layers into a quantized model",
-        explanation="PEFT releases before PR #851 (mid-2023) refuse to merge into any bitsandbytes-quantized model "
-        "and say '8-bit mode' even for 4-bit models. Newer PEFT merges, with a rounding warning, because merging at "
-        "low precision loses accuracy.",
-        evidence=log.line_evidence(facts, S.PEFT_LEGACY_MERGE_ERROR),
-        remediation=Remediation(
-            "Merge into an unquantized base instead (load it in bf16/fp16, attach the adapter, merge_and_unload, save), "
-            "or upgrade PEFT if a merge into the quantized model is what you want.",
-            ["pip install -U peft"],
-        ),
-    )
+    return FINDING.hit(facts)

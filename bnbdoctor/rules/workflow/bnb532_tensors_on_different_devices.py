@@ -10,8 +10,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB532",
-    "tensors-on-different-devices",
     Severity.ERROR,
     "The log shows no 'Expected all tensors to be on the same device' error",
     needs=("log",),

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
+FINDING = log.LogFinding(
+    (S.BNB_DEVICE_GUARD,),
+    title="A bitsandbytes operation got input, weight or quant_state tensors that are not on the GPU",
+    explanation="bitsandbytes' functional ops check that every tensor they receive (input, weight, absmax, code, "
+    "bias) is on the same CUDA device. The application's memory manager (typical in ComfyUI/Forge low-VRAM "
+    "modes with NF4 models) moved part of a quantized module to the CPU. This is an application issue, not a "
+    "bitsandbytes bug.",
+    fix="Keep the whole quantized module and its quant_state on the GPU: disable low-VRAM offloading for "
+    "bitsandbytes models, free VRAM before sampling, update the custom node or application, and report it "
+    "there.",
+    commands=("nvidia-smi",),
+)
+
 
 @rule(
-    "BNB533",
-    "bnb-inputs-off-gpu",
     Severity.ERROR,
     "The log shows no bitsandbytes device guard error ('All input tensors need to be on the same GPU')",
     needs=("log",),
@@ -37,19 +48,4 @@ def device_guard(facts: Facts) -> Hit | None:
       models, free VRAM before sampling.
     - Update the custom node or application and report it there.
     """
-    if not log.seen(facts, S.BNB_DEVICE_GUARD):
-        return None
-    return Hit(
-        title="A bitsandbytes operation got input, weight or quant_state tensors that are not on the GPU",
-        explanation="bitsandbytes' functional ops check that every tensor they receive (input, weight, absmax, code, "
-        "bias) is on the same CUDA device. The application's memory manager (typical in ComfyUI/Forge low-VRAM "
-        "modes with NF4 models) moved part of a quantized module to the CPU. This is an application issue, not a "
-        "bitsandbytes bug.",
-        evidence=log.line_evidence(facts, S.BNB_DEVICE_GUARD),
-        remediation=Remediation(
-            "Keep the whole quantized module and its quant_state on the GPU: disable low-VRAM offloading for "
-            "bitsandbytes models, free VRAM before sampling, update the custom node or application, and report it "
-            "there.",
-            ["nvidia-smi"],
-        ),
-    )
+    return FINDING.hit(facts)

@@ -89,8 +89,6 @@ def _no_gpu_cause(facts: Facts, devices: str | None) -> tuple[str, str, str, lis
 
 
 @rule(
-    "BNB534",
-    "quantizer-found-no-gpu",
     Severity.ERROR,
     "The log shows no bitsandbytes quantizer refusing to load because it found no GPU",
     needs=("log",),

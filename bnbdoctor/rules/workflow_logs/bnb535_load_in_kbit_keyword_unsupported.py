@@ -13,8 +13,6 @@ from bnbdoctor.rules.workflow_logs._shared import _bits
 
 
 @rule(
-    "BNB535",
-    "load-in-kbit-keyword-unsupported",
     Severity.ERROR,
     "The log shows no 'unexpected keyword argument load_in_4bit/load_in_8bit' TypeError",
     needs=("log",),

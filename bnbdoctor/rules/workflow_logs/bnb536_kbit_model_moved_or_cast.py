@@ -16,8 +16,6 @@ from bnbdoctor.rules.workflow_logs._shared import VERSIONS_CHECK
 
 
 @rule(
-    "BNB536",
-    "kbit-model-moved-or-cast",
     Severity.ERROR,
     "The log shows no .to()/.cuda()/dtype cast refused for a 4-bit or 8-bit model",
     needs=("log",),

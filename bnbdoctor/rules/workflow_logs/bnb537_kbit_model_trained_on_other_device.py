@@ -19,8 +19,6 @@ def _distributed(facts: Facts) -> bool:
 
 
 @rule(
-    "BNB537",
-    "kbit-model-trained-on-other-device",
     Severity.ERROR,
     "The log shows no accelerate refusal to train a k-bit model placed on another device",
     needs=("log",),

@@ -13,8 +13,6 @@ from bnbdoctor.rules.workflow_logs._shared import _bits
 
 
 @rule(
-    "BNB538",
-    "fsdp-kbit-integer-storage",
     Severity.ERROR,
     "The log shows no FSDP error about flattening the integer storage of quantized weights",
     needs=("log",),

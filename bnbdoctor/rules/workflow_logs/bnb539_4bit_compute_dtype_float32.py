@@ -12,8 +12,6 @@ from bnbdoctor.rules.base import rule
 
 
 @rule(
-    "BNB539",
-    "4bit-compute-dtype-float32",
     Severity.INFO,
     "The log shows no warning that 4-bit layers compute in float32 for 16-bit inputs",
     needs=("log",),

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
+FINDING = log.LogFinding(
+    (S.WSL_LDCONFIG_NOT_SYMLINK,),
+    title="WSL2's 'libcuda.so.1 is not a symbolic link' from ldconfig is harmless",
+    explanation="WSL2 mounts its driver libraries in /usr/lib/wsl/lib as regular files with the same SONAME "
+    "instead of symbolic links; ldconfig warns on every run, but the loader still finds libcuda.so.1. It is not "
+    "the cause of a bitsandbytes failure: look at the other findings.",
+    fix="Nothing to fix for bitsandbytes.",
+    limit=1,
+)
+
 
 @rule(
-    "BNB540",
-    "wsl-ldconfig-not-a-symlink",
     Severity.INFO,
     "The log shows no WSL2 ldconfig 'is not a symbolic link' message",
     needs=("log",),
@@ -36,14 +44,4 @@ def wsl_ldconfig_noise(facts: Facts) -> Hit | None:
     Nothing to fix for bitsandbytes: look at the other findings for the real error. (The warning can be silenced by
     replacing the files with symbolic links, which WSL undoes on restart.)
     """
-    matches = log.matches(facts, S.WSL_LDCONFIG_NOT_SYMLINK)
-    if not matches:
-        return None
-    return Hit(
-        title="WSL2's 'libcuda.so.1 is not a symbolic link' from ldconfig is harmless",
-        explanation="WSL2 mounts its driver libraries in /usr/lib/wsl/lib as regular files with the same SONAME "
-        "instead of symbolic links; ldconfig warns on every run, but the loader still finds libcuda.so.1. It is not "
-        "the cause of a bitsandbytes failure: look at the other findings.",
-        evidence=log.line_evidence(facts, S.WSL_LDCONFIG_NOT_SYMLINK, limit=1),
-        remediation=Remediation("Nothing to fix for bitsandbytes."),
-    )
+    return FINDING.hit(facts)

@@ -23,8 +23,6 @@ def _facts_read(facts: Facts) -> list[Evidence]:
 
 
 @rule(
-    "BNB549",
-    "unrecognised-error-in-log",
     Severity.WARNING,
     "The log shows no error that bnbdoctor cannot name",
     needs=("log",),

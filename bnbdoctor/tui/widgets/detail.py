@@ -124,19 +124,24 @@ def _fix_blocks(finding: Finding) -> list[Block]:
     return blocks
 
 
+def _head(head: str, style: str, rule_id: str, rule_name: str) -> Block:
+    """The first line of every entry's detail: its outcome (a finding's severity, passed, not checked), then
+    the rule's id and name."""
+    return Block(
+        "head",
+        Content.assemble((head, style), "  ", (rule_id, "bold"), (f"  {rule_name}", "dim")),
+        f"{head}  {rule_id}  {rule_name}",
+    )
+
+
 def detail_blocks(entry: Entry) -> list[Block]:
     """The detail of one entry, top to bottom."""
     finding = entry.item
     if not isinstance(finding, Finding):
         return _check_blocks(entry, finding)
     icon, style, _ = SEVERITY_STYLE[finding.severity]
-    head = f"{icon} {finding.severity.value.upper()}"
     blocks = [
-        Block(
-            "head",
-            Content.assemble((head, style), "  ", (finding.rule_id, "bold"), (f"  {finding.rule_name}", "dim")),
-            f"{head}  {finding.rule_id}  {finding.rule_name}",
-        ),
+        _head(f"{icon} {finding.severity.value.upper()}", style, finding.rule_id, finding.rule_name),
         _text("title", finding.title),
     ]
     if finding.confidence:
@@ -171,13 +176,8 @@ def _check_blocks(entry: Entry, check: CheckResult) -> list[Block]:
         icon, style, label = PASSED_STYLE[0], PASSED_STYLE[1], "PASSED"
     else:
         icon, style, label = SKIPPED_STYLE[0], "bold $text-muted", "NOT CHECKED"
-    head = f"{icon} {label}"
     blocks = [
-        Block(
-            "head",
-            Content.assemble((head, style), "  ", (check.rule_id, "bold"), (f"  {check.rule_name}", "dim")),
-            f"{head}  {check.rule_id}  {check.rule_name}",
-        ),
+        _head(f"{icon} {label}", style, check.rule_id, check.rule_name),
         _text("section", "Verified" if entry.kind == "passed" else "Would verify"),
         _text("body", check.summary),
     ]

@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal
 from textual.content import Content
-from textual.widgets import Button, Input, Label, TextArea
+from textual.widgets import Button, Input, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Selection
 
@@ -32,7 +32,7 @@ from bnbdoctor.report import Report
 from bnbdoctor.tui.settings import UiSettings
 from bnbdoctor.tui.widgets.detail import CONFIDENCE, FindingDetail, log_lines_text
 from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE, Entry, EntryList, entry_prompt
-from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
+from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView, labelled_input
 
 NO_FAILURE = "No error in this log: no known bitsandbytes failure found."
 EMPTY_LOG = "Nothing to explain: the log is empty."
@@ -143,8 +143,7 @@ class ExplainView(ToolView):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="explain-bar", classes="tool-row"):
-            yield Label("Log file", classes="tool-label")
-            yield Input(placeholder="path of a log file (Enter loads and explains it)", id="explain-path", compact=True)
+            yield from labelled_input("Log file", "explain-path", "path of a log file (Enter loads and explains it)")
             yield Button("Load", id="explain-load", compact=True)
             yield Button("Explain", id="explain-run", variant="primary", compact=True)
         yield LogArea(

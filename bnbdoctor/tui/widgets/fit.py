@@ -40,7 +40,7 @@ from bnbdoctor.report import Report
 from bnbdoctor.tui.clipboard import copy_and_tell
 from bnbdoctor.tui.hostmem import free_ram_bytes
 from bnbdoctor.tui.widgets.findings import SEVERITY_STYLE
-from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView
+from bnbdoctor.tui.widgets.tool import ToolStatus, ToolView, labelled_input
 
 if TYPE_CHECKING:
     from bnbdoctor.facts import FitFacts, FitRemedy
@@ -105,8 +105,7 @@ class FitView(ToolView):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="fit-row-model", classes="tool-row"):
-            yield Label("Model", classes="tool-label")
-            yield Input(placeholder="a model folder or its config.json", id="fit-model", compact=True)
+            yield from labelled_input("Model", "fit-model", "a model folder or its config.json")
             yield Button("Run", id="fit-run", variant="primary", compact=True)
         with Horizontal(id="fit-row-choices", classes="tool-row"):
             yield Label("Quant", classes="tool-label")
@@ -120,27 +119,24 @@ class FitView(ToolView):
                 compact=True,
             )
         with Horizontal(id="fit-row-memory", classes="tool-row"):
-            yield Label("GPUs", classes="tool-label")
-            yield Input(
-                placeholder="e.g. 24GiB,24GiB or 2x24GiB",
-                id="fit-gpus",
-                compact=True,
-                tooltip="Free memory of simulated GPUs (max_memory=None): 24GiB,24GiB or 2x24GiB",
+            yield from labelled_input(
+                "GPUs",
+                "fit-gpus",
+                "e.g. 24GiB,24GiB or 2x24GiB",
+                "Free memory of simulated GPUs (max_memory=None): 24GiB,24GiB or 2x24GiB",
             )
-            yield Label("CPU RAM", classes="tool-label")
-            yield Input(
-                placeholder=cpu_hint(free_ram_bytes()),
-                id="fit-cpu",
-                compact=True,
-                tooltip="Free CPU RAM with GPUs (empty: what this machine has free when the fit runs)",
+            yield from labelled_input(
+                "CPU RAM",
+                "fit-cpu",
+                cpu_hint(free_ram_bytes()),
+                "Free CPU RAM with GPUs (empty: what this machine has free when the fit runs)",
             )
         with Horizontal(id="fit-row-max", classes="tool-row"):
-            yield Label("Max memory", classes="tool-label")
-            yield Input(
-                placeholder="e.g. 0=24GiB,cpu=64GiB (instead of GPUs)",
-                id="fit-max-memory",
-                compact=True,
-                tooltip="The max_memory= you pass (instead of GPUs)",
+            yield from labelled_input(
+                "Max memory",
+                "fit-max-memory",
+                "e.g. 0=24GiB,cpu=64GiB (instead of GPUs)",
+                "The max_memory= you pass (instead of GPUs)",
             )
         yield ToolStatus(IDLE, id="fit-status")
         with VerticalScroll(id="fit-results"):

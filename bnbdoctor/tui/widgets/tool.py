@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import ClassVar
 
 from textual import events
@@ -20,7 +20,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Input, Select, TextArea
+from textual.widgets import Input, Label, Select, TextArea
 from textual.worker import Worker, get_current_worker
 
 from bnbdoctor.doctor import Cancelled
@@ -31,6 +31,13 @@ from bnbdoctor.tui.settings import UiSettings
 from bnbdoctor.tui.widgets.progress import SPINNER
 
 Task = Callable[[Callable[[str], None]], Report]
+
+
+def labelled_input(label: str, input_id: str, placeholder: str, tooltip: str | None = None) -> Iterator[Widget]:
+    """One field of a tab's form (a log's path, a model, a memory size): its label, then a compact one-line
+    input, as the Explain and Fit tabs lay them out in their rows."""
+    yield Label(label, classes="tool-label")
+    yield Input(placeholder=placeholder, id=input_id, compact=True, tooltip=tooltip)
 
 
 class ToolStatus(Widget):
