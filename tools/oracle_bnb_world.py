@@ -207,6 +207,7 @@ def _patch_torch(world: _World) -> None:
     if hasattr(torch, "xpu"):
         torch.xpu.is_available = lambda: note("xpu.is_available", xpu_on)  # type: ignore[assignment]
         torch.xpu.device_count = lambda: 1 if xpu_on else 0  # type: ignore[assignment]
+        torch.xpu._lazy_init = lambda: None  # a CPU torch refuses to initialise XPU; an XPU build would not
     torch._C._has_xpu = bool(sc.get("torch_xpu"))  # type: ignore[attr-defined]
     for name in ("_cuda_getCurrentRawStream", "_cuda_getCurrentStream", "_xpu_init"):  # absent from a CPU torch
         if not hasattr(torch._C, name):

@@ -94,7 +94,7 @@ def predicted(selection: LibrarySelection, fault: str | None) -> Observed:
         return Observed(None, True, False)
     if selection.outcome in ("error_on_first_call", "override_error"):
         return Observed(None, False, True)
-    return Observed(selection.loaded_file, False, False)
+    return Observed(selection.loaded_file, False, selection.loaded_file is None)
 
 
 def _plain(text: str) -> str:

@@ -86,7 +86,12 @@ def pre_pascal_family(cc: tuple[int, int]) -> str:
 INT8_WITHOUT_FALLBACK = VersionRange(None, "0.37.0", "CHANGELOG 0.37.0; issue #529", last="0.36")
 #: 0.37.0 crashes at import on cc < 7.5 ("NameError: name 'cuda_setup' is not defined"), fixed in
 #: 0.37.1 (failure catalog: cuda_setup_nameerror_bnb_0_37).
-INT8_NAMEERROR = VersionRange("0.37.0", "0.37.1", "failure catalog cuda_setup_nameerror_bnb_0_37; CHANGELOG 0.37.1")
+INT8_NAMEERROR = VersionRange(
+    "0.37.0",
+    "0.37.1",
+    "failure catalog cuda_setup_nameerror_bnb_0_37; CHANGELOG 0.37.1; tests/data/oracle/bnb_loader.json (0.37.0 raises "
+    "NameError at import below cc 7.5, 0.37.1 does not)",
+)
 #: supports_igemmlt() excludes GPUs by name (NO_TENSOR_CORE_NAMES: GTX 16xx, cc 7.5 without tensor
 #: cores); bnbdoctor counts it as used up to 0.44.x.
 GTX16_NAME_CHECK = VersionRange(

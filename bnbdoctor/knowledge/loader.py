@@ -44,6 +44,14 @@ CUDA_OVERRIDE_READ = VersionRange(
     "tests/data/oracle/bnb_loader.json: 0.40.1.post1's cuda_setup/main.py is the first to read BNB_CUDA_VERSION "
     "(bnb_internals.md §1.4 said 0.41.0, from the changelog)",
 )
+#: 0.40.1-0.45.x read ``torch.version.cuda``, which a ROCm build of torch leaves None, when torch reports a
+#: GPU: the CUDASetup releases (up to 0.43.0) raise at import, 0.43.1-0.45.x log it and hold no library.
+ROCM_TORCH_CUDA_NONE = VersionRange(
+    "0.40.1",
+    "0.46",
+    "tests/data/oracle/bnb_loader.json (ROCm torch rows); failure catalog torch_version_cuda_none",
+    last="0.45.x",
+)
 #: 0.40.1 returns four values from evaluate_cuda_setup where its caller unpacks five when torch sees no GPU:
 #: ``import bitsandbytes`` raises "ValueError: too many values to unpack (expected 4)"; 0.40.1.post1 fixed it.
 CPU_PATH_UNPACK_ERROR = VersionRange(
@@ -75,14 +83,6 @@ ROCM_PREVIEW_WHEELS = VersionRange(
 #: 0.44.0 fixed it with re.sub(r"cuda\d+", ...) (#1318).
 OVERRIDE_NOCUBLASLT_BUG = VersionRange(
     None, "0.44", "bnb_internals.md §1.4: issue #1312, fixed by #1318", last="0.43.3"
-)
-#: 0.37.0's is_cublasLt_compatible logs its "Compute capability < 7.5" warning through a name it never
-#: defined (``cuda_setup``): on a GPU below 7.5, ``import bitsandbytes`` raises NameError. 0.37.1 fixed it.
-NOCUBLASLT_CHECK_NAME_ERROR = VersionRange(
-    "0.37.0",
-    "0.37.1",
-    "tests/data/oracle/bnb_loader.json (0.37.0 cuda_setup/main.py is_cublasLt_compatible)",
-    last="0.37.0",
 )
 #: The SYCL XPU library ships from 0.48.0; from 0.50 one per oneAPI year (libbitsandbytes_xpu2025).
 XPU_LIBRARY = VersionRange("0.48", None, "bnb_internals.md §1.1 and §5: libbitsandbytes_xpu from 0.48.0")
@@ -151,3 +151,32 @@ COMPILED_WITHOUT_GPU_WARNING = VersionRange(
 #: 'NoneType' object has no attribute 'split' / 'c…' (lib is None after a failed load) until the 0.46 rework
 #: made a failed load an ErrorHandlerMockBNBNativeLibrary:
 NONE_LIBRARY_ATTRIBUTE_ERRORS = VersionRange(None, "0.46", "bnb_internals.md §1.3, §2: 0.41-0.45.x", last="0.45.x")
+
+
+@dataclass(frozen=True)
+class ImportCrash:
+    """A release bug that makes ``import bitsandbytes`` or its loader fail on some machines, as the
+    releases' own code did when run (tests/data/oracle/bnb_loader.json)."""
+
+    releases: VersionRange
+    when: str  # the machine condition, in words
+    message: str  # what the release raises or logs
+    catalog: tuple[str, ...] = ()
+    reported_by: str | None = None  # a rule that already names it, when one does
+
+
+UNPACK_WITHOUT_GPU = ImportCrash(
+    CPU_PATH_UNPACK_ERROR, "torch sees no GPU", "ValueError: too many values to unpack (expected 4)"
+)
+ROCM_TORCH_WITHOUT_CUDA_VERSION = ImportCrash(
+    ROCM_TORCH_CUDA_NONE,
+    "torch is a ROCm build",
+    "'NoneType' object has no attribute 'split'",
+    ("torch_version_cuda_none",),
+)
+IMPORT_CRASHES = (UNPACK_WITHOUT_GPU, ROCM_TORCH_WITHOUT_CUDA_VERSION)
+
+
+def import_crash(message: str | None) -> ImportCrash | None:
+    """The release bug a predicted message is, or None (the message of a missing binary, say)."""
+    return next((crash for crash in IMPORT_CRASHES if message == crash.message), None)

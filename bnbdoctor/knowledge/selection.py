@@ -16,11 +16,12 @@ import re
 from dataclasses import dataclass, replace
 
 from bnbdoctor.knowledge.loader import (
-    CPU_PATH_UNPACK_ERROR,
     CUDA_OVERRIDE_READ,
+    ROCM_TORCH_WITHOUT_CUDA_VERSION,
+    UNPACK_WITHOUT_GPU,
     CUDA_VERSION_FROM_TORCH,
-    NOCUBLASLT_CHECK_NAME_ERROR,
 )
+from bnbdoctor.knowledge.gpus import INT8_NAMEERROR
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 
 # Families, by the first release that behaves this way.
@@ -54,6 +55,11 @@ class LibrarySelection:
     override: str | None = None  # the BNB_*_VERSION value in force
     fallback_from: str | None = None  # 0.50+: the exact name that was missing
     message: str | None = None  # what bitsandbytes prints or raises
+
+
+def backend_label(backend: str) -> str:
+    """A backend as the releases' messages spell it: "CUDA", "ROCm", "XPU"."""
+    return {"rocm": "ROCm"}.get(backend, backend.upper())
 
 
 def library_suffix(bnb_version: tuple[int, ...], os_name: str) -> str:
@@ -169,22 +175,22 @@ def _choose(inp: SelectionInput, version: tuple[int, ...]) -> LibrarySelection:
             "xpu", names[0], "error_on_first_call", "torch is an XPU build, and no XPU library is inp.shipped"
         )
 
-    if CUDA_FROM_TORCH <= version < EXACT and inp.torch_hip and not inp.torch_cuda and inp.gpu_available:
-        legacy = version < CPU_FALLBACK  # CUDASetup raises at import; 0.43.1-0.45 log it and hold no library
-        return LibrarySelection(  # these releases ask torch.version.cuda, which a ROCm torch leaves None
+    crash = ROCM_TORCH_WITHOUT_CUDA_VERSION
+    if crash.releases.contains(inp.bnb_version) and inp.torch_hip and not inp.torch_cuda and inp.gpu_available:
+        return LibrarySelection(  # CUDASetup raises at import; 0.43.1-0.45 log it and hold no library
             backend="rocm",
             expected_file=cpu_name,
             loaded_file=None,
             exists=cpu_name in files,
-            outcome="import_error" if legacy else "error_on_first_call",
+            outcome="import_error" if version < CPU_FALLBACK else "error_on_first_call",
             reason="this release reads torch.version.cuda, which is None on a ROCm build of torch",
-            message="'NoneType' object has no attribute 'split'",
+            message=crash.message,
         )
     runtime_text = inp.torch_hip if (inp.torch_hip and version >= EXACT) else inp.torch_cuda
     backend = "rocm" if (inp.torch_hip and version >= EXACT) else "cuda"
     runtime = major_minor(runtime_text)
     if runtime is None or not inp.gpu_available:
-        if CPU_PATH_UNPACK_ERROR.contains(inp.bnb_version):
+        if UNPACK_WITHOUT_GPU.releases.contains(inp.bnb_version):
             return LibrarySelection(
                 backend="cpu",
                 expected_file=cpu_name,
@@ -192,10 +198,10 @@ def _choose(inp: SelectionInput, version: tuple[int, ...]) -> LibrarySelection:
                 exists=cpu_name in files,
                 outcome="import_error",
                 reason="0.40.1 returns four values where its caller unpacks five when torch sees no GPU",
-                message="ValueError: too many values to unpack (expected 4)",
+                message=UNPACK_WITHOUT_GPU.message,
             )
         why = "torch has no CUDA/ROCm build" if runtime is None else "torch cannot see a GPU"
-        return result("cpu", cpu_name, "error_on_first_call" if version >= EXACT else "import_error", why)
+        return result("cpu", cpu_name, "error_on_first_call" if version >= CPU_FALLBACK else "import_error", why)
 
     if version < CPU_FALLBACK:
         if version < CUDA_FROM_TORCH and inp.legacy_cudart is not None:
@@ -256,7 +262,7 @@ def _legacy(
     override: str | None,
 ) -> LibrarySelection:
     name = f"libbitsandbytes_cuda{runtime[0]}{runtime[1]}"
-    if highest_cc is not None and highest_cc < (7, 5) and NOCUBLASLT_CHECK_NAME_ERROR.contains(version):
+    if highest_cc is not None and highest_cc < (7, 5) and INT8_NAMEERROR.contains(version):
         return LibrarySelection(
             backend="cuda",
             expected_file=name + "_nocublaslt" + suffix,
@@ -342,7 +348,7 @@ def _cpu_fallback_or_exact(
             override or None,
             message=f"Could not find the bitsandbytes CUDA binary at {name!r}",
         )
-    label = "CUDA" if version < (0, 47, 0) else backend.upper()
+    label = "CUDA" if version < (0, 47, 0) else backend_label(backend)
     return LibrarySelection(
         backend,
         name,
@@ -382,12 +388,17 @@ def _nearest(
             "loads" if exists else "error_on_first_call",
             f"{variable} override (no fallback)",
             override,
-            message=None if exists else f"No compatible {backend.upper()} binary found at {name}",
+            message=None if exists else f"No compatible {backend_label(backend)} binary found at {name}",
         )
     exact = f"{prefix}{runtime[0]}{runtime[1]}{suffix}"
     if exact in files:
         return LibrarySelection(
-            backend, exact, exact, True, "loads", f"exact match for torch's {backend.upper()} {runtime[0]}.{runtime[1]}"
+            backend,
+            exact,
+            exact,
+            True,
+            "loads",
+            f"exact match for torch's {backend_label(backend)} {runtime[0]}.{runtime[1]}",
         )
     packaged = []
     pattern = re.compile(rf"^{prefix}(\d+){re.escape(suffix)}$")
@@ -406,8 +417,8 @@ def _nearest(
             None,
             False,
             "error_on_first_call",
-            f"no packaged {backend.upper()} {runtime[0]}.x library (no fallback across majors)",
-            message=f"No compatible {backend.upper()} binary found at {exact}",
+            f"no packaged {backend_label(backend)} {runtime[0]}.x library (no fallback across majors)",
+            message=f"No compatible {backend_label(backend)} binary found at {exact}",
         )
     (major, minor), name = chosen
     return LibrarySelection(
@@ -416,10 +427,10 @@ def _nearest(
         name,
         True,
         "loads",
-        f"nearest packaged {backend.upper()} {major}.{minor} for torch's {runtime[0]}.{runtime[1]}",
+        f"nearest packaged {backend_label(backend)} {major}.{minor} for torch's {runtime[0]}.{runtime[1]}",
         fallback_from=exact,
-        message=f"No prebuilt binary for {backend.upper()} {runtime[0]}.{runtime[1]}, loading "
-        f"{backend.upper()} {major}.{minor} instead. Set {variable} to override.",
+        message=f"No prebuilt binary for {backend_label(backend)} {runtime[0]}.{runtime[1]}, loading "
+        f"{backend_label(backend)} {major}.{minor} instead. Set {variable} to override.",
     )
 
 

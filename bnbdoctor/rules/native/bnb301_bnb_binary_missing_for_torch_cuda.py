@@ -14,6 +14,7 @@ from bnbdoctor.knowledge.loader import (
     ROCM_TAG_MISBUILT,
     XPU_LIBRARY,
     XPU_PER_ONEAPI_YEAR,
+    import_crash,
 )
 from bnbdoctor.knowledge.selection import LibrarySelection, override_variable, tag_misbuilt
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
@@ -188,6 +189,8 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
     sel = underlying_gap(facts) if in_force.override is not None else in_force
     if sel is None or sel.backend == "cpu" or sel.outcome in ("loads", "cpu_library", "override_error"):
         return None
+    if import_crash(sel.message) is not None:
+        return None  # the release fails before it looks for a file: BNB318's
     if not bnb or not any(re.match(r"libbitsandbytes_(cuda|rocm|xpu)", f) for f in bnb.native_libraries):
         return None  # nothing GPU-capable is shipped at all: BNB308/BNB309 name that root cause
     backend = _BACKEND_NAMES.get(sel.backend, sel.backend.upper())

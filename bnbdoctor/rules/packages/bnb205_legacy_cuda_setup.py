@@ -7,7 +7,7 @@ from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR
-from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
+from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP, import_crash
 from bnbdoctor.knowledge.releases import legacy_cuda_setup
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules.base import rule
@@ -34,7 +34,8 @@ def _legacy_families(facts: Facts) -> list[str]:
     torch = torch_of(facts)
     # "CUDA Setup failed" wraps a failed load: claimed when a load failure is predicted or shown.
     selection = predicted_selection(facts)
-    if seen(facts, S.CUDA_SETUP_FAILED) or (selection is not None and selection.outcome != "loads"):
+    failing = selection is not None and selection.outcome != "loads" and import_crash(selection.message) is None
+    if seen(facts, S.CUDA_SETUP_FAILED) or failing:
         ids.append("cuda_setup_failed_despite_gpu_available")
     # Several runtimes on the searched paths make the scan "flip a coin".
     if seen(facts, S.DUPLICATE_CUDA_RUNTIMES) or len(runtimes) > 1:
