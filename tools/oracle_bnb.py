@@ -274,7 +274,8 @@ def build_rows(wheels: list[Published], workers: int, reuse: bool) -> list[dict[
     """Rows for every wheel x scenario; a wheel's rows are kept in the cache as soon as they exist, so
     an interrupted run resumes (``reuse``) instead of starting again."""
     rows: list[dict[str, Any]] = []
-    newest = max(wheels, key=lambda w: (Version(w.version), w.tag == "manylinux_2_24_x86_64"))
+    every = releases(None)  # preload what the newest release pulls in, whichever releases this run covers
+    newest = max(every, key=lambda w: (Version(w.version), w.tag == "manylinux_2_24_x86_64"))
     newest_root = str(lay_out(newest))
     _preload(multiprocessing.get_context("fork"), [(newest_root, full_grid()[0] | {"platform": "linux-x86_64"}, "")])
     for published in wheels:

@@ -135,6 +135,16 @@ def _explain(row: dict[str, Any], what: str) -> Disagreement:
     return Disagreement(row, what)
 
 
+XPU_REASON = (
+    "the harness's torch is a CPU build: bitsandbytes (0.47+) makes tensors on the XPU device at import, which only "
+    "an XPU build of torch can; the loader's choice before that (the file asked for) agrees"
+)
+
+
+def _xpu_tensor_in_cpu_torch(row: dict[str, Any]) -> bool:
+    return bool(row["scenario"].get("torch_xpu")) and "not linked with support for xpu" in row["outcome"]["import"]
+
+
 def disagreements(table: dict[str, Any]) -> list[Disagreement]:
     shipped = table["header"]["shipped"]
     found = []
@@ -148,6 +158,14 @@ def disagreements(table: dict[str, Any]) -> list[Disagreement]:
             found.append(_explain(row, "bnbdoctor has no prediction"))
             continue
         fault = row["scenario"].get("fault")
+        if _xpu_tensor_in_cpu_torch(row):
+            asked = [a for a in row["outcome"]["asked"] if "libbitsandbytes" in a]
+            what = f"bnbdoctor predicts {selection.expected_file}, the release asked for {asked[-1] if asked else 'nothing'}"
+            if asked and asked[-1] == selection.expected_file:
+                found.append(Disagreement(row, what, XPU_REASON))
+            else:
+                found.append(_explain(row, what))
+            continue
         want, got = predicted(selection, fault), observed(row)
         if want != got:
             found.append(_explain(row, f"bnbdoctor predicts {want.describe()}, the release {got.describe()}"))

@@ -171,8 +171,8 @@ def _choose(inp: SelectionInput, version: tuple[int, ...]) -> LibrarySelection:
         for name in names:
             if name in files:
                 return result("xpu", name, "error_on_first_call", "torch is an XPU build")
-        return result(
-            "xpu", names[0], "error_on_first_call", "torch is an XPU build, and no XPU library is inp.shipped"
+        return result(  # with neither file there, the release asks for the generic name (the oracle, 0.50 aarch64)
+            "xpu", names[-1], "error_on_first_call", "torch is an XPU build, and no XPU library is shipped"
         )
 
     crash = ROCM_TORCH_WITHOUT_CUDA_VERSION
