@@ -160,7 +160,8 @@ def disagreements(table: dict[str, Any]) -> list[Disagreement]:
         fault = row["scenario"].get("fault")
         if _xpu_tensor_in_cpu_torch(row):
             asked = [a for a in row["outcome"]["asked"] if "libbitsandbytes" in a]
-            what = f"bnbdoctor predicts {selection.expected_file}, the release asked for {asked[-1] if asked else 'nothing'}"
+            last = asked[-1] if asked else "nothing"
+            what = f"bnbdoctor predicts {selection.expected_file}, the release asked for {last}"
             if asked and asked[-1] == selection.expected_file:
                 found.append(Disagreement(row, what, XPU_REASON))
             else:
