@@ -338,7 +338,7 @@ def _unrecognised_errors(state: LogState) -> None:
         if SIGNATURES[m.signature].role not in (FACT, NOISE) and SIGNATURES[m.signature].specific
     }
     for number, text in state.errors:
-        if not any(n in named for n in range(number, number + _MESSAGE_LINES + 1)):
+        if not any(0 <= state.since(number, n) <= _MESSAGE_LINES for n in named):
             state.match(S.UNRECOGNISED_ERROR, number, text)
 
 
