@@ -77,6 +77,13 @@ FRAMINGS: tuple[Framing, ...] = (
         rb"\[?" + _ISO + rb"\]?(?: ?[-|] | |(?=\[))" + _AFTER_TIME,
     ),
     Framing(
+        "syslog",  # journalctl and /var/log/syslog: the time, the host, the process and its pid
+        "Oct 04 13:19:39 llm sd-webui-forge-start[394]: ",
+        rb"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d "
+        + _TIME
+        + rb" [\w.\-]{1,64} [^\s\[:]{1,64}(?:\[\d{1,9}\])?: ",
+    ),
+    Framing(
         "vllm",  # vLLM's and SGLang's formatter, also behind a Ray worker's tag
         "INFO 12-01 10:11:12 model_runner.py:123] ",
         _LEVEL + rb" \d{2}-\d{2} " + _TIME + rb" (?:\[" + _SOURCE + rb"\]|" + _SOURCE + rb"\]) ",
@@ -170,7 +177,8 @@ _RECORD_START = re.compile(
     rb"(?:Traceback \(most recent call last\)|  File \"|During handling of the above|The above exception"
     rb"|\$ |\(\S{1,60}\) \S{1,60}@|[\w.\-]{1,60}@[\w.\-]{1,60}:\S{0,200}[$#] "
     rb"|(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception|Warning|Interrupt|Exit)(?::|$)"
-    rb"|\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:|\[(?:rank|default)\d|" + _LEVEL + rb" \d{2}-\d{2} |[IWEF]\d{3,4} \d\d:)"
+    rb"|\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:|\[(?:rank|default)\d|" + _LEVEL + rb" \d{2}-\d{2} |[IWEF]\d{3,4} \d\d:"
+    rb"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:)"
 )
 
 
@@ -222,9 +230,12 @@ def wrap_width(lines: list[bytes]) -> int | None:
 def _starts_record(line: bytes, before: bytes) -> bool:
     """Whether ``line`` starts a line of its own rather than going on with ``before``: a line that
     starts as ``before`` does is the next of a run of alike messages (of one length: a counter, a
-    path); a cut inside a run of blanks goes on; an indented line (a traceback's source line) or a
-    record's first words start anew."""
+    path), and so is the message under a warning's header (``torch/cuda/__init__.py:230:
+    UserWarning:``, then the message unindented); a cut inside a run of blanks goes on; an indented
+    line (a traceback's source line) or a record's first words start anew."""
     if line[:_ALIKE] == before[:_ALIKE]:
+        return True
+    if before.endswith((b"Warning:", b"Error:")) and not line[:1].isspace():
         return True
     if before.endswith((b" ", b"\t")):
         return False
