@@ -184,7 +184,9 @@ class LogState:
         self.load = LoadEvidence()
         self.env: dict[str, str] = {}
         self.recent = Recent()
-        self.errors: list[tuple[int, str]] = []  # (line, text) of exception lines, named or not
+        self.errors: list[tuple[int, str]] = []  # (line, text) of exception and exit lines, named or not
+        self.traceback: tuple[int, str] | None = None  # the last "Traceback (most recent call last):" line
+        self.endings: set[int] = set()  # the error lines that say how the process ended (Killed, exit code 1)
         self.content = False  # the log holds something besides whitespace
         self.repeated_lines = 0  # copies of a much-repeated line that were not matched (logs.repeats)
         self.lines_not_matched = 0  # lines holding an anchor past a block's budget (logs.extract)
@@ -218,13 +220,21 @@ class LogState:
             text = line.strip()
             self.matches.append(LogMatch(signature, number, text[:MAX_TEXT] + ("…" if len(text) > MAX_TEXT else "")))
 
-    def error_line(self, number: int, text: str) -> None:
-        """An exception line (``KeyError: 'lm_head'``): the first ones are kept, and the last one."""
+    def error_line(self, number: int, text: str, *, ending: bool = False) -> None:
+        """An exception line (``KeyError: 'lm_head'``) or, ``ending``, one that says how the process died
+        (``Killed``, ``exit code 137``): the first ones are kept, and the last one; a line once."""
+        if self.errors and self.errors[-1][0] == number:
+            if ending:
+                self.endings.add(number)  # an exception that says how the process ended (CalledProcessError)
+            return
         entry = (number, text[:MAX_TEXT])
         if len(self.errors) < MAX_ERROR_LINES:
             self.errors.append(entry)
         else:
+            self.endings.discard(self.errors[-1][0])
             self.errors[-1] = entry
+        if ending:
+            self.endings.add(number)
 
     def seen(self, *signatures: SignatureId) -> bool:
         return any(s in self.counts for s in signatures)
