@@ -166,6 +166,8 @@ _CRI = re.compile(rb"^" + _ISO + rb" (?:stdout|stderr) [FP] ")
 MIN_WIDTH, MAX_WIDTH = 40, 1000
 #: Distinct lines of the block's longest length that show it was wrapped there.
 MIN_WRAPPED = 3
+#: Lines of the longest length looked at to find distinct ones (a repeated line is one).
+_LOOKED_AT = 64
 #: Widths terminals and consoles often wrap at: two such lines are enough; at a terminal's default
 #: width of 80 columns one is (a log whose longest line is exactly 80 characters is rare).
 USUAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
@@ -198,7 +200,7 @@ def _rule(line: bytes) -> bool:
     return len(set(head)) == 1 and not head.isalnum() and line.endswith(head)
 
 
-def wrap_width(lines: list[bytes]) -> int | None:
+def wrap_width(lines: list[bytes], *, plain: bool | None = None) -> int | None:
     """The width the block's lines were hard-wrapped at, when they show one; else None."""
     if len(lines) < 2:
         return None
@@ -206,7 +208,7 @@ def wrap_width(lines: list[bytes]) -> int | None:
     if max(lengths) < MIN_WIDTH:
         return None
     widths: dict[int, int] = {}
-    if all(map(bytes.isascii, lines)):
+    if plain if plain is not None else all(map(bytes.isascii, lines)):
         width = max(lengths)
     else:
         # A UTF-8 line is measured in characters (its bytes overstate its width): only those whose
@@ -219,8 +221,14 @@ def wrap_width(lines: list[bytes]) -> int | None:
     if not MIN_WIDTH <= width <= MAX_WIDTH:
         return None
     at_width = {lines[i] for i, n in widths.items() if n == width}
-    if lengths.count(width) > len(at_width):
-        at_width.update(x for x in lines if len(x) == width and x.isascii())
+    start = 0
+    for _ in range(_LOOKED_AT):  # the ASCII lines of that length, found at C speed, a few of them
+        try:
+            start = lengths.index(width, start) + 1
+        except ValueError:
+            break
+        if plain or lines[start - 1].isascii():
+            at_width.add(lines[start - 1])
     at_width = {x for x in at_width if not _rule(x)}
     if at_width and len(at_width) >= (1 if width == DEFAULT_WIDTH else 2 if width in USUAL_WIDTHS else MIN_WRAPPED):
         return width
@@ -242,11 +250,12 @@ def _starts_record(line: bytes, before: bytes) -> bool:
     return line[:2].isspace() or bool(_RECORD_START.match(line))
 
 
-def dewrap(lines: list[bytes]) -> list[int]:
+def dewrap(lines: list[bytes], *, plain: bool | None = None, partial: bool | None = None) -> list[int]:
     """Join hard-wrapped lines in place (the first piece gets the whole line, the others are left
     empty), and Kubernetes' partial lines; the indices of the lines left empty."""
-    width = wrap_width(lines)
-    partial = any(b" P " in x[:48] and _PARTIAL.match(x) for x in lines)
+    width = wrap_width(lines, plain=plain)
+    if partial is None:
+        partial = any(b" P " in x[:48] and _PARTIAL.match(x) for x in lines)
     if width is None and not partial:
         return []
     emptied: list[int] = []
@@ -284,7 +293,8 @@ def unframe(block: bytes) -> tuple[bytes, list[int]]:
     emptied: list[int] = []
     if b"\n" in block:
         lines = block.split(b"\n")
-        emptied = dewrap(lines)
+        partial = b" stdout P " in block or b" stderr P " in block
+        emptied = dewrap(lines, plain=block.isascii(), partial=partial)
         if emptied:
             block = b"\n".join(lines)
     if not block:
