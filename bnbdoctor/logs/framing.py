@@ -194,10 +194,13 @@ def _width(line: bytes) -> int:
 def _rule(line: bytes) -> bool:
     """A line of one or two repeated characters (``=====``, ``-----``, a full progress bar), or a banner
     between two runs of one (``=====BUG REPORT=====``): a line of its own, never wrapped."""
-    if len(set(line)) <= 2 or len(set(line.decode("utf-8", "replace"))) <= 2:
-        return True
     head = line[:3]
-    return len(set(head)) == 1 and not head.isalnum() and line.endswith(head)
+    if len(set(head)) == 1 and not head.isalnum() and line.endswith(head):
+        return True
+    if line.isascii():
+        return not line.strip(line[:1] + line[-1:])  # nothing but its first and last character
+    text = line.decode("utf-8", "replace")
+    return not text.strip(text[:1] + text[-1:])
 
 
 def wrap_width(lines: list[bytes], *, plain: bool | None = None) -> int | None:
@@ -271,9 +274,9 @@ def dewrap(lines: list[bytes], *, plain: bool | None = None, partial: bool | Non
                 width is not None
                 and last + 1 < count
                 and _width(lines[last]) == width
-                and not _rule(lines[last])
                 and lines[last + 1]
                 and not _starts_record(lines[last + 1], lines[last])
+                and not _rule(lines[last])
             ):
                 last += 1
             pieces = lines[index : last + 1]
