@@ -6,8 +6,9 @@
 - ``python`` (torch, bitsandbytes, other packages) when it shows any of them;
 - ``native`` and ``load`` when it shows which library bitsandbytes chose and what the loader said;
 - ``env`` for ``BNB_CUDA_VERSION`` / ``BNB_ROCM_VERSION`` when bitsandbytes reports them;
-- ``log``: every recognised line with its number, the versions seen and the last exception; when
-  nothing names a failure, the exception lines no family names (``unrecognised_error``).
+- ``log``: every recognised line with its number, the versions seen and the last exception; the
+  error lines (exceptions, ``Killed``, signals, non-zero exit statuses) no family names
+  (``unrecognised_error``).
 
 A fact the log does not show stays unknown: a section is left out (``probes`` says "not shown in
 the log"), a version is None, and ``TorchFacts``/``BnbFacts`` say ``installed=False`` with
@@ -38,7 +39,7 @@ from bnbdoctor.facts import (
     TorchFacts,
 )
 from bnbdoctor.knowledge import signatures as S
-from bnbdoctor.knowledge.signatures import CONSEQUENCE, FACT, NOISE, ROOT, SIGNATURES
+from bnbdoctor.knowledge.signatures import FACT, NOISE, SIGNATURES
 from bnbdoctor.logs.clean import ReadStats
 from bnbdoctor.logs.state import MAX_MATCHES_PER_SIGNATURE, LogState
 from bnbdoctor.logs.tokens import BNB_LIB, basename, dirname
@@ -320,25 +321,30 @@ _MESSAGE_LINES = 3
 
 
 def _unrecognised_errors(state: LogState) -> None:
-    """``unrecognised_error`` for each exception line no message family names, when nothing in the log
-    names a failure: no specific root cause or consequence (a CUDA out-of-memory error or "tensors on
-    two devices" alone names none). A line counts as named when a specific failure, hint or
-    consequence family matched it or one of the few lines below it (where a wrapped message continues);
-    whether a generic error is bitsandbytes' is left to the rules (``explain.ranking`` keeps the
-    unnamed-error finding only when no error finding stands)."""
-    if not state.errors:
-        return
-    for sig_id in state.counts:
-        sig = SIGNATURES[sig_id]
-        if sig.role in (ROOT, CONSEQUENCE) and sig.specific:
-            return
+    """``unrecognised_error`` for each error line no message family names: an exception line, or one
+    that says the process died or exited with an error (``Killed``, ``Segmentation fault``, ``exit
+    code 1``), or, in a log that names no failure, a ``Traceback`` header that no error line follows (a
+    paste cut short). A line
+    counts as named when a specific failure, hint or consequence family matched it or one of the few
+    lines below it (where a wrapped message continues); a line that says how the process ended, when
+    such a family matched a line before it. Whether the log's failure is named elsewhere
+    is left to the rules: ``explain`` keeps the unnamed-error finding (BNB549) only when no error
+    finding stands, so a log that shows an error is never "no error"."""
     named = {
         m.line
         for m in state.matches
         if SIGNATURES[m.signature].role not in (FACT, NOISE) and SIGNATURES[m.signature].specific
     }
-    for number, text in state.errors:
-        if not any(n in named for n in range(number, number + _MESSAGE_LINES + 1)):
+    errors = list(state.errors)
+    if state.traceback is not None and not named and not any(n > state.traceback[0] for n, _ in errors):
+        errors.append(state.traceback)  # nothing says how it ended: the paste was cut short
+    if not errors:
+        return
+    first_named = min(named, default=None)
+    for number, text in errors:
+        if number in state.endings and first_named is not None and first_named <= number:
+            continue  # how the process ended after a failure the log names: that failure's end
+        if not any(0 <= state.since(number, n) <= _MESSAGE_LINES for n in named):
             state.match(S.UNRECOGNISED_ERROR, number, text)
 
 

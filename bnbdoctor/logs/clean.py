@@ -160,10 +160,11 @@ def read_blocks(
 ) -> Iterator[tuple[int, bytes]]:
     """``(number of the block's first line, block)``: whole lines joined by ``\\n`` (the input's
     ``\\r\\n``, ``\\r`` and ``\\n`` alike), cleaned of colour codes, lines longer than ``max_line``
-    bytes cut. Memory stays bounded by
-    the block size and ``max_line``, even for a file without a single newline."""
+    bytes cut. A last line without a line end is part of the last block. Memory stays bounded by
+    twice the block size and ``max_line``, even for a file without a single newline."""
     stats = stats if stats is not None else ReadStats()
     number = 1
+    pending: tuple[int, bytes] | None = None  # the block read last, yielded once the next one is known
     carry = b""  # the start of a line whose end has not been read yet (at most max_line bytes)
     skipping = False  # the current line already exceeded max_line: drop bytes until its end
     for raw in _universal_newlines(_raw_chunks(stream, stats, block)):
@@ -196,11 +197,17 @@ def read_blocks(
         if b"\x00" in whole:
             stats.binary_lines += whole.count(b"\n") + 1
         whole = clean_bytes(whole)
-        yield number, whole
+        if pending is not None:
+            yield pending
+        pending = (number, whole)
         number += whole.count(b"\n") + 1
     if carry or skipping:
-        yield number, clean_bytes(carry)
+        # A last line without a line end goes with the block before it (a hard wrap may end there).
+        last = clean_bytes(carry)
+        pending = (pending[0], pending[1] + b"\n" + last) if pending is not None else (number, last)
         number += 1
+    if pending is not None:
+        yield pending
     stats.lines = number - 1
 
 

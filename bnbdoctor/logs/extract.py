@@ -36,6 +36,7 @@ from bnbdoctor.logs.candidates import (
 )
 from bnbdoctor.logs.clean import ReadStats, decode_line, read_blocks
 from bnbdoctor.logs.collectors import ANCHORS, HANDLERS, PATTERNS
+from bnbdoctor.logs.framing import unframe
 from bnbdoctor.logs.gpus import compute_capability
 from bnbdoctor.logs.patterns import EXCEPTION
 from bnbdoctor.logs.repeats import blank_repeats
@@ -72,11 +73,16 @@ class LogExtractor:
     def feed_block(self, first: int, block: bytes) -> None:
         """Look at the lines of a block (whole lines, ``\\n``-separated) that hold an anchor.
 
-        Each anchor is searched with ``bytes.find`` over the whole block; only the lines it occurs in
-        are decoded and matched, so a long log costs a few C-level scans per block."""
+        The block is unframed first (:mod:`bnbdoctor.logs.framing`: timestamps, levels, ranks, quotes
+        off, hard wraps joined), every line keeping its number. Each anchor is searched with
+        ``bytes.find`` over the whole block; only the lines it occurs in are decoded and matched, so
+        a long log costs a few C-level scans per block."""
         self._blocks += 1
         if not self.state.content and block and not block.isspace():
             self.state.content = True
+        block, emptied = unframe(block)  # framing off, hard wraps joined: as many lines as before
+        if emptied:
+            self.state.joined_lines([first + offset for offset in emptied])
         if self._blocks > EVIDENCE_BLOCKS:
             self._retired.update(_EVIDENCE)  # the machine's facts are known by now
         lines_in_block = block.count(b"\n")

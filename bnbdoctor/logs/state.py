@@ -11,6 +11,7 @@ one collector needs lives in that collector. :mod:`bnbdoctor.logs.build` turns t
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -29,6 +30,9 @@ ERAS = ("legacy", "fallback", "exact", "nearest")
 NEVER = -100
 #: Exception lines kept per log (the first ones, and always the last one).
 MAX_ERROR_LINES = 20
+#: Lines left empty by joining a hard-wrapped line that are remembered (the latest ones): the
+#: distances between nearby lines (:meth:`LogState.since`) skip them.
+MAX_JOINED = 4096
 #: Entries kept in any other list or table of evidence (libraries, load errors, symbol versions): a real
 #: log names a handful; a pathological one must not make every lookup in them cost its whole length.
 MAX_KEPT = 32
@@ -180,10 +184,28 @@ class LogState:
         self.load = LoadEvidence()
         self.env: dict[str, str] = {}
         self.recent = Recent()
-        self.errors: list[tuple[int, str]] = []  # (line, text) of exception lines, named or not
+        self.errors: list[tuple[int, str]] = []  # (line, text) of exception and exit lines, named or not
+        self.traceback: tuple[int, str] | None = None  # the last "Traceback (most recent call last):" line
+        self.endings: set[int] = set()  # the error lines that say how the process ended (Killed, exit code 1)
         self.content = False  # the log holds something besides whitespace
         self.repeated_lines = 0  # copies of a much-repeated line that were not matched (logs.repeats)
         self.lines_not_matched = 0  # lines holding an anchor past a block's budget (logs.extract)
+        self.joined: list[int] = []  # the latest lines a joined hard wrap left empty (logs.framing), in order
+
+    # ------------------------------------------------------------------ distances between lines
+    def joined_lines(self, numbers: list[int]) -> None:
+        """Lines the framing step left empty after joining a wrapped line onto the line before them."""
+        self.joined.extend(numbers)
+        if len(self.joined) > MAX_JOINED:
+            del self.joined[: len(self.joined) - MAX_JOINED]
+
+    def since(self, line: int, number: int) -> int:
+        """Lines from ``line`` to ``number``, the empty pieces of a joined wrapped line not counted: the
+        line after a wrapped message is the next line, as in the log before it was wrapped."""
+        gap = number - line
+        if gap > 0 and self.joined:
+            gap -= bisect_left(self.joined, number) - bisect_right(self.joined, line)
+        return gap
 
     # ------------------------------------------------------------------ recognised lines
     def match(self, signature: SignatureId, number: int, line: str, *, up_to: int | None = None) -> None:
@@ -198,13 +220,21 @@ class LogState:
             text = line.strip()
             self.matches.append(LogMatch(signature, number, text[:MAX_TEXT] + ("…" if len(text) > MAX_TEXT else "")))
 
-    def error_line(self, number: int, text: str) -> None:
-        """An exception line (``KeyError: 'lm_head'``): the first ones are kept, and the last one."""
+    def error_line(self, number: int, text: str, *, ending: bool = False) -> None:
+        """An exception line (``KeyError: 'lm_head'``) or, ``ending``, one that says how the process died
+        (``Killed``, ``exit code 137``): the first ones are kept, and the last one; a line once."""
+        if self.errors and self.errors[-1][0] == number:
+            if ending:
+                self.endings.add(number)  # an exception that says how the process ended (CalledProcessError)
+            return
         entry = (number, text[:MAX_TEXT])
         if len(self.errors) < MAX_ERROR_LINES:
             self.errors.append(entry)
         else:
+            self.endings.discard(self.errors[-1][0])
             self.errors[-1] = entry
+        if ending:
+            self.endings.add(number)
 
     def seen(self, *signatures: SignatureId) -> bool:
         return any(s in self.counts for s in signatures)

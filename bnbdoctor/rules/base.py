@@ -16,6 +16,9 @@ a rule touches its module and its case folder (``tests/rule_cases/<ID>/``) and n
   library), what a log must show before the conclusion may stand on a log's partial facts;
 - ``only_alone``: for a log rule that reports what no other rule names (BNB549, an error no message
   family names), its finding stands only when no other rule's error finding does;
+- ``unless_reported``: for a log rule that restates a failure a message family of the log states
+  (BNB550: torch, bitsandbytes or transformers saying what is wrong), each finding stands only when
+  no other finding reports that failure (see :mod:`bnbdoctor.rules.log_judgement`);
 - ``requires`` / ``refutes``: named premises (:data:`PREMISES`). An error finding of a rule that
   ``refutes`` a premise is a root cause: the engine mutes the findings of every rule that
   ``requires`` it (they are listed under the root as "also seen, follows from this") and reports
@@ -86,6 +89,7 @@ class Rule:
     requires: tuple[str, ...] = ()  # premises (PREMISES) the check takes for granted
     refutes: tuple[str, ...] = ()  # premises an error finding of this rule shows to be false
     only_alone: bool = False  # a finding that stands only when no other rule's error finding does
+    unless_reported: bool = False  # each finding restates a family: it stands when no other finding reports it
     module: str = ""  # the rule file that declares it (``bnbdoctor.rules.<family>.bnbNNN_<name>``)
 
     @property
@@ -137,6 +141,7 @@ def rule(
     requires: tuple[str, ...] = (),
     refutes: tuple[str, ...] = (),
     only_alone: bool = False,
+    unless_reported: bool = False,
 ) -> Callable[[Check], Check]:
     """Register a check function as the rule its file declares (:func:`rule_identity`). Ids are public API:
     never reuse or renumber."""
@@ -169,6 +174,7 @@ def rule(
             requires,
             refutes,
             only_alone,
+            unless_reported,
             check.__module__,
         )
         return check

@@ -1,9 +1,17 @@
-"""Every Python exception line of a log, named or not, so that an error no family names is seen.
+"""Every line that says the run failed, named or not, so that an error no family names is seen.
 
-A line of the shape ``ValueError: ...``, ``torch.OutOfMemoryError: ...`` or ``[rank1]: KeyError:
-'lm_head'`` (:data:`~bnbdoctor.logs.patterns.EXCEPTION`) is kept with its number in
-:attr:`LogState.errors <bnbdoctor.logs.state.LogState.errors>`; warnings (``UserWarning: ...``), a
-``SystemExit`` and a ``KeyboardInterrupt`` are not errors. Nothing is recorded as a match here:
+- A Python exception line of the shape ``ValueError: ...``, ``torch.OutOfMemoryError: ...`` or
+  ``[rank1]: KeyError: 'lm_head'`` (:data:`~bnbdoctor.logs.patterns.EXCEPTION`); warnings
+  (``UserWarning: ...``), a ``SystemExit: 0`` and a ``KeyboardInterrupt`` are not errors.
+- How a process ended when it did not end well: ``Killed`` (the kernel's OOM killer, as the shell
+  reports it), a fatal signal (``Segmentation fault (core dumped)``, ``Fatal Python error:
+  Aborted``, ``SIGKILL``, ``signal 9``), a non-zero exit status (``exit code 1``, ``exited with
+  code 137``, ``returned non-zero exit status 1``, torchrun's ``exitcode: -9``).
+- ``Traceback (most recent call last):``, kept apart: it is the error only when no exception line
+  follows it (a paste cut before its last line).
+
+They are kept with their numbers in :attr:`LogState.errors <bnbdoctor.logs.state.LogState.errors>`
+(the traceback in ``LogState.traceback``). Nothing is recorded as a match here:
 :mod:`bnbdoctor.logs.build` decides, with the whole log read, which of these lines no message
 family names (``unrecognised_error``).
 """
@@ -14,13 +22,15 @@ import re
 
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import EXCEPTION
-from bnbdoctor.logs.state import LogState
+from bnbdoctor.logs.state import MAX_TEXT, LogState
 
 COLLECTOR = Collector("errors")
 collects = COLLECTOR.collects
 
 #: Leading decoration a copied log puts before an exception line (Markdown quotes, a pytest "E").
 _PREFIX = re.compile(r"^(?:>\s?)*(?:E\s{1,8})?")
+#: A non-zero status: a number other than 0 (and -0).
+_NONZERO = r"-?(?!0+\b)\d{1,4}\b"
 
 
 @collects(("Error", "Exception"), r"(?:Error|Exception)(?::|\s*$)")
@@ -30,3 +40,28 @@ def exception_line(state: LogState, m: re.Match[str], number: int, line: str) ->
     if found is None or found.group("type").endswith("Warning"):
         return
     state.error_line(number, text)
+
+
+@collects(
+    ("Killed", "killed", "fault", "core dumped", "Aborted", "SIG", "ignal", "exit", "Exit", "SystemExit"),
+    # the shell's report of a process the kernel killed: "Killed", "bash: line 1:  4321 Killed  python x.py"
+    r"^\s{0,8}(?:[\w/.\-]{1,60}: (?:line \d{1,6}: )?)?(?:\s{0,4}\d{1,9}\s{1,20})?Killed(?:\s{1,40}\S.{0,300})?$",
+    r"^zsh: killed\s{1,40}\S|Killed process \d{1,9}|\bOOMKilled\b|[\]|]\s{0,4}Killed\s*$",
+    # a fatal signal
+    r"\b(?:Segmentation fault|Bus error|Illegal instruction|Aborted|Floating point exception)\s{0,4}\(core dumped\)",
+    r"^\s{0,8}(?:[\w/.\-]{1,60}: (?:line \d{1,6}: )?)?(?:\s{0,4}\d{1,9}\s{1,20})?(?:Segmentation fault|Bus error)\b",
+    r"Fatal Python error: (?:Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point exception)",
+    r"\b(?:SIGSEGV|SIGKILL|SIGABRT|SIGBUS|SIGILL|SIGFPE)\b|\b[Ss]ignal (?:9|11|6|7|4)\b|\bcore dumped\b",
+    # a non-zero exit status
+    rf"\bexit (?:code|status)\s?[:=]?\s?{_NONZERO}|\bexitcode\s{{0,4}}[:=]\s{{0,4}}{_NONZERO}",
+    rf"\bexited with (?:exit )?code\s?{_NONZERO}|returned non-zero exit status \d{{1,4}}",
+    rf"^\s{{0,8}}SystemExit: {_NONZERO}",
+)
+def process_ended(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """A line that says the process died or exited with an error: an error line, named or not."""
+    state.error_line(number, _PREFIX.sub("", line.strip()).strip(), ending=True)
+
+
+@collects("Traceback (most recent call last)", r"Traceback \(most recent call last\)")
+def traceback_header(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.traceback = (number, line.strip()[:MAX_TEXT])

@@ -61,7 +61,7 @@ recognises(
 @collects(("load_in_4bit", "load_in_8bit"), rf"^\s*{Q}?load_in_(?P<bits>4|8)bit{Q}?\s*$")
 def load_in_kbit_wrapped(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """The argument's name alone on a line, right after "unexpected keyword argument" (a wrapped message)."""
-    if number - state.recent.unexpected_kwarg <= 1:
+    if state.since(state.recent.unexpected_kwarg, number) <= 1:
         state.match(S.LOAD_IN_KBIT_KWARG_UNSUPPORTED, number, line)
 
 

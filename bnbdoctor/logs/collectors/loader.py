@@ -81,7 +81,7 @@ def _library_kind(name: str) -> str:
 
 
 def _in_bnb_context(state: LogState, number: int, line: str) -> bool:
-    return "bitsandbytes" in line or number - state.recent.bnb_message <= BNB_CONTEXT_LINES
+    return "bitsandbytes" in line or state.since(state.recent.bnb_message, number) <= BNB_CONTEXT_LINES
 
 
 def _missing_library(state: LogState, name: str, number: int, line: str) -> None:

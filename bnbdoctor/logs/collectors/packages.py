@@ -113,7 +113,7 @@ def torch_built_with(state: LogState, m: re.Match[str], number: int, line: str) 
 
 @collects(("CUDA:", "HIP:"), r"^\s{0,8}(?P<kind>CUDA|HIP|XPU): (?P<version>\d[\w.]{0,20}|N/A|None)\s*$")
 def diagnostics_runtime(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    if number - state.recent.pytorch_block > _PYTORCH_BLOCK_LINES:
+    if state.since(state.recent.pytorch_block, number) > _PYTORCH_BLOCK_LINES:
         return  # "CUDA: 12.6" is torch's only right under the "PyTorch:" line of python -m bitsandbytes
     value = m.group("version")
     if not value[0].isdigit():

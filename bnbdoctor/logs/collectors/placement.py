@@ -28,7 +28,7 @@ def dispatch(state: LogState, m: re.Match[str], number: int, line: str) -> None:
 
 @collects("8bit_fp32", r"load_in_8bit_fp32_cpu_offload")
 def old_offload_option(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    if "unexpected keyword argument" in line or number - state.recent.unexpected_kwarg <= 1:
+    if "unexpected keyword argument" in line or state.since(state.recent.unexpected_kwarg, number) <= 1:
         state.match(S.FP32_OFFLOAD_KWARG_TYPEERROR, number, line)
     elif number - state.recent.dispatch > 0 and not state.count(S.DISPATCH_MESSAGE_OLD_OPTION):
         state.match(S.DISPATCH_MESSAGE_OLD_OPTION, number, line)

@@ -50,7 +50,7 @@ def torch_arch_list(state: LogState, m: re.Match[str], number: int, line: str) -
     r"^\s{0,8}- (?P<major>\d{1,2})\.(?P<minor>\d) which supports hardware CC",
 )
 def torch_arch_item(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    if number - state.torch.arch_block > 40:
+    if state.since(state.torch.arch_block, number) > 40:
         return  # not part of torch's warning
     sass, ptx = state.torch.arch_list or ([], [])
     arch = int(m.group("major")) * 10 + int(m.group("minor"))
