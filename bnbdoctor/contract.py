@@ -12,9 +12,12 @@ import contextlib
 import errno
 import os
 import re
+import signal
 import stat
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
 
 from bnbdoctor.environment import check_allowed
 from bnbdoctor.report import ExitCode
@@ -237,3 +240,34 @@ def guarded(run: Callable[[], int], user_errors: tuple[type[Exception], ...], de
             f"bnbdoctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)", file=sys.stderr
         )
         return int(ExitCode.FAILURE)
+
+
+#: Signals that end a command the way Ctrl-C does: ``kill``, a closed terminal, a CI job's timeout.
+TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def ended_by_signals(cleanup: Callable[[], None]) -> Iterator[None]:
+    """While the command runs, SIGTERM and SIGHUP run ``cleanup`` (kill what bnbdoctor started), say so in
+    one line, and end it through every ``finally`` with the shell's status, 128 + the signal's number. A
+    signal the caller ignores (``nohup``) stays ignored; the handlers in place before are put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        cleanup()
+        with contextlib.suppress(OSError, ValueError):  # a closed terminal (SIGHUP) has no stderr left
+            print(f"bnbdoctor: stopped by {signal.Signals(signum).name}", file=sys.stderr, flush=True)
+        raise SystemExit(128 + signum)
+
+    previous = {}
+    for signum in TERMINATING:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            previous[signum] = signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
