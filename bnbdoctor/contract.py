@@ -63,6 +63,14 @@ def expand_output_path(path: str) -> str:
     return _PLACEHOLDER.sub(name, path)
 
 
+def shown_path(path: str) -> str:
+    """``path`` as a message to the terminal shows it: the home folder as ``~`` (a pasted message names no user)."""
+    home = os.path.expanduser("~").rstrip("/\\")
+    if len(home) > 1 and (path == home or path.startswith((home + "/", home + os.sep))):
+        return "~" + path[len(home) :]
+    return path
+
+
 def note(message: str) -> None:
     """A message for the person at the terminal: stderr, never stdout (stdout is data)."""
     print(f"bnbdoctor: {message}", file=sys.stderr)
@@ -212,8 +220,8 @@ def write_output(text: str, output: str | None, error: type[Exception], *, json:
         try:
             write_file(output, text)
         except OSError as exc:
-            raise error(f"cannot write {output}: {exc.strerror or exc}") from None
-        note(f"report written to {output}")
+            raise error(f"cannot write {shown_path(output)}: {exc.strerror or exc}") from None
+        note(f"report written to {shown_path(output)}")
     else:
         from bnbdoctor.charset import fit_to_encoding, stream_encoding
 
