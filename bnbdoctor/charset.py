@@ -22,7 +22,7 @@ from __future__ import annotations
 import codecs
 from typing import TextIO
 
-__all__ = ["ASCII_FALLBACK", "fit_to_encoding", "stream_encoding"]
+__all__ = ["ASCII_FALLBACK", "decode_document", "fit_to_encoding", "sniff_encoding", "stream_encoding"]
 
 #: The non-ASCII characters bnbdoctor's own output uses, and what stands in for each where the encoding lacks it.
 ASCII_FALLBACK: dict[str, str] = {
@@ -98,3 +98,24 @@ def fit_to_encoding(text: str, encoding: str, *, json: bool = False) -> str:
 def _ascii_for(char: str, encoding: str) -> str:
     stand_in = ASCII_FALLBACK.get(char, "?")
     return stand_in if _encodable(stand_in, encoding) else "?"
+
+
+def sniff_encoding(head: bytes) -> str:
+    """The encoding a saved document starts in: ``utf-16`` for a UTF-16 byte order mark (PowerShell 5's ``>``
+    and ``Out-File`` write UTF-16 LE with one), ``utf-16-le``/``utf-16-be`` for JSON written as UTF-16 without
+    one (a NUL beside its first ``{``), ``utf-8-sig`` for UTF-8 with a byte order mark, else ``utf-8``."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if len(head) >= 2 and head[1] == 0 and head[0] != 0:
+        return "utf-16-le"
+    if len(head) >= 2 and head[0] == 0 and head[1] != 0:
+        return "utf-16-be"
+    return "utf-8"
+
+
+def decode_document(data: bytes) -> str:
+    """A saved document's bytes as text, in the encoding :func:`sniff_encoding` finds (its byte order mark
+    dropped); what does not decode becomes U+FFFD."""
+    return data.decode(sniff_encoding(data[:64]), errors="replace")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser, closest
-from bnbdoctor.contract import guarded, note, write_output
+from bnbdoctor.contract import ended_by_signals, guarded, note, write_output
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode, Report
@@ -296,8 +296,22 @@ def _subcommand(name: str, argv: list[str]) -> int:
     return int(entry(argv))
 
 
+def _kill_started() -> None:
+    """Kill the commands bnbdoctor started that still run (none when it has run none)."""
+    command = sys.modules.get("bnbdoctor.hosts.command")
+    if command is not None:
+        command.kill_started()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "mcp":  # the server owns its lifetime and its subprocesses
+        return _subcommand(argv[0], argv[1:])
+    with ended_by_signals(_kill_started):
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] in COMMANDS:
         return _subcommand(argv[0], argv[1:])
     if argv and not argv[0].startswith("-"):  # the doctor takes no positional argument: a misspelt command

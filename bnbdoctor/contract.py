@@ -12,9 +12,12 @@ import contextlib
 import errno
 import os
 import re
+import signal
 import stat
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
 
 from bnbdoctor.environment import check_allowed
 from bnbdoctor.report import ExitCode
@@ -60,6 +63,14 @@ def expand_output_path(path: str) -> str:
     return _PLACEHOLDER.sub(name, path)
 
 
+def shown_path(path: str) -> str:
+    """``path`` as a message to the terminal shows it: the home folder as ``~`` (a pasted message names no user)."""
+    home = os.path.expanduser("~").rstrip("/\\")
+    if len(home) > 1 and (path == home or path.startswith((home + "/", home + os.sep))):
+        return "~" + path[len(home) :]
+    return path
+
+
 def note(message: str) -> None:
     """A message for the person at the terminal: stderr, never stdout (stdout is data)."""
     print(f"bnbdoctor: {message}", file=sys.stderr)
@@ -78,40 +89,123 @@ def use_color(text_format: bool, output: str | None) -> bool:
     return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
 
 
+#: Links that are not files: ``/dev/stdout`` names ``/proc/self/fd/1``, which names whatever the shell
+#: opened (a terminal, a pipe, a file it appends to); a report goes there in place, as ``open`` would.
+_IN_PLACE_LINKS = ("/proc/", "/dev/")
+#: The longest part of the target's name that its temporary file's name repeats: with the pid and a random
+#: part the temporary name stays under NAME_MAX (255 bytes) for any name that itself fits.
+_TEMPORARY_STEM = 40
+_MAX_LINKS = 40  # as the kernel's ELOOP limit
+
+
+def _link_target(path: str) -> str | None:
+    """The file a symlink ``path`` finally names (it may not exist yet), or None when a link in the chain
+    lies in ``/proc`` or ``/dev`` (``/dev/stdout``: written in place)."""
+    current = os.path.abspath(path)
+    for _ in range(_MAX_LINKS):
+        if current.startswith(_IN_PLACE_LINKS):
+            return None
+        if not os.path.islink(current):
+            return current
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return None  # a loop: open() below fails with "Too many levels of symbolic links"
+
+
+def _temporary_name(name: str) -> str:
+    """``.NAME.<pid>.<hex>.tmp``, with NAME cut to :data:`_TEMPORARY_STEM` characters."""
+    return f".{name[:_TEMPORARY_STEM]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+
+
+def _write_synced(descriptor: int, text: str) -> None:
+    with os.fdopen(descriptor, "w", encoding="utf-8", closefd=False) as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _anonymous_file(folder: str, mode: int) -> int | None:
+    """A file in ``folder`` with no name yet (Linux's ``O_TMPFILE``): a kill before it is named leaves
+    nothing behind. None where the system or the file system has none."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or os.link not in os.supports_dir_fd or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(folder, flag | os.O_WRONLY, mode)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOTSUP):
+            return None  # an old kernel or a file system without it: a named temporary file
+        raise
+
+
+def _name_anonymous(descriptor: int, name: str) -> None:
+    """Give the ``O_TMPFILE`` file open as ``descriptor`` its ``name``: ``linkat`` of ``/proc/self/fd/N``,
+    following that link (a directory descriptor makes ``os.link`` call ``linkat``, not ``link``)."""
+    fds = os.open("/proc/self/fd", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.link(str(descriptor), name, src_dir_fd=fds, follow_symlinks=True)
+    finally:
+        os.close(fds)
+
+
 def write_file(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all; raises OSError.
 
     The text goes to a temporary file in the same folder, which then replaces ``path``
-    (``os.replace``), so an interrupted write never leaves a partial report, and a file written
-    again keeps its permissions. A read-only file stays unwritten. What is not a plain file is
-    written in place, as ``open`` would: a symlink (``/dev/stdout`` is one, and may name the file
-    the shell redirects to), a device or a pipe; a folder fails with "Is a directory".
+    (``os.replace``), so an interrupted write never leaves a partial report, two runs writing one
+    file leave one report or the other, and a file written again keeps its permissions. On Linux the
+    temporary file has no name until it is whole (``O_TMPFILE``), so a kill leaves nothing behind;
+    elsewhere a ``.NAME.<pid>.<hex>.tmp`` is removed on every way out Python sees. A read-only file
+    stays unwritten. Through a symlink, the file it names is replaced the same way and the link kept.
+    What is not a plain file is written in place, as ``open`` would: a device, a pipe, or a link into
+    ``/proc`` or ``/dev`` (``/dev/stdout``, which may name the file the shell redirects to); a folder
+    fails with "Is a directory".
     """
+    target = os.fspath(path)
+    if os.path.islink(target):
+        final = _link_target(target)
+        if final is None:
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            return
+        target = final
     try:
-        found: os.stat_result | None = os.stat(path)
+        found: os.stat_result | None = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
         found = None  # a new file; a missing folder fails below with open's error
-    if os.path.islink(path) or (found is not None and not stat.S_ISREG(found.st_mode)):
-        with open(path, "w", encoding="utf-8") as handle:
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        with open(target, "w", encoding="utf-8") as handle:
             handle.write(text)
         return
-    if found is not None and not os.access(path, os.W_OK):
+    if found is not None and not os.access(target, os.W_OK):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
-    folder, name = os.path.split(os.path.abspath(path))
-    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    folder, name = os.path.split(os.path.abspath(target))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
     mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)  # new: the umask applies, as in open
+    temporary = os.path.join(folder, _temporary_name(name))
+    named = False
+    descriptor = _anonymous_file(folder, mode)  # new: the umask applies, as in open
+    if descriptor is None:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        named = True
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if found is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, path)
+        try:
+            _write_synced(descriptor, text)
+            if found is not None:  # the file's own mode, whatever the umask
+                if named:
+                    os.chmod(temporary, mode)
+                else:
+                    os.fchmod(descriptor, mode)
+            if not named:
+                _name_anonymous(descriptor, temporary)
+                named = True
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, target)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+        if named:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
         raise
 
 
@@ -126,8 +220,8 @@ def write_output(text: str, output: str | None, error: type[Exception], *, json:
         try:
             write_file(output, text)
         except OSError as exc:
-            raise error(f"cannot write {output}: {exc.strerror or exc}") from None
-        note(f"report written to {output}")
+            raise error(f"cannot write {shown_path(output)}: {exc.strerror or exc}") from None
+        note(f"report written to {shown_path(output)}")
     else:
         from bnbdoctor.charset import fit_to_encoding, stream_encoding
 
@@ -154,3 +248,34 @@ def guarded(run: Callable[[], int], user_errors: tuple[type[Exception], ...], de
             f"bnbdoctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)", file=sys.stderr
         )
         return int(ExitCode.FAILURE)
+
+
+#: Signals that end a command the way Ctrl-C does: ``kill``, a closed terminal, a CI job's timeout.
+TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def ended_by_signals(cleanup: Callable[[], None]) -> Iterator[None]:
+    """While the command runs, SIGTERM and SIGHUP run ``cleanup`` (kill what bnbdoctor started), say so in
+    one line, and end it through every ``finally`` with the shell's status, 128 + the signal's number. A
+    signal the caller ignores (``nohup``) stays ignored; the handlers in place before are put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        cleanup()
+        with contextlib.suppress(OSError, ValueError):  # a closed terminal (SIGHUP) has no stderr left
+            print(f"bnbdoctor: stopped by {signal.Signals(signum).name}", file=sys.stderr, flush=True)
+        raise SystemExit(128 + signum)
+
+    previous = {}
+    for signum in TERMINATING:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            previous[signum] = signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+

@@ -57,6 +57,15 @@ class Unreadable:
 
 
 @dataclass
+class DuplicateNode:
+    """A node name more than one report gave (two folders' ``gpu1.json``, two JSON Lines with one
+    ``SLURMD_NODENAME``): each of them is counted and shown as one of ``shown_as``."""
+
+    node: str
+    shown_as: list[str] = field(default_factory=list)
+
+
+@dataclass
 class FleetReport:
     """Nodes grouped by fingerprint, largest group first, and what differs between the groups."""
 
@@ -70,3 +79,4 @@ class FleetReport:
     differs: list[str] = field(default_factory=list)  # key facts (and "findings") that differ between groups
     unreadable: list[Unreadable] = field(default_factory=list)
     pseudonymized: bool = False
+    duplicates: list[DuplicateNode] = field(default_factory=list)  # node names more than one report gave

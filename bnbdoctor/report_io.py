@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bnbdoctor.charset import decode_document
 from bnbdoctor.facts import SCHEMA_VERSION, Facts
 from bnbdoctor.redact import Redactor
 from bnbdoctor.report import Report
@@ -57,7 +58,7 @@ def _read(source: str) -> str:
         raise ReportError(f"cannot read {source}: {exc.strerror or exc}") from None
     if len(data) > MAX_REPORT_BYTES:
         raise ReportError(f"{source} is larger than {MAX_REPORT_BYTES // (1024 * 1024)} MiB; not a bnbdoctor report")
-    return data.decode("utf-8", errors="replace")
+    return decode_document(data)  # UTF-8, with or without a BOM, or UTF-16 (PowerShell 5's >)
 
 
 def _is_unicode(text: str) -> bool:

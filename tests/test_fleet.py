@@ -3,8 +3,11 @@ exit codes, --nagios, --pseudonymize-nodes, and ``-o DIR/%N.json``."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from bnbdoctor.hosts.fixture import FixtureHost
 from bnbdoctor.probes import ProbeOptions
 from bnbdoctor.redact import Redactor
 from bnbdoctor.render.json import render_json
-from bnbdoctor.report_io import ReportError, redact_report
+from bnbdoctor.report_io import MAX_REPORT_BYTES, ReportError, redact_report
 
 
 def _report_text(name: str) -> str:
@@ -224,3 +227,109 @@ def test_a_json_line_whose_node_name_was_redacted_is_named_by_its_line(reports: 
     kubernetes["facts"]["env"]["NODE_NAME"] = "k8s-node-3"
     stdin = io.StringIO(json.dumps(redacted) + "\n" + json.dumps(kubernetes) + "\n")
     assert [item.node for item in iter_reports(["-"], stdin=stdin)] == ["stdin:1", "k8s-node-3"]
+
+
+# -- issue 25, item 14: what a fleet's inputs may hold -------------------------------------------------
+
+
+def test_a_node_name_is_printed_with_its_escapes_never_raw(
+    reports: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Terminal escape sequences in a node's name reached the admin's terminal, and a newline forged a line."""
+    lines = []
+    for name in ("gpu1\x1b]0;pwned\x07\x1b[2J\x1b[31mEVIL", "gpu7\nBNBDOCTOR OK - 0 errors on 2 nodes", "n\u202egpj"):
+        data = json.loads(reports["centos7-cxxabi"])
+        data["facts"]["env"]["SLURMD_NODENAME"] = name
+        lines.append(json.dumps(data))
+    (tmp_path / "nodes.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    weird = tmp_path / "x\x1b[31mred.json"
+    weird.write_text(reports["a100-healthy"], encoding="utf-8")
+    for fmt in ("--text", "--markdown", "--json"):
+        code, out = _run([str(tmp_path), fmt], capsys)
+        assert code == 1
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+        assert not any(line.startswith("BNBDOCTOR OK") for line in out.splitlines())
+    code, out = _run([str(tmp_path), "--text"], capsys)
+    assert "gpu1\\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mEVIL" in out and "gpu7\\nBNBDOCTOR OK" in out
+    assert "x\\x1b[31mred" in out
+
+
+def test_two_reports_naming_one_node_are_told_apart(
+    reports: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two machines called gpu1 were 2 nodes, both shown as "gpu1", without a word."""
+    for rack, machine in (("rack1", "centos7-cxxabi"), ("rack2", "a100-healthy")):
+        (tmp_path / rack).mkdir()
+        (tmp_path / rack / "gpu1.json").write_text(reports[machine], encoding="utf-8")
+    code = fleet_cli.main([str(tmp_path / "rack1"), str(tmp_path / "rack2")])
+    captured = capsys.readouterr()
+    assert code == 1
+    first, second = (str(tmp_path / rack / "gpu1.json") for rack in ("rack1", "rack2"))
+    assert f"error: gpu1 ({first})" in captured.out and f"no findings: gpu1 ({second})" in captured.out
+    assert f"duplicate node name: gpu1 is the name of 2 reports: gpu1 ({first}), gpu1 ({second})" in captured.out
+    assert "duplicate node name: gpu1" in captured.err
+    fleet = aggregate(iter_reports([str(tmp_path / "rack1"), str(tmp_path / "rack2")]), pseudonymize=True)
+    assert [d.shown_as for d in fleet.duplicates] == [[f"{pseudonym('gpu1')} #1", f"{pseudonym('gpu1')} #2"]]
+    assert str(tmp_path) not in json.dumps(fleet_report_json(fleet))
+
+
+def fleet_report_json(fleet: Any) -> Any:
+    from bnbdoctor.serde import to_jsonable
+
+    return to_jsonable(fleet)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_in_a_folder_of_reports_is_unreadable_not_waited_on(
+    reports: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "node1.json").write_text(reports["cpu-laptop"], encoding="utf-8")
+    os.mkfifo(tmp_path / "node2.json")
+    box: list[int] = []
+    worker = threading.Thread(target=lambda: box.append(fleet_cli.main([str(tmp_path)])), daemon=True)
+    worker.start()
+    worker.join(20)
+    assert box, "fleet blocked on the FIFO"
+    assert "node2.json is not a regular file" in capsys.readouterr().err
+    # named on the command line, a FIFO without a writer is read as what it holds: nothing
+    named = list(iter_reports([str(tmp_path / "node2.json")]))
+    assert [item.text for item in named] == [""]
+
+
+class _Endless(io.RawIOBase):
+    """``/dev/zero`` or ``/dev/urandom`` on stdin: bytes without end, counting how many were read."""
+
+    def __init__(self, byte: int | None) -> None:
+        self.byte, self.given = byte, 0
+        self._random = __import__("random").Random(7)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = len(buffer)
+        buffer[:size] = bytes(size) if self.byte == 0 else self._random.randbytes(size)
+        self.given += size
+        return size
+
+
+@pytest.mark.parametrize("byte", [0, None], ids=["dev-zero", "dev-urandom"])
+def test_endless_bytes_on_stdin_are_one_unreadable_entry_in_bounded_memory(byte: int | None) -> None:
+    """JSON Lines were read a whole line before the 32 MiB check: ``fleet - < /dev/zero`` grew without bound."""
+    raw = _Endless(byte)
+    stdin = io.TextIOWrapper(io.BufferedReader(raw))
+    items = list(iter_reports(["-"], stdin=stdin))
+    assert len(items) == 1 and items[0].error is not None and "the rest of stdin is not read" in items[0].error
+    assert raw.given <= MAX_REPORT_BYTES + 2**20
+
+
+def test_reports_saved_as_utf16_or_with_a_bom_are_read(reports: dict[str, str], tmp_path: Path) -> None:
+    """Issue 25, item 18: what PowerShell 5's ``>`` writes (UTF-16 LE with a BOM) and UTF-8 with a BOM."""
+    text = reports["centos7-cxxabi"]
+    line = json.dumps(json.loads(text))
+    (tmp_path / "ps5.json").write_bytes(codecs.BOM_UTF16_LE + text.encode("utf-16-le"))
+    (tmp_path / "bom.json").write_bytes(codecs.BOM_UTF8 + text.encode("utf-8"))
+    (tmp_path / "be.json").write_bytes(codecs.BOM_UTF16_BE + text.encode("utf-16-be"))
+    (tmp_path / "ps5.jsonl").write_bytes(codecs.BOM_UTF16_LE + f"{line}\r\n{line}\r\n".encode("utf-16-le"))
+    fleet = aggregate(iter_reports([str(tmp_path)]))
+    assert not fleet.unreadable and fleet.nodes == 5 and len(fleet.groups) == 1

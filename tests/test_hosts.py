@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,7 @@ from typing import Any
 import pytest
 
 from bnbdoctor.environment import EnvNotAllowed, check_allowed, looks_secret
+from bnbdoctor.hosts.command import kill_started, run_command
 from bnbdoctor.hosts.fixture import FixtureError, FixtureHost
 from bnbdoctor.hosts.live import LiveHost
 
@@ -38,6 +42,112 @@ def test_live_command_timeout_kills_the_whole_group() -> None:
     assert result.timed_out and result.returncode is None
     assert time.perf_counter() - started < 5
     assert "timed out" in result.describe_failure()
+
+
+def _alive(pid: int) -> bool:
+    """The process runs (a zombie, killed but not yet reaped by whoever adopted it, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _pid_from(path: Path, timeout: float = 30.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was never written")
+
+
+def _gone(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+pytestmark_posix = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+
+
+@pytestmark_posix
+def test_a_helper_left_holding_stdout_neither_delays_the_answer_nor_outlives_it(tmp_path: Path) -> None:
+    """Issue 25, item 8: an interpreter that answered in milliseconds but left a helper (a .pth file's) holding
+    its stdout was reported "timed out after 30s", and the helper was never killed."""
+    pid_file = tmp_path / "helper"
+    box: list[Any] = []
+    script = f"sleep 60 & echo $! > {pid_file}; echo answer"
+    worker = threading.Thread(target=lambda: box.append(run_command(["sh", "-c", script], timeout=30)), daemon=True)
+    started = time.perf_counter()
+    worker.start()
+    worker.join(10)
+    assert box, "run_command still waits for the helper"
+    result = box[0]
+    assert result.ok and result.stdout == "answer\n" and time.perf_counter() - started < 5
+    assert _gone(_pid_from(pid_file))
+
+
+@pytestmark_posix
+def test_a_helper_in_a_session_of_its_own_is_left_behind_not_waited_for(tmp_path: Path) -> None:
+    pid_file = tmp_path / "helper"
+    helper = f"import os, time; os.setsid(); open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    script = f"{sys.executable} -c \"{helper}\" & while [ ! -s {pid_file} ]; do sleep 0.05; done; echo answer"
+    box: list[Any] = []
+    worker = threading.Thread(target=lambda: box.append(run_command(["sh", "-c", script], timeout=30)), daemon=True)
+    worker.start()
+    worker.join(10)
+    try:
+        assert box and box[0].ok and box[0].stdout == "answer\n"  # was: blocked closing the pipe
+    finally:
+        os.kill(_pid_from(pid_file), signal.SIGKILL)
+
+
+@pytestmark_posix
+def test_kill_started_kills_what_still_runs_with_its_group(tmp_path: Path) -> None:
+    """What runs at exit and on SIGTERM/SIGHUP: a probe still running in an abandoned thread dies with bnbdoctor."""
+    pid_file = tmp_path / "grandchild"
+    box: list[Any] = []
+    script = f"sleep 60 & echo $! > {pid_file}; sleep 60"
+    worker = threading.Thread(target=lambda: box.append(run_command(["sh", "-c", script], timeout=60)), daemon=True)
+    worker.start()
+    grandchild = _pid_from(pid_file)
+    kill_started()
+    worker.join(10)
+    assert box and not box[0].ok and _gone(grandchild)
+
+
+@pytestmark_posix
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_stopping_bnbdoctor_stops_the_patient_it_runs(tmp_path: Path, signum: int) -> None:
+    """SIGTERM, SIGHUP (a closed terminal, a CI job's timeout) and Ctrl-C while a probe ran left the patient's
+    process group running with no time limit (it runs in a session of its own)."""
+    pid_file = tmp_path / "pid"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\nsleep 300 & echo $! > {pid_file}\nwait\n")
+    python.chmod(0o755)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    command = [sys.executable, "-m", "bnbdoctor", "--python", str(python), "--json", "--no-load"]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=tmp_path
+    )
+    try:
+        patient = _pid_from(pid_file)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _gone(patient), "the patient outlived bnbdoctor"
+    if signum == signal.SIGINT:
+        assert proc.returncode == 2 and b"interrupted" in err
+    else:
+        assert proc.returncode == 128 + signum
+        assert err.decode().strip().splitlines()[-1] == f"bnbdoctor: stopped by {signal.Signals(signum).name}"
 
 
 def test_live_command_not_found_is_an_answer() -> None:

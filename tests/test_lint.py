@@ -109,3 +109,45 @@ def test_the_adapter_is_the_model_id_argument_whatever_its_place() -> None:
     )
     sites = analyze_source(source)
     assert [(s.kind, s.detail["adapter"]) for s in sites] == [("merge", "'out/adapter'")]
+
+
+# -- issue 25, item 15: what lint parses is bounded, and one odd file never ends the run --------------
+
+GOOD = (
+    "from transformers import AutoModelForCausalLM\n"
+    'm = AutoModelForCausalLM.from_pretrained("x", load_in_4bit=True)\n'
+    "m.half()\n"
+)
+
+
+def test_deep_nesting_is_one_line_and_the_other_files_are_still_linted(tmp_path: Path) -> None:
+    """A notebook whose JSON nests 100,000 deep (RecursionError), 100,000 ``not``s or lambdas (the parser's
+    MemoryError) ended the whole run in "internal error", and the good file's findings were lost."""
+    (tmp_path / "good.py").write_text(GOOD)
+    (tmp_path / "deep.ipynb").write_text('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    (tmp_path / "notnot.py").write_text("x = " + "not " * 100_000 + "y\n")
+    (tmp_path / "lambdas.py").write_text("x = " + "lambda: " * 100_000 + "0\n")
+    report = lint_report([str(tmp_path)], read_python=False)
+    assert report.facts.lint is not None
+    unparsed = report.facts.lint.unparsed
+    assert set(unparsed) == {str(tmp_path / name) for name in ("deep.ipynb", "notnot.py", "lambdas.py")}
+    assert unparsed[str(tmp_path / "deep.ipynb")] == "not a notebook (JSON nested too deeply)"
+    assert unparsed[str(tmp_path / "notnot.py")] == "nested too deeply to parse"
+    assert {f.rule_id for f in report.findings} >= {"BNB602", "BNB604"}  # good.py's findings are all there
+
+
+def test_a_generated_data_module_or_a_huge_cell_is_not_parsed(tmp_path: Path) -> None:
+    """~8 KB of memory per source line: a 16 MB data module took 2.2 GB, a notebook with a 50 MB cell > 14 GB."""
+    from bnbdoctor.lint.sources import MAX_SOURCE_BYTES
+
+    items = ", ".join(str(i) for i in range(MAX_SOURCE_BYTES // 7))
+    (tmp_path / "data.py").write_text(f"DATA = [{items}]\n")
+    cell = {"cell_type": "code", "source": [f"DATA = [{items}]\n"], "metadata": {}, "outputs": []}
+    (tmp_path / "big.ipynb").write_text(json.dumps({"cells": [cell], "nbformat": 4}))
+    (tmp_path / "good.py").write_text(GOOD)
+    facts = lint_facts([str(tmp_path)])
+    assert facts.unparsed == {
+        str(tmp_path / "data.py"): "more than 2 MiB of source; not linted (generated data?)",
+        str(tmp_path / "big.ipynb"): "more than 2 MiB of code in its cells; not linted",
+    }
+    assert {s.kind for s in facts.sites} >= {"kbit_kwarg", "move"}

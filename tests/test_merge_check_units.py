@@ -226,3 +226,43 @@ def test_the_verdict_never_rounds_a_share_onto_nothing_or_everything() -> None:
         "0 %",
         "?",
     ]
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"r": 8.5}, "r is 8.5, not a whole number"),
+        ({"r": "8"}, 'r is "8", not a whole number'),
+        ({"r": True}, "r is true, not a whole number"),
+        ({"r": 0}, "r is 0, not a whole number"),
+        ({"r": 8, "lora_alpha": "16"}, 'lora_alpha is "16", not a finite number'),
+        ({"r": 8, "lora_alpha": float("nan")}, "lora_alpha is NaN, not a finite number"),
+        ({"r": 8, "lora_alpha": float("inf")}, "lora_alpha is Infinity, not a finite number"),
+    ],
+)
+def test_a_config_of_the_wrong_types_is_one_line_in_every_format(
+    config: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25, item 15: ``r: 8.5`` or ``"8"`` made ``--markdown`` end in "internal error: DecodeError", and
+    ``lora_alpha: NaN`` (Python's json reads it) made ``--json`` print a bare NaN."""
+    (tmp_path / "base").mkdir()
+    _write_safetensors(tmp_path / "base" / "model.safetensors", {"model.layers.0.mlp.up_proj.weight": ("BF16", [4], 8)})
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "base_model_name_or_path": "base", **config}))
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"")
+    for fmt in ("--json", "--text", "--markdown"):
+        assert cli.main([str(tmp_path), fmt]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and message in captured.err and "internal error" not in captured.err
+
+
+def test_json_is_strict_even_when_the_engine_answers_nan() -> None:
+    check = _check(0.9)
+    check.overall["4bit"] = WayResult(kept=float("nan"), unmoved=float("inf"))
+    check.scale = float("nan")
+    text = render_json(check)
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"bare {constant} in --json")
+
+    data = json.loads(text, parse_constant=refuse)
+    assert data["overall"]["4bit"]["kept"] is None and data["scale"] is None

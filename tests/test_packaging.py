@@ -189,3 +189,22 @@ def test_the_built_wheel_carries_machines_and_rule_pages(tmp_path: Path) -> None
     assert findings["BNB306"]["doc"] == "bnbdoctor rule BNB306"
     page = bnbdoctor("rule", "BNB306")
     assert page.returncode == 0 and page.stdout.startswith("# BNB306 — libstdcxx-too-old"), page.stderr
+
+
+def test_install_hints_name_what_pip_can_install() -> None:
+    """Issue 25, item 18: the hints said ``pip install "bnbdoctor[mcp]"``; bnbdoctor is not on PyPI, so that
+    names nothing (or, worse, someone else's package). They name the extra's own requirement, as pyproject
+    declares it, and the interpreter bnbdoctor runs in."""
+    import re
+    import tomllib
+
+    from bnbdoctor import completion
+    from bnbdoctor.mcp_server import INSTALL_HINT, MCP_REQUIREMENT
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert extras["mcp"] == [MCP_REQUIREMENT] and extras["completion"] == [completion.SHTAB]
+    assert f'-m pip install "{MCP_REQUIREMENT}"' in INSTALL_HINT
+    texts = [INSTALL_HINT, (ROOT / "bnbdoctor" / "completion.py").read_text(encoding="utf-8")]
+    texts += [(ROOT / name).read_text(encoding="utf-8") for name in ("README.md", "docs/agents.md")]
+    for text in texts:
+        assert not re.search(r'pip install "?bnbdoctor\[', text)

@@ -298,6 +298,66 @@ def test_write_file_follows_symlinks_and_writes_devices_in_place(tmp_path: Path)
     write_file(os.devnull, "nothing")  # -o /dev/null works as it did with open()
 
 
+def test_a_report_written_through_a_symlink_replaces_the_file_it_names(tmp_path: Path) -> None:
+    """Issue 25, item 13: ``-o LINK`` was written in place (truncate, then write): a kill left the previous
+    report empty, and two runs through one link left one report with the other's tail."""
+    real = tmp_path / "good.json"
+    real.write_text("previous report\n" * 100)
+    link = tmp_path / "latest.json"
+    link.symlink_to("good.json")
+    before = real.stat().st_ino
+    write_file(link, "new\n")
+    assert link.is_symlink() and os.readlink(link) == "good.json" and real.read_text() == "new\n"
+    assert real.stat().st_ino != before  # replaced whole, not truncated and rewritten
+    dangling = tmp_path / "next.json"
+    dangling.symlink_to(tmp_path / "sub" / ".." / "made.json")
+    write_file(dangling, "made\n")
+    assert dangling.is_symlink() and (tmp_path / "made.json").read_text() == "made\n"
+
+
+def test_an_interrupted_write_through_a_symlink_keeps_the_old_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = tmp_path / "good.json"
+    real.write_text("old\n")
+    (tmp_path / "latest.json").symlink_to(real)
+
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_file(tmp_path / "latest.json", "new\n" * 1000)
+    assert real.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json", "latest.json"]
+
+
+@pytest.mark.skipif(not hasattr(os, "O_TMPFILE"), reason="O_TMPFILE is Linux's")
+def test_while_a_report_is_written_no_temporary_file_has_a_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill between the temporary file and the rename left ``.NAME.<pid>.<hex>.tmp`` behind (item 13):
+    until the text is whole and synced, the temporary file has no name to leave."""
+    target = tmp_path / "report.json"
+    target.write_text("old\n")
+    seen: list[list[str]] = []
+    real_fsync = os.fsync
+
+    def watching(fd: int) -> None:
+        seen.append(sorted(p.name for p in tmp_path.iterdir()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", watching)
+    write_file(target, "new\n")
+    assert seen == [["report.json"]] and target.read_text() == "new\n"
+
+
+def test_a_name_of_240_characters_can_be_written(tmp_path: Path) -> None:
+    """The temporary name was ``.NAME.<pid>.<hex>.tmp``, 20 characters past NAME_MAX for such a name."""
+    target = tmp_path / ("r" * 235 + ".json")
+    write_file(target, "report\n")
+    write_file(target, "again\n")
+    assert target.read_text() == "again\n" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="no /dev/stdout")
 def test_output_to_dev_stdout_writes_through_the_pipe() -> None:
     command = [sys.executable, "-m", "bnbdoctor", "--fixture", "kepler-k80", "--json", "-o", "/dev/stdout"]

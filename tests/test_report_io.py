@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import subprocess
 import sys
@@ -48,6 +49,27 @@ def test_round_trip_through_markdown_and_stdin() -> None:
     replay = bnbdoctor("--from", "-", "--json", stdin="Some user text before the report\n\n" + markdown)
     assert replay.returncode in (0, 1), replay.stderr
     assert json.loads(replay.stdout)["tool"] == "bnbdoctor"
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda text: codecs.BOM_UTF16_LE + text.encode("utf-16-le"),  # PowerShell 5's > and Out-File
+        lambda text: codecs.BOM_UTF8 + text.encode("utf-8"),  # PowerShell 5's Set-Content -Encoding UTF8
+        lambda text: text.encode("utf-16-le"),
+    ],
+    ids=["utf-16-bom", "utf-8-bom", "utf-16-no-bom"],
+)
+def test_a_report_saved_by_powershell_replays(encode: Any, tmp_path: Path) -> None:
+    """Issue 25, item 18: --from refused a report saved as UTF-16 or as UTF-8 with a BOM (explain read them)."""
+    from bnbdoctor.report_io import load_facts
+
+    report = bnbdoctor("--fixture", "kepler-k80", "--json").stdout
+    for name, text in (("r.json", report), ("r.md", bnbdoctor("--fixture", "kepler-k80", "--markdown").stdout)):
+        saved = tmp_path / name
+        saved.write_bytes(encode(text))
+        facts, header = load_facts(str(saved))
+        assert header["tool"] == "bnbdoctor" and facts.gpu is not None
 
 
 def test_incomplete_facts_give_what_they_can(tmp_path: Path) -> None:

@@ -61,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
         note(f"unreadable: {bad.error}")
     if len(report.unreadable) > 20:
         note(f"... and {len(report.unreadable) - 20} more unreadable reports")
+    if report.duplicates:
+        from bnbdoctor.render.fleet import duplicate_line
+
+        for duplicate in report.duplicates[:20]:
+            note(f"duplicate node name: {duplicate_line(duplicate)}")
     if args.nagios and args.format is None and not args.output:
         sys.stdout.write(nagios_line(report))
         return int(nagios_state(report))

@@ -9,10 +9,17 @@ still running at its time limit is killed the same way.
 
 ``on_stderr_line`` hears each line of stderr as it arrives (an engine's "layer 3/16" progress), from
 the drain thread, within the same byte limit; a line longer than :data:`MAX_LINE` is passed on cut.
+
+Nothing a command started outlives it: when it ends, whatever it left running in its process group (a
+helper a ``.pth`` file started, holding its stdout) is killed, and on every way out of bnbdoctor (an
+exception such as Ctrl-C's in any thread, the app quitting with a probe still running, the end of the
+interpreter, SIGTERM and SIGHUP through :func:`kill_started`) the commands still running are killed with
+their groups. Only a SIGKILL of bnbdoctor itself leaves them to their own devices.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -37,6 +44,23 @@ DRAIN_GRACE_S = 2.0
 _CHUNK = 1 << 16
 #: The longest line passed to a line listener; a longer one is passed on cut to this many bytes.
 MAX_LINE = 4096
+
+
+#: The commands running now (each the leader of its own process group), for :func:`kill_started`.
+_STARTED: set[subprocess.Popen[bytes]] = set()
+_STARTED_LOCK = threading.Lock()
+
+
+def kill_started() -> None:
+    """Kill every command :func:`run_command` started that is still running, with its process group: on
+    the way out of bnbdoctor (run at exit, and by the SIGTERM/SIGHUP handler of the command line)."""
+    with _STARTED_LOCK:
+        running = list(_STARTED)
+    for proc in running:
+        kill_group(proc)
+
+
+atexit.register(kill_started)
 
 
 class _Lines:
@@ -152,6 +176,29 @@ def run_command(
         )
     except (OSError, ValueError) as exc:
         return CommandResult(tuple(argv), None, error=_oserror_text(exc))
+    with _STARTED_LOCK:
+        _STARTED.add(proc)
+    try:
+        return _supervise(proc, argv, started, timeout, max_output, on_stderr_line)
+    finally:
+        # On every way out (an exception here, Ctrl-C's in the main thread): nothing it started outlives it.
+        if proc.returncode is None:
+            kill_group(proc)
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                proc.wait(DRAIN_GRACE_S)
+        with _STARTED_LOCK:
+            _STARTED.discard(proc)
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    argv: list[str],
+    started: float,
+    timeout: float,
+    max_output: int,
+    on_stderr_line: LineListener | None,
+) -> CommandResult:
+    """Wait for ``proc`` within ``timeout`` and ``max_output``; its result."""
     overflow = threading.Event()
     if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are PIPE above
         raise RuntimeError("no pipes")
@@ -176,16 +223,21 @@ def run_command(
             if overflow.is_set():
                 break
     flooded = overflow.is_set() and proc.returncode is None
-    if proc.returncode is None:
-        kill_group(proc)
+    finished = proc.returncode is not None
+    # Whatever is left in its group is killed, the command too when it is still running: a helper it
+    # started (a .pth file's) that holds its stdout would keep the pipes open, and the drains waiting.
+    kill_group(proc)
+    if not finished:
         proc.wait()
+    grace_ends = time.perf_counter() + DRAIN_GRACE_S
     for drain in drains:
-        drain.thread.join(DRAIN_GRACE_S)
-    if flooded or timed_out:
-        kill_group(proc)  # what it left behind in its group
-    for pipe in (proc.stdout, proc.stderr):
-        with contextlib.suppress(OSError):
-            pipe.close()
+        drain.thread.join(max(0.0, grace_ends - time.perf_counter()))
+    for drain, pipe in zip(drains, (proc.stdout, proc.stderr)):
+        # A pipe still held by a process that left the group (its own session) is abandoned with its drain:
+        # closing it would wait for the drain's read, which waits for that process.
+        if not drain.thread.is_alive():
+            with contextlib.suppress(OSError):
+                pipe.close()
     out, err = _decode(drains[0].data), _decode(drains[1].data)
     duration = time.perf_counter() - started
     if flooded:

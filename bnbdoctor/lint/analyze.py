@@ -315,8 +315,16 @@ def lint_facts(paths: list[str]) -> LintFacts:
                 facts.unparsed[file] = f"{cell}line {exc.lineno}: {exc.msg}"
                 if unit.cell is None:
                     break
-            except (ValueError, RecursionError) as exc:
+            except (RecursionError, MemoryError):
+                # Python's own parser gives up on 100,000 nested `not`s or lambdas with MemoryError
+                cell = f"cell {unit.cell}: " if unit.cell is not None else ""
+                facts.unparsed[file] = f"{cell}nested too deeply to parse"
+                break
+            except ValueError as exc:
                 facts.unparsed[file] = f"{type(exc).__name__}: {exc}"
+                break
+            except Exception as exc:  # noqa: BLE001 - one odd file must not lose the other files' findings
+                facts.unparsed[file] = f"bnbdoctor could not lint it ({type(exc).__name__}: {exc}); please report this"
                 break
         facts.sites.extend(analysis.sites)
     if not facts.files:

@@ -2,7 +2,9 @@
 
 bnbdoctor's contract: stdout is data (``--json`` is one JSON document), messages on stderr, exit 0
 without error findings, 1 with them (or with warnings under ``--strict``), 2 for bad input. A file
-that cannot be parsed is one line in the report; the other files are still linted. The examined
+that cannot be parsed is one line in the report, whatever it holds (Python 2, 100,000 nested ``not``s,
+a notebook nested too deeply, more than 2 MiB of code: :mod:`bnbdoctor.lint.sources`); the other
+files are still linted. The examined
 interpreter (``--python``, else as the doctor chooses it) is read only when a finding's severity
 depends on its transformers or bitsandbytes (``--no-python`` skips it).
 """

@@ -4,7 +4,8 @@
   it imports no MCP;
 - :mod:`~bnbdoctor.mcp_server.server`: the tools and rule-page resources, on the official ``mcp`` SDK.
 
-The SDK is the optional extra ``pip install "bnbdoctor[mcp]"``: the core never imports it (an import
+The SDK is the optional extra ``mcp`` (``pip install ".[mcp]"`` from a clone; bnbdoctor is not on PyPI, so
+``bnbdoctor[mcp]`` names nothing there): the core never imports it (an import
 contract in pyproject.toml), and without it ``bnbdoctor mcp`` says how to install it, exit 2.
 """
 
@@ -16,10 +17,15 @@ from collections.abc import Sequence
 
 from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser
-from bnbdoctor.contract import note
+from bnbdoctor.contract import note, shown_path
 from bnbdoctor.report import ExitCode
 
-INSTALL_HINT = 'the MCP server needs the mcp extra: pip install "bnbdoctor[mcp]"'
+#: The SDK bnbdoctor's ``mcp`` extra asks for (pyproject.toml), installed by name: ``bnbdoctor[mcp]`` is not on PyPI.
+MCP_REQUIREMENT = "mcp>=2.3.0,<3"
+INSTALL_HINT = (
+    f'the MCP server needs the MCP SDK: {shown_path(sys.executable)} -m pip install "{MCP_REQUIREMENT}" '
+    f'(pipx: pipx inject bnbdoctor "{MCP_REQUIREMENT}"; from a clone: pip install ".[mcp]")'
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

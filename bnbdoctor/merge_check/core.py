@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,19 @@ def _read_json(host: Host, path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise MergeInputError(f"{path}: not a JSON object")
     return data
+
+
+def _lora_numbers(config: dict[str, Any], config_path: str) -> tuple[int | None, float | None]:
+    """The adapter's rank ``r`` (a whole number, 1 or more) and ``lora_alpha`` (a finite number), as peft
+    reads them; anything else (``8.5``, ``"8"``, ``true``, ``NaN``, which Python's json reads) is one line."""
+    rank, alpha = config.get("r"), config.get("lora_alpha")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 1):
+        raise MergeInputError(f"{config_path}: r is {json.dumps(rank)[:40]}, not a whole number of 1 or more")
+    if alpha is not None and (
+        isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha)
+    ):
+        raise MergeInputError(f"{config_path}: lora_alpha is {json.dumps(alpha)[:40]}, not a finite number")
+    return rank, None if alpha is None else float(alpha)
 
 
 def _snapshot(host: Host, repo_dir: str) -> str:
@@ -178,6 +192,7 @@ def run_merge_check(options: MergeOptions, host: Host | None = None, progress: P
     config = _read_json(host, config_path)
     if str(config.get("peft_type", "LORA")).upper() != "LORA":
         raise MergeInputError(f"{config_path}: peft_type {config.get('peft_type')}, only LoRA adapters are measured")
+    rank, alpha = _lora_numbers(config, config_path)
     base_name = options.base or config.get("base_model_name_or_path")
     if not base_name:
         raise MergeInputError(f"{config_path} names no base model: pass --base MODEL")
@@ -199,8 +214,8 @@ def run_merge_check(options: MergeOptions, host: Host | None = None, progress: P
         quant_type=options.quant_type,
         blocksize=options.blocksize,
         double_quant=options.double_quant,
-        rank=config.get("r"),
-        alpha=config.get("lora_alpha"),
+        rank=rank,
+        alpha=alpha,
         use_rslora=bool(config.get("use_rslora")),
         use_dora=bool(config.get("use_dora")),
         fan_in_fan_out=bool(config.get("fan_in_fan_out")),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from bnbdoctor.fleet_report import FleetReport, Group
+from bnbdoctor.fleet_report import DuplicateNode, FleetReport, Group
 from bnbdoctor.serde import to_jsonable
 
 #: Groups shown side by side; the rest are listed below the table.
@@ -62,6 +62,11 @@ def same_facts(report: FleetReport) -> list[str]:
     return [f"{name} {first.get(name)}" for name in first if name not in report.differs and first.get(name)]
 
 
+def duplicate_line(duplicate: DuplicateNode) -> str:
+    """``gpu1 is the name of 2 reports: gpu1 (rack1/gpu1.json), gpu1 (rack2/gpu1.json)``."""
+    return f"{duplicate.node} is the name of {len(duplicate.shown_as)} reports: {', '.join(duplicate.shown_as)}"
+
+
 def render_text(report: FleetReport) -> str:
     out = [f"bnbdoctor fleet: {headline(report)}", ""]
     if report.groups:
@@ -81,6 +86,8 @@ def render_text(report: FleetReport) -> str:
         out += [f"  {f.severity.upper():<7} {f.rule_id}  {f.title}" for f in group.findings]
     for bad in report.unreadable:
         out.append(f"unreadable: {bad.node}: {bad.error}")
+    for duplicate in report.duplicates:
+        out.append(f"duplicate node name: {duplicate_line(duplicate)}")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -105,6 +112,8 @@ def render_markdown(report: FleetReport) -> str:
         out += [f"  - `{f.rule_id}` {f.severity}: {_cell(f.title)}" for f in group.findings]
     if report.unreadable:
         out += ["", f"{len(report.unreadable)} unreadable: " + ", ".join(_cell(b.node) for b in report.unreadable)]
+    if report.duplicates:
+        out += ["", "Duplicate node names:"] + [f"- {_cell(duplicate_line(d))}" for d in report.duplicates]
     return "\n".join(out).rstrip() + "\n"
 
 

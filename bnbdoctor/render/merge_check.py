@@ -8,6 +8,7 @@ layers that keep least, the script for the right workflow and the memory it need
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from bnbdoctor.merge_check_result import WAYS, MergeCheck
@@ -28,8 +29,20 @@ def to_document(check: MergeCheck) -> dict[str, Any]:
     return data
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with each NaN or infinity (an engine's answer on odd weights) as null: JSON has no such numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
 def render_json(check: MergeCheck) -> str:
-    return json.dumps(to_document(check), indent=2, sort_keys=False) + "\n"
+    """Strict JSON: a bare ``NaN`` (which ``jq`` and ``JSON.parse`` refuse) is never written."""
+    return json.dumps(_finite(to_document(check)), indent=2, sort_keys=False, allow_nan=False) + "\n"
 
 
 def _pct(share: float | None) -> str:
