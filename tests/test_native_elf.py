@@ -567,3 +567,14 @@ def test_section_header_reader_matches_pyelftools(bnb_dir: Path) -> None:
         end = "<"
         ours = _section_headers(data, end, 64, elf.header["e_shoff"], elf.header["e_shentsize"], elf.header["e_shnum"])
         assert [(s.name, s.offset, s.size, s.link, s.info) for _, s in ours] == expected
+
+
+def test_machine_names_are_pyelftools_table() -> None:
+    """The ``e_machine`` names are data (importing pyelftools' enums cost ~13 ms a run); pyelftools stays
+    the reference they are checked against."""
+    from elftools.elf.enums import ENUM_E_MACHINE
+
+    from bnbdoctor.native.elf_machines import MACHINE_NAMES
+
+    expected = {v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int) and k != "_default_"}
+    assert MACHINE_NAMES == expected

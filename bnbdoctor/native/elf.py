@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from elftools.elf.enums import ENUM_E_MACHINE
+from bnbdoctor.native.elf_machines import MACHINE_NAMES
 
 #: How many undefined symbol names are kept per needed version (the first ones, sorted).
 SYMBOLS_PER_VERSION = 8
@@ -35,7 +35,6 @@ _SECTION_NAME_MAX = 64
 _MAGIC = b"\x7fELF"
 _DT_NEEDED, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 1, 14, 15, 29
 _VER_FLG_BASE = 0x1
-_MACHINE_NAMES = {v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int) and k != "_default_"}
 # ELF class -> (struct code of e_shoff, offset of e_shoff, offset of e_shentsize, Ehdr size)
 _EHDR = {32: ("I", 0x20, 0x2E, 52), 64: ("Q", 0x28, 0x3A, 64)}
 # ELF class -> (Elf_Dyn struct, Elf_Sym struct, index of st_name, index of st_shndx)
@@ -112,7 +111,7 @@ def parse_elf(data: bytes | bytearray | memoryview) -> ElfInfo:
         _parse(bytes(data) if not isinstance(data, bytes) else data, acc)
     except _Corrupt as exc:
         return acc.freeze(str(exc))
-    except Exception as exc:  # noqa: BLE001 - pyelftools raises ELFError, ELFParseError, struct.error, ...
+    except Exception as exc:  # noqa: BLE001 - struct.error, IndexError, UnicodeError, ...
         return acc.freeze(f"corrupt ELF: {_one_line(exc)}")
     return acc.freeze(None)
 
@@ -140,7 +139,7 @@ def _parse(data: bytes, acc: _Acc) -> None:
     if size < ehdr_size:
         raise _Corrupt(f"truncated ELF: {size} bytes, shorter than the {ehdr_size}-byte ELF header")
     (e_machine,) = struct.unpack_from(end + "H", data, 0x12)
-    acc.machine = _MACHINE_NAMES.get(e_machine, f"EM_{e_machine}")
+    acc.machine = MACHINE_NAMES.get(e_machine, f"EM_{e_machine}")
     (shoff,) = struct.unpack_from(end + shoff_code, data, shoff_at)
     shentsize, shnum, _ = struct.unpack_from(end + "HHH", data, shent_at)
     if shoff == 0:

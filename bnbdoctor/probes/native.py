@@ -35,7 +35,7 @@ _GLIBC_FILES = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libr
 
 
 def warm_up() -> None:
-    """Import the ELF parser (pyelftools) ahead of time, while other probes wait on subprocesses."""
+    """Import the ELF reader ahead of time, while other probes wait on subprocesses."""
     import bnbdoctor.native.elf  # noqa: F401
 
 
