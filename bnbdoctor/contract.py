@@ -278,4 +278,3 @@ def ended_by_signals(cleanup: Callable[[], None]) -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-

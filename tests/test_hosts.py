@@ -95,7 +95,7 @@ def test_a_helper_left_holding_stdout_neither_delays_the_answer_nor_outlives_it(
 def test_a_helper_in_a_session_of_its_own_is_left_behind_not_waited_for(tmp_path: Path) -> None:
     pid_file = tmp_path / "helper"
     helper = f"import os, time; os.setsid(); open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
-    script = f"{sys.executable} -c \"{helper}\" & while [ ! -s {pid_file} ]; do sleep 0.05; done; echo answer"
+    script = f'{sys.executable} -c "{helper}" & while [ ! -s {pid_file} ]; do sleep 0.05; done; echo answer'
     box: list[Any] = []
     worker = threading.Thread(target=lambda: box.append(run_command(["sh", "-c", script], timeout=30)), daemon=True)
     worker.start()

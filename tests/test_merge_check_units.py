@@ -247,7 +247,9 @@ def test_a_config_of_the_wrong_types_is_one_line_in_every_format(
     ``lora_alpha: NaN`` (Python's json reads it) made ``--json`` print a bare NaN."""
     (tmp_path / "base").mkdir()
     _write_safetensors(tmp_path / "base" / "model.safetensors", {"model.layers.0.mlp.up_proj.weight": ("BF16", [4], 8)})
-    (tmp_path / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "base_model_name_or_path": "base", **config}))
+    (tmp_path / "adapter_config.json").write_text(
+        json.dumps({"peft_type": "LORA", "base_model_name_or_path": "base", **config})
+    )
     (tmp_path / "adapter_model.safetensors").write_bytes(b"")
     for fmt in ("--json", "--text", "--markdown"):
         assert cli.main([str(tmp_path), fmt]) == 2

@@ -577,4 +577,4 @@ def test_machine_names_are_pyelftools_table() -> None:
     from bnbdoctor.native.elf_machines import MACHINE_NAMES
 
     expected = {v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int) and k != "_default_"}
-    assert MACHINE_NAMES == expected
+    assert expected == MACHINE_NAMES

@@ -195,8 +195,10 @@ def test_install_hints_name_what_pip_can_install() -> None:
     """Issue 25, item 18: the hints said ``pip install "bnbdoctor[mcp]"``; bnbdoctor is not on PyPI, so that
     names nothing (or, worse, someone else's package). They name the extra's own requirement, as pyproject
     declares it, and the interpreter bnbdoctor runs in."""
+    import importlib
     import re
-    import tomllib
+
+    tomllib = importlib.import_module("tomllib")  # Python 3.11+, which the tests run on
 
     from bnbdoctor import completion
     from bnbdoctor.mcp_server import INSTALL_HINT, MCP_REQUIREMENT

@@ -333,7 +333,9 @@ def test_an_interrupted_write_through_a_symlink_keeps_the_old_report(
 
 
 @pytest.mark.skipif(not hasattr(os, "O_TMPFILE"), reason="O_TMPFILE is Linux's")
-def test_while_a_report_is_written_no_temporary_file_has_a_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_while_a_report_is_written_no_temporary_file_has_a_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A kill between the temporary file and the rename left ``.NAME.<pid>.<hex>.tmp`` behind (item 13):
     until the text is whole and synced, the temporary file has no name to leave."""
     target = tmp_path / "report.json"

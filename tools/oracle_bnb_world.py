@@ -149,12 +149,12 @@ def _patch_torch(world: _World) -> None:
         world.reads.add(name)
         return value
 
-    torch.version.cuda = sc.get("torch_cuda")  # type: ignore[assignment]
-    torch.version.hip = sc.get("torch_hip")  # type: ignore[assignment]
+    torch.version.cuda = sc.get("torch_cuda")
+    torch.version.hip = sc.get("torch_hip")
     if sc.get("torch_xpu"):
-        torch.version.xpu = sc["torch_xpu"]  # type: ignore[attr-defined]
+        torch.version.xpu = sc["torch_xpu"]
     elif hasattr(torch.version, "xpu"):
-        torch.version.xpu = None  # type: ignore[attr-defined]
+        torch.version.xpu = None
 
     def index_of(device: Any = None) -> int:
         if device is None:
@@ -167,7 +167,7 @@ def _patch_torch(world: _World) -> None:
         world.reads.add("cuda.get_device_capability")
         if not available:
             raise RuntimeError("Found no NVIDIA driver on your system.")
-        return ccs[min(index_of(device), len(ccs) - 1)]  # type: ignore[return-value]
+        return ccs[min(index_of(device), len(ccs) - 1)]
 
     def properties(device: Any = None) -> Any:
         world.reads.add("cuda.get_device_properties")
@@ -192,23 +192,23 @@ def _patch_torch(world: _World) -> None:
             return None
 
     cuda = torch.cuda
-    cuda.is_available = lambda: note("cuda.is_available", available)  # type: ignore[assignment]
-    cuda.device_count = lambda: note("cuda.device_count", len(ccs) if available else 0)  # type: ignore[assignment]
-    cuda.get_device_capability = capability  # type: ignore[assignment]
-    cuda.get_device_properties = properties  # type: ignore[assignment]
-    cuda.get_device_name = lambda device=None: note("cuda.get_device_name", sc.get("gpu_name", "GPU"))  # type: ignore[assignment]
-    cuda.current_device = lambda: note("cuda.current_device", 0)  # type: ignore[assignment]
+    cuda.is_available = lambda: note("cuda.is_available", available)
+    cuda.device_count = lambda: note("cuda.device_count", len(ccs) if available else 0)
+    cuda.get_device_capability = capability
+    cuda.get_device_properties = properties
+    cuda.get_device_name = lambda device=None: note("cuda.get_device_name", sc.get("gpu_name", "GPU"))
+    cuda.current_device = lambda: note("cuda.current_device", 0)
     cuda.device = _Device  # type: ignore[assignment,misc]
-    cuda.is_initialized = lambda: available  # type: ignore[assignment]
-    cuda.init = lambda: None  # type: ignore[assignment]
+    cuda.is_initialized = lambda: available
+    cuda.init = lambda: None
     torch.backends.mps.is_available = lambda: note("backends.mps.is_available", bool(sc.get("mps")))  # type: ignore[assignment]
-    torch.backends.mps.is_built = lambda: bool(sc.get("mps"))  # type: ignore[assignment]
+    torch.backends.mps.is_built = lambda: bool(sc.get("mps"))
     xpu_on = bool(sc.get("torch_xpu")) and bool(sc.get("available"))
     if hasattr(torch, "xpu"):
-        torch.xpu.is_available = lambda: note("xpu.is_available", xpu_on)  # type: ignore[assignment]
-        torch.xpu.device_count = lambda: 1 if xpu_on else 0  # type: ignore[assignment]
+        torch.xpu.is_available = lambda: note("xpu.is_available", xpu_on)
+        torch.xpu.device_count = lambda: 1 if xpu_on else 0
         torch.xpu._lazy_init = lambda: None  # a CPU torch refuses to initialise XPU; an XPU build would not
-    torch._C._has_xpu = bool(sc.get("torch_xpu"))  # type: ignore[attr-defined]
+    torch._C._has_xpu = bool(sc.get("torch_xpu"))
     for name in ("_cuda_getCurrentRawStream", "_cuda_getCurrentStream", "_xpu_init"):  # absent from a CPU torch
         if not hasattr(torch._C, name):
             setattr(torch._C, name, lambda *args, _name=name: note("_C." + _name, 0))
@@ -220,7 +220,7 @@ def _patch_platform(world: _World) -> None:
     platform.system = lambda: system
     platform.machine = lambda: machine
     platform.processor = lambda: machine
-    platform.uname = lambda: platform.uname_result(system, "oracle", "", "", machine)  # type: ignore[call-arg]
+    platform.uname = lambda: platform.uname_result(system, "oracle", "", "", machine)
 
 
 def _patch_ctypes(world: _World) -> None:

@@ -41,7 +41,8 @@ class Observed:
 
 
 def load(path: Path = TABLE) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return table
 
 
 def selection_input(row: dict[str, Any], shipped: list[str]) -> SelectionInput:
@@ -57,7 +58,7 @@ def selection_input(row: dict[str, Any], shipped: list[str]) -> SelectionInput:
         torch_hip=scenario.get("torch_hip"),
         torch_xpu=scenario.get("torch_xpu"),
         gpu_available=available,
-        highest_cc=max(ccs) if ccs else None,  # type: ignore[arg-type]
+        highest_cc=max(ccs) if ccs else None,
         bnb_cuda_version=env.get("BNB_CUDA_VERSION"),
         bnb_rocm_version=env.get("BNB_ROCM_VERSION"),
         legacy_cudart=(scenario.get("system_cuda") if scenario.get("system_files") else LEGACY_CUDART_MISSING)

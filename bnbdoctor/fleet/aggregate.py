@@ -24,9 +24,9 @@ from bnbdoctor.fleet.inputs import Item
 from bnbdoctor.fleet_report import (
     FLEET_SCHEMA_VERSION,
     KEY_FACTS,
+    DuplicateNode,
     FindingKey,
     FleetReport,
-    DuplicateNode,
     Group,
     NodeSummary,
     Unreadable,
@@ -124,12 +124,16 @@ def aggregate(items: Iterable[Item], *, pseudonymize: bool = False) -> FleetRepo
         node = pseudonym(item.node) if pseudonymize else printable(item.node, MAX_NODE_NAME)
         source = node if pseudonymize else printable(item.source)
         if item.error is not None:
-            unreadable.append(Unreadable(node, source, printable(item.error) if not pseudonymize else "unreadable report"))
+            unreadable.append(
+                Unreadable(node, source, printable(item.error) if not pseudonymize else "unreadable report")
+            )
             continue
         try:
             summary = summarize(item.text, item.source)
         except ReportError as exc:
-            unreadable.append(Unreadable(node, source, printable(str(exc)) if not pseudonymize else "not a bnbdoctor report"))
+            unreadable.append(
+                Unreadable(node, source, printable(str(exc)) if not pseudonymize else "not a bnbdoctor report")
+            )
             continue
         group = groups.add(node, summary)
         placed.append((group, len(group.nodes) - 1, source))

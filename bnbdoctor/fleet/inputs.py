@@ -126,7 +126,7 @@ def _binary_lines(binary: BinaryIO, source: str) -> Iterator[Item]:
     """JSON Lines from a byte stream, in the encoding its first bytes show (UTF-8, UTF-16 with a BOM)."""
     peek = getattr(binary, "peek", None)
     head = peek(64)[:64] if peek is not None else b""
-    reader = io.TextIOWrapper(binary, encoding=sniff_encoding(head), errors="strict", newline=None)  # type: ignore[type-var]
+    reader = io.TextIOWrapper(binary, encoding=sniff_encoding(head), errors="strict", newline=None)
     try:
         yield from _lines(reader, source)
     finally:

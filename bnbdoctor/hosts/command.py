@@ -232,7 +232,7 @@ def _supervise(
     grace_ends = time.perf_counter() + DRAIN_GRACE_S
     for drain in drains:
         drain.thread.join(max(0.0, grace_ends - time.perf_counter()))
-    for drain, pipe in zip(drains, (proc.stdout, proc.stderr)):
+    for drain, pipe in zip(drains, (proc.stdout, proc.stderr), strict=False):
         # A pipe still held by a process that left the group (its own session) is abandoned with its drain:
         # closing it would wait for the drain's read, which waits for that process.
         if not drain.thread.is_alive():

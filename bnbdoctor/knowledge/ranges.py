@@ -93,7 +93,7 @@ class VersionRange:
         """Whether ``version`` (text, or a release tuple already parsed) is in the range.
 
         A post-release counts after its release (a boundary of ``0.40.1.post1`` leaves 0.40.1 out: some
-        bitsandbytes post-releases changed the loader; the release of a 4-part version is not expected). An unknown or unparseable version is in no range."""
+        bitsandbytes post-releases changed the loader). An unknown or unparseable version is in no range."""
         if isinstance(version, str) or version is None:
             parsed = parse_version(version)
             if parsed is None or not parsed.release:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from bnbdoctor.knowledge.gpus import INT8_NAMEERROR
 from bnbdoctor.knowledge.loader import (
     CUDA_OVERRIDE_READ,
+    CUDA_VERSION_FROM_TORCH,
     ROCM_TORCH_WITHOUT_CUDA_VERSION,
     UNPACK_WITHOUT_GPU,
-    CUDA_VERSION_FROM_TORCH,
 )
-from bnbdoctor.knowledge.gpus import INT8_NAMEERROR
 from bnbdoctor.knowledge.versions import major_minor, release_tuple
 
 # Families, by the first release that behaves this way.

@@ -34,8 +34,6 @@ def _gpu(facts: Facts) -> tuple[str, tuple[int, int]] | None:
 
 
 @rule(
-    "BNB551",
-    "log-torch-gpu-incompatible",
     Severity.ERROR,
     "The log shows no torch warning that a GPU is not compatible with the installed torch",
     needs=("log",),

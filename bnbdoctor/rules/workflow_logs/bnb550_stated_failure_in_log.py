@@ -57,8 +57,6 @@ def _restatement(facts: Facts, family: SignatureId) -> Hit:
 
 
 @rule(
-    "BNB550",
-    "stated-failure-in-log",
     Severity.ERROR,
     "Every failure the log's own messages state is reported",
     needs=("log",),
