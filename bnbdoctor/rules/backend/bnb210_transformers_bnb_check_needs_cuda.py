@@ -7,7 +7,7 @@ from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.releases import FIRST_RELEASE_FOR_PLATFORM
-from bnbdoctor.knowledge.transformers import BNB_CHECK_WITHOUT_CUDA, misleading_importerror
+from bnbdoctor.knowledge.transformers import BNB_CHECK_WITHOUT_CUDA, BNB_MULTI_BACKEND, misleading_importerror
 from bnbdoctor.knowledge.versions import at_least
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import TORCH_BUILD_CHECK, bnb_of, ev, torch_of
@@ -47,9 +47,9 @@ def transformers_needs_cuda(facts: Facts) -> Hit | Skip | None:
     | {{ transformers.IMPORTERROR_FOR_OLD_BNB.releases.first_text }}–{{ transformers.IMPORTERROR_FOR_OLD_BNB.releases.last_text }} | bitsandbytes older than {{ transformers.IMPORTERROR_FOR_OLD_BNB.bnb_below }} | `… requires the latest version of bitsandbytes: pip install -U bitsandbytes` |
 
     Read in the released wheels: {{ transformers.IMPORTERROR_IN_MODELING_UTILS.releases.first_text }} added `torch.cuda.is_available()` to `is_bitsandbytes_available()`; {{ transformers.GPU_CHECKED_FIRST_IN_MODELING_UTILS.first_text }}–{{ transformers.GPU_CHECKED_FIRST_IN_MODELING_UTILS.last_text }} and
-    {{ transformers.GPU_CHECKED_FIRST_IN_QUANTIZERS.first_text }}–{{ transformers.GPU_CHECKED_FIRST_IN_QUANTIZERS.last_text }} check for a GPU first and raise `No GPU found` instead; {{ transformers.BNB_CHECK_WITHOUT_CUDA.first_text }} needs CUDA only for a bitsandbytes older than
+    {{ transformers.GPU_CHECKED_FIRST_IN_QUANTIZERS.first_text }}–{{ transformers.GPU_CHECKED_FIRST_IN_QUANTIZERS.last_text }} check for a GPU first and raise `No GPU found` instead; {{ transformers.BNB_AVAILABLE_WITHOUT_CUDA.first_text }} needs CUDA only for a bitsandbytes older than
     {{ transformers.IMPORTERROR_FOR_OLD_BNB.bnb_below }}; {{ transformers.IMPORTERROR_FOR_OLD_BNB.releases.below_text }} names the cause. It holds on any machine, a Mac or a CPU-only laptop included, not only beside an NVIDIA
-    GPU.
+    GPU. Each release's own check, run on such machines by `tools/oracle_transformers.py`, agrees.
 
     ## Why it matters
 
@@ -61,7 +61,8 @@ def transformers_needs_cuda(facts: Facts) -> Hit | Skip | None:
     - If the machine should use an NVIDIA GPU, install a CUDA build of torch first (`torch.cuda.is_available()` must be
       True).
     - To run bitsandbytes without CUDA (its CPU backend, or Apple silicon from {{ platforms.MACOS_WHEELS.first_minor }}), upgrade transformers to {{ transformers.BNB_CHECK_WITHOUT_CUDA.first_text }} or
-      newer and bitsandbytes past {{ transformers.IMPORTERROR_FOR_OLD_BNB.bnb_below }}, which no longer needs CUDA at import:
+      newer and bitsandbytes to {{ transformers.BNB_MULTI_BACKEND.first_text }} or newer (the first that declares its CPU backend to transformers;
+      transformers {{ transformers.FROZENSET_DISCARD_BUG.first_text }}–{{ transformers.CPU_DISCARDED.last_text }} still refuse a machine with only a CPU):
 
     ```bash
     python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
@@ -89,8 +90,10 @@ def transformers_needs_cuda(facts: Facts) -> Hit | Skip | None:
     mac_first = FIRST_RELEASE_FOR_PLATFORM[("macos", "aarch64")]
     supported_mac = mac and at_least(bnb.version, mac_first)
     only_old = f" with a bitsandbytes older than {entry.bnb_below}" if entry.bnb_below else ""
+    # Without CUDA the gate loads only a bitsandbytes that declares its other backends (BNB_MULTI_BACKEND).
+    needed_bnb = None if BNB_MULTI_BACKEND.contains(bnb.version) else BNB_MULTI_BACKEND.first_text
     upgrade = f'pip install -U "transformers{BNB_CHECK_WITHOUT_CUDA.pip_spec()}"' + (
-        ' "bitsandbytes>=' + entry.bnb_below + '"' if entry.bnb_below else ""
+        ' "bitsandbytes>=' + needed_bnb + '"' if needed_bnb else ""
     )
     return Hit(
         title=f"transformers {transformers} will refuse bitsandbytes here with a misleading ImportError",
@@ -114,7 +117,7 @@ def transformers_needs_cuda(facts: Facts) -> Hit | Skip | None:
             "Reinstalling accelerate or bitsandbytes changes nothing. "
             + ("" if mac else "If this machine should use an NVIDIA GPU, install a CUDA build of torch first. ")
             + f"To use bitsandbytes without CUDA, upgrade transformers to {BNB_CHECK_WITHOUT_CUDA.first_text} or newer"
-            + (f" and bitsandbytes to {entry.bnb_below} or newer" if entry.bnb_below else "")
+            + (f" and bitsandbytes to {needed_bnb} or newer" if needed_bnb else "")
             + ".",
             [TORCH_BUILD_CHECK, upgrade],
         ),

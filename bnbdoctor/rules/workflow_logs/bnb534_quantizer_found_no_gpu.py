@@ -107,7 +107,7 @@ def quantizer_no_gpu(facts: Facts) -> Hit | None:
     The rule fires when transformers' (or diffusers') bitsandbytes quantizer refuses to load a model because torch
     offers no accelerator it can quantize on. Its `validate_environment` says so in one of these wordings, by release:
 
-    - `RuntimeError: No GPU found. A GPU is needed for quantization.` (transformers {{ transformers.BNB_CHECK_NEEDS_GPU_SINCE }}-4.4x);
+    - `RuntimeError: No GPU found. A GPU is needed for quantization.` (transformers before {{ transformers.NO_GPU_FOUND.below_text }});
     - ``RuntimeError: None of the available devices `available_devices = None` are supported by the bitsandbytes
       version you have installed: `bnb_supported_devices = {...}` `` (the multi-backend check, transformers 4.4x-5.x);
     - `RuntimeError: CUDA is required but not available for bitsandbytes. ...`;
