@@ -2,9 +2,11 @@
 
 Every finding names the catalog entries it diagnoses (``Finding.covers``), so catalog ids are
 public API. The catalog is kept in the project's shared reference data and copied into
-``bnbdoctor/data/failure_catalog.json`` (a test checks the copy is current); this module is the one
-place that reads it. ``docs/catalog.md`` lists the entries (generated, one anchor per id), and
-renderers link ids there with :func:`entry_url`.
+``bnbdoctor/data/failure_catalog.json`` (a test checks the copy is current); the packaged copy then
+adds the families found in real threads of the development corpus (``"origin": "corpus"``, issue
+24), which the shared copy does not have yet. This module is the one place that reads it.
+``docs/catalog.md`` lists the entries (generated, one anchor per id), and renderers link ids there
+with :func:`entry_url`.
 """
 
 from __future__ import annotations

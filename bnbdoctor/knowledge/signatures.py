@@ -431,7 +431,9 @@ TRITON_OPS_MISSING = _declare(
 )
 SCIPY_MISSING = _declare("scipy_missing", ROOT, "import", ("scipy_missing",), "scipy is not installed")
 TORCH_NOT_INSTALLED = _declare("torch_not_installed", ROOT, "import", (), "torch is not installed")
-BNB_NOT_INSTALLED = _declare("bnb_not_installed", ROOT, "import", (), "bitsandbytes is not installed")
+BNB_NOT_INSTALLED = _declare(
+    "bnb_not_installed", ROOT, "import", ("bitsandbytes_not_installed",), "bitsandbytes is not installed"
+)
 STALE_BNB_MODULES = _declare(
     "stale_bnb_modules",
     ROOT,
@@ -615,6 +617,28 @@ DEVICE_MAP_ARGUMENT = _declare("device_map_argument", FACT, "context", (), "a de
 QUANTIZATION_CONFIG = _declare("quantization_config", FACT, "context", (), "a bitsandbytes quantization setting")
 MODEL_ID = _declare("model_id", FACT, "context", (), "the model given to from_pretrained")
 NOTEBOOK = _declare("notebook", FACT, "context", (), "the log comes from a notebook (Colab/Jupyter)")
+# --- families found in real threads (issue 24: tests/data/corpus) --------------------------------
+BNB_METADATA_NOT_FOUND = _declare(
+    "bnb_metadata_not_found",
+    ROOT,
+    "import",
+    ("bitsandbytes_not_installed",),
+    "importlib finds no installed bitsandbytes distribution (transformers, diffusers read its version)",
+)
+BNB_INSTALL_REQUIRED = _declare(
+    "bnb_install_required",
+    ROOT,
+    "import",
+    ("bitsandbytes_not_installed",),
+    "a serving engine asks to install bitsandbytes: the import failed or the release is too old",
+)
+PIP_NO_BNB_WHEEL = _declare(
+    "pip_no_bnb_wheel",
+    ROOT,
+    "import",
+    ("bnb_no_wheel_for_platform",),
+    "pip finds no bitsandbytes release with a wheel for this platform",
+)
 
 
 def signature(sig_id: str) -> Signature:

@@ -279,6 +279,8 @@ def render_catalog(rules: list[Rule]) -> str:
             if entry.get(key):
                 lines += [f"- {label}: {entry[key]}"]
         lines += [f"- Diagnosed by: {rule_links}"]
+        if entry.get("origin") == "corpus":
+            lines += ["- Found in: real threads of the development corpus (`tests/data/corpus`), packaged only"]
         urls = entry.get("urls") or []
         if urls:
             lines += [f"- Sources: {', '.join(str(u) for u in urls)}"]

@@ -67,3 +67,21 @@ def transformers_bnb_minimum(state: LogState, m: re.Match[str], number: int, lin
     """transformers 5's quantizers name their minimum bitsandbytes in the ImportError they raise."""
     state.python.bnb_minimum = m.group("minimum")
     state.match(S.TRANSFORMERS_BNB_MINIMUM, number, line)
+
+
+# --- families found in real threads (issue 24) ------------------------------------------------------
+# importlib.metadata finds no bitsandbytes distribution (transformers' and diffusers' version checks).
+recognises(
+    S.BNB_METADATA_NOT_FOUND,
+    ("for bitsandbytes", "FOR BITSANDBYTES"),
+    r"(?i)no package metadata was found for bitsandbytes\b",
+)
+
+
+# vLLM's bitsandbytes quantizer: the import failed (or the release is older than its minimum).
+recognises(
+    S.BNB_INSTALL_REQUIRED,
+    "to use bitsandbytes quantizer",
+    r"Please install bitsandbytes\s*>=\s*\d+(?:\.\d+){1,2} via `?pip install bitsandbytes\s*>=\s*\d+(?:\.\d+){1,2}`?"
+    r" to use bitsandbytes quantizer",
+)

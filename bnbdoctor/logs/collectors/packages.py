@@ -146,3 +146,20 @@ def python_version(state: LogState, m: re.Match[str], number: int, line: str) ->
             state.match(S.PYTHON_VERSION, number, line)
         state.python.version = version
         state.python.version_strong = strong
+
+
+# pip finds no bitsandbytes it can install here (issue 24): the requirement, the releases it offers, a wheel's tag.
+@collects(
+    ("the requirement bitsandbytes", "distribution found for bitsandbytes", "bitsandbytes-"),
+    r"Could not find a version that satisfies the requirement bitsandbytes\b",
+    r"No matching distribution found for bitsandbytes\b",
+    r"bitsandbytes-\d+\.\d+[\w.+]{0,40}-py3-none-[\w.]{1,80}\.whl is not a supported wheel on this platform",
+)
+def pip_no_bnb_wheel(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """pip's list of the releases it could install is long; the line is kept with its first and last release, so
+    that the newest one pip offers survives the cut of a recorded line."""
+    offered = re.search(r"\(from versions: ([^)]{0,4000})\)", line)
+    releases = [v.strip() for v in offered.group(1).split(",")] if offered else []
+    if offered is not None and len(releases) > 3:
+        line = line[: offered.start(1)] + f"{releases[0]}, ..., {releases[-1]}" + line[offered.end(1) :]
+    state.match(S.PIP_NO_BNB_WHEEL, number, line)
