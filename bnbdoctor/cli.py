@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--from",
         dest="from_report",
         metavar="REPORT",
-        help="re-diagnose a saved report (JSON or Markdown file, or - for stdin) with today's rules",
+        help="re-diagnose a machine's saved report (bnbdoctor --json or --markdown; a file, or - for stdin) with "
+        "today's rules; explain, fit and lint reports are refused",
     )
     parser.add_argument(
         "--no-redact",

@@ -44,6 +44,41 @@ class ReportError(ValueError):
     """A report that cannot be replayed; the message is one line naming what is wrong."""
 
 
+#: What each kind of bnbdoctor document is, by its ``source.kind`` (or, for the fleet's and merge-check's,
+#: its top-level ``kind``): the command that writes it. Only a machine's report (``live``, ``fixture``) holds
+#: the facts of a machine: ``--from`` replays it and ``fleet`` reads it as a node. An ``explain`` report holds
+#: what a log showed (no torch in it is no torch on the machine), a ``fit`` or ``lint`` report no machine at all.
+REPORT_KINDS: dict[str, str] = {
+    "live": "a machine's report (bnbdoctor --json)",
+    "fixture": "a recorded machine's report (bnbdoctor --fixture NAME --json)",
+    "log": "a `bnbdoctor explain` report (what a log shows, not a machine)",
+    "fit": "a `bnbdoctor fit` report (a model's placement, not a machine)",
+    "lint": "a `bnbdoctor lint` report (code, not a machine)",
+    "fleet": "a `bnbdoctor fleet` report (many machines' summaries)",
+    "merge-check": "a `bnbdoctor merge-check` report (an adapter, not a machine)",
+}
+MACHINE_KINDS = frozenset({"live", "fixture"})
+
+
+def report_kind(data: dict[str, Any]) -> str | None:
+    """The kind of a decoded bnbdoctor document (a key of :data:`REPORT_KINDS`, or what it says); None when it
+    names none (a report older than the field)."""
+    top = data.get("kind")
+    if isinstance(top, str):
+        return top
+    source = data.get("source")
+    kind = source.get("kind") if isinstance(source, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def require_machine_report(kind: str | None, source: str, reader: str) -> None:
+    """Refuse (ReportError) a document that is not a machine's report; ``reader`` says what takes only those."""
+    if kind is None or kind in MACHINE_KINDS:
+        return
+    what = REPORT_KINDS.get(kind, f"a report of kind {kind!r}")
+    raise ReportError(f"{source} is {what}; {reader} takes only a machine's report (written by bnbdoctor --json)")
+
+
 def _read(source: str) -> str:
     try:
         if source == "-":
@@ -188,6 +223,7 @@ def migrate(data: dict[str, Any], source: str = "report") -> dict[str, Any]:
 def load_facts(source: str) -> tuple[Facts, dict[str, Any]]:
     """The facts of a saved report (file path or "-"), ready to re-diagnose, and its header."""
     data = migrate(parse_report(_read(source), source), source)
+    require_machine_report(report_kind(data), source, "--from")
     facts_data = data.get("facts")
     if not isinstance(facts_data, dict):
         raise ReportError(f"{source}: the report carries no facts object")

@@ -132,7 +132,11 @@ def test_the_server_names_itself_and_offers_every_tool(session: dict[str, Any]) 
     assert {"python", "fixture", "rules", "load"} <= set(tools["diagnose"].input_schema["properties"])
     assert tools["explain"].input_schema["required"] == ["log"]
     assert "trust_remote_code" not in tools["fit"].input_schema["properties"]  # an agent never runs a model's code
-    assert all(tool.annotations and tool.annotations.read_only_hint for tool in tools.values())
+    # explain, lint and rule only read; diagnose and fit run code in the examined interpreter (issue 25, item 10)
+    read_only = {name for name, tool in tools.items() if tool.annotations and tool.annotations.read_only_hint}
+    assert read_only == {"explain", "lint", "rule"}
+    assert all(tool.annotations and tool.annotations.destructive_hint is False for tool in tools.values())
+    assert all(tool.annotations and tool.annotations.open_world_hint is False for tool in tools.values())
 
 
 def test_diagnose_a_recorded_machine_is_the_cli_document(session: dict[str, Any]) -> None:
@@ -231,17 +235,16 @@ def test_fit_arguments_become_the_command_line() -> None:
         "gpus": None,
         "timeout": 30.0,
     }
+    # every value in --option=VALUE form and the model after "--": nothing a client sends is read as an option
     assert fit_argv("org/model", options) == [
         "fit",
-        "org/model",
         "--json",
-        "--quant",
-        "8bit",
+        "--quant=8bit",
         "--double-quant",
-        "--skip-modules",
-        "lm_head,gate",
-        "--timeout",
-        "30.0",
+        "--skip-modules=lm_head,gate",
+        "--timeout=30.0",
+        "--",
+        "org/model",
     ]
 
 

@@ -16,7 +16,16 @@ from collections import Counter
 from typing import Any
 
 from bnbdoctor.fleet_report import KEY_FACTS, FindingKey, NodeSummary
-from bnbdoctor.report_io import ReportError, check_schema_version, parse_report
+from bnbdoctor.report_io import (
+    ReportError,
+    check_schema_version,
+    parse_report,
+    report_kind,
+    require_machine_report,
+)
+
+#: What takes only machines' reports, in the message refusing another kind.
+_READER = "fleet"
 
 _DECODER = json.JSONDecoder()
 _SCALAR = r'("(?:[^"\\\n]|\\.)*"|null|true|false|-?[0-9][0-9.eE+-]*)'
@@ -65,6 +74,11 @@ def _fast(text: str, source: str) -> NodeSummary | None:
         return None
     check_schema_version(int(header.group(1)), source)
     try:
+        kind = _value(text, _at(text, "kind", 0, 1))  # a fleet's or merge-check's own document
+        origin = _value(text, _at(text, "source", header.end() - 1, 1))
+        if not isinstance(kind, str):
+            kind = origin.get("kind") if isinstance(origin, dict) else None
+        require_machine_report(kind if isinstance(kind, str) else None, source, _READER)
         found = _at(text, "findings", header.end() - 1, 1)
         found_end = text.find('\n  "', found) if found >= 0 else -1
         facts = _at(text, "facts", found_end, 1) if found_end >= 0 else -1
@@ -84,6 +98,8 @@ def _fast(text: str, source: str) -> NodeSummary | None:
             torch = _package(text, _at(text, "torch", python, 3))
             bnb = _package(text, _at(text, "bitsandbytes", python, 3))
         return NodeSummary(tuple(findings), _key_facts(_value(text, gpu), _value(text, platform), torch, bnb))
+    except ReportError:
+        raise
     except (ValueError, RecursionError):
         return None  # decoded whole instead, where each way a report can be wrong is one line
 
@@ -131,6 +147,7 @@ def _key_facts(gpu: Any, platform: Any, torch: Any, bnb: Any) -> tuple[tuple[str
 def summarize_dict(data: dict[str, Any], source: str = "report") -> NodeSummary:
     """The summary of a decoded report."""
     check_schema_version(data.get("schema_version"), source)
+    require_machine_report(report_kind(data), source, _READER)
     facts = _dict(data.get("facts"))
     if not facts:
         raise ReportError(f"{source}: the report carries no facts object")

@@ -33,6 +33,16 @@ from bnbdoctor.hosts.base import (
     read_at_most,
 )
 
+#: What ``python -c`` runs in the patient interpreter: the script (its one argument, removed from ``sys.argv``)
+#: with the working folder off ``sys.path``. ``-c`` puts the folder bnbdoctor was started in first on the path,
+#: so a ``json.py`` there would run in place of the standard library's and a ``bitsandbytes/`` checkout there
+#: would be what gets diagnosed (issue 25, item 11). ``-P`` does this from Python 3.11 on only, and ``-I``
+#: would also drop the patient's own PYTHONPATH and user site-packages, which are part of what is diagnosed.
+#: Python 3.6 and newer; the script may start with ``from __future__`` imports (it is compiled on its own).
+WORKING_FOLDER_OFF_PATH = (
+    "import sys\nif sys.path[:1] == ['']:\n    del sys.path[0]\nexec(compile(sys.argv.pop(1), '<string>', 'exec'))\n"
+)
+
 
 class LiveHost(Host):
     """This machine, read through the standard library and NVML."""
@@ -93,9 +103,11 @@ class LiveHost(Host):
     def _run_python(self, run: PythonRun) -> CommandResult:
         from bnbdoctor.hosts.command import run_command
 
-        # -B: never write .pyc files into the patient's environment.
+        # -B: never write .pyc files into the patient's environment. The script travels as an argument of
+        # WORKING_FOLDER_OFF_PATH, which takes the working folder off sys.path before it runs.
         flags = ["-B", "-I", "-S"] if run.isolated else ["-B"]
-        result = run_command([run.executable, *flags, "-c", run.script], run.timeout, on_stderr_line=run.on_stderr_line)
+        argv = [run.executable, *flags, "-c", WORKING_FOLDER_OFF_PATH, run.script]
+        result = run_command(argv, run.timeout, on_stderr_line=run.on_stderr_line)
         # Report the command as the user would recognise it, not with the whole script inline.
         return replace(result, argv=(run.executable, *flags, "-c", f"<{run.purpose} script>"))
 
