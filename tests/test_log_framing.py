@@ -305,6 +305,7 @@ def test_every_kept_log_is_left_as_it_is_but_its_own_framing() -> None:
         "[0000-00-00 00:00:00,000] [INFO] [real_accelerator.py:000:get_accelerator] ",
         "0000-00-00 00:00:00.000 | INFO     | __main__:main:00 - ",
         "[0000-00-00 00:00:00] INFO  ",
+        "WARNING 00-00 00:00:00 config.py:000] ",  # the vLLM line quoted in the corpus near-miss log
     }, prefixes
 
 
