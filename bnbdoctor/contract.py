@@ -229,6 +229,14 @@ def write_output(text: str, output: str | None, error: type[Exception], *, json:
         sys.stdout.flush()
 
 
+def _ignore_further_interrupts() -> None:
+    """After the first Ctrl-C the command is ending: a second SIGINT (a key held down, a supervisor that
+    repeats it) must not kill it half-way through its cleanup or during interpreter shutdown, when
+    Python has put SIGINT's default action back, which ended the run by the signal instead of exit 2."""
+    with contextlib.suppress(ValueError, OSError):  # ValueError: not the main thread
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def guarded(run: Callable[[], int], user_errors: tuple[type[Exception], ...], debug: bool) -> int:
     """Run a command body under the contract: exit codes, one-line errors, no tracebacks."""
     try:
@@ -237,6 +245,7 @@ def guarded(run: Callable[[], int], user_errors: tuple[type[Exception], ...], de
         print(f"bnbdoctor: error: {exc}", file=sys.stderr)
         return int(ExitCode.FAILURE)
     except KeyboardInterrupt:
+        _ignore_further_interrupts()
         print("bnbdoctor: interrupted", file=sys.stderr)
         return int(ExitCode.FAILURE)
     except BrokenPipeError:
