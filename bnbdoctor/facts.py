@@ -129,6 +129,15 @@ class NvidiaWheel:
 
 
 @dataclass
+class DirectUrl:
+    """PEP 610 ``direct_url.json``: where pip installed a distribution from when it was not an index."""
+
+    url: str
+    editable: bool = False  # ``pip install -e``: the package runs from its checkout
+    vcs: str | None = None  # "git" for ``pip install git+https://...``
+
+
+@dataclass
 class TorchFacts:
     """PyTorch as installed: versions from ``torch/version.py``, read as text."""
 
@@ -141,6 +150,8 @@ class TorchFacts:
     lib_dir: str | None = None
     lib_files: list[str] = field(default_factory=list)  # CUDA-related libraries in torch/lib
     nvidia_wheels: list[NvidiaWheel] = field(default_factory=list)
+    installer: str | None = None  # its dist-info's INSTALLER: "pip", "uv", "conda" (None: not recorded)
+    direct_url: DirectUrl | None = None  # PEP 610: installed from a path, a URL or a checkout, not an index
     error: str | None = None
 
     @property
@@ -211,6 +222,7 @@ class BnbFacts:
     direct_url: str | None = None  # PEP 610 direct_url.json "url": set only for a pip install from a path or URL
     error: str | None = None
     record: PackageRecord | None = None  # the package folder against its RECORD (None: not examined)
+    installer: str | None = None  # its dist-info's INSTALLER: "pip", "uv", "conda" (None: not recorded)
 
 
 @dataclass
@@ -229,6 +241,7 @@ class PythonFacts:
     bitsandbytes: BnbFacts = field(default_factory=lambda: BnbFacts(installed=False))
     packages: dict[str, str | None] = field(default_factory=dict)  # other patients' versions
     transformers_bnb_minimum: BnbMinimum | None = None  # None: transformers missing or not examined
+    conda_packages: dict[str, str] = field(default_factory=dict)  # conda-meta/ records of the patients' owners
 
 
 @dataclass

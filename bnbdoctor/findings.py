@@ -36,11 +36,23 @@ class Evidence:
 
 
 @dataclass
+class Proof:
+    """The machine re-diagnosed as the report's commands leave it (``bnbdoctor.rules.verify``): a fix is a
+    claim, shown as verified only when the rules find no error on the facts the commands would leave."""
+
+    verified: bool | None  # True: no error remains; False: ``remaining`` remain; None: cannot tell (see below)
+    remaining: list[str] = field(default_factory=list)  # "BNB101: <title>" of each error left after the fix
+    not_replayed: list[str] = field(default_factory=list)  # "`command`: what it does that is not replayed"
+    unknown: list[str] = field(default_factory=list)  # what the re-diagnosis could not check again
+
+
+@dataclass
 class Remediation:
     """What to do. ``commands`` holds only safe, non-destructive commands a user may copy."""
 
     text: str
     commands: list[str] = field(default_factory=list)
+    proof: Proof | None = None  # None: not re-diagnosed (no commands, or a command that does not diagnose a machine)
 
 
 @dataclass

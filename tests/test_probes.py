@@ -7,12 +7,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bnbdoctor.derive import visible_indices
 from bnbdoctor.facts import Facts
 from bnbdoctor.hosts.base import NvmlDevice
 from bnbdoctor.hosts.fixture import FixtureHost
 from bnbdoctor.hosts.live import LiveHost
 from bnbdoctor.probes import PROBES, Probe, ProbeContext, ProbeOptions, run_probes
-from bnbdoctor.probes.gpu import cuda_version_text, visible_indices
+from bnbdoctor.probes.gpu import cuda_version_text
 from bnbdoctor.probes.platform import detect_wsl, loader_config_dirs, normalise_arch, parse_os_release
 from bnbdoctor.probes.python_env import choose_interpreter
 
@@ -69,7 +70,7 @@ def _devices() -> list[NvmlDevice]:
 
 
 def test_cuda_visible_devices_semantics() -> None:
-    devices = _devices()
+    devices = [(d.index, d.uuid) for d in _devices()]
     assert visible_indices(devices, None) == {0, 1}
     assert visible_indices(devices, "1") == {1}
     assert visible_indices(devices, "") == set()

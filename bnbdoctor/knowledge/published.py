@@ -157,6 +157,32 @@ TORCH_LAST_PATCH: dict[str, str] = {
     "2.9": "2.9.1",
     "2.10": "2.10.0",
 }
+#: The CUDA of the torch wheel PyPI itself serves on Linux x86-64 for each minor (``pip install torch``
+#: without ``--index-url``), from the "Default" column of pytorch.org/get-started/previous-versions and
+#: the wheels' ``nvidia-cuda-runtime-cu1x`` requirement. On Windows and macOS PyPI's torch is a CPU build.
+#: A minor not listed is unknown: a replayed ``pip install torch`` then says it cannot tell.
+TORCH_PYPI_LINUX_CUDA: dict[str, str] = {
+    "1.13": "11.7",
+    "2.0": "11.7",
+    "2.1": "12.1",
+    "2.2": "12.1",
+    "2.3": "12.1",
+    "2.4": "12.1",
+    "2.5": "12.4",
+    "2.6": "12.4",
+    "2.7": "12.6",
+    "2.8": "12.8",
+    "2.9": "12.8",
+}
+
+
+def torch_newest(spec: str) -> str | None:
+    """The newest torch release (a minor's last patch) that ``spec`` allows, or None when none known does."""
+    from packaging.specifiers import SpecifierSet
+
+    allowed = SpecifierSet(spec)
+    fitting = [v for v in TORCH_LAST_PATCH.values() if allowed.contains(v)]
+    return max(fitting, key=Version) if fitting else None
 
 
 def cuda_indexes() -> frozenset[str]:

@@ -53,6 +53,9 @@ FIT_ENGINE_TRANSFORMERS = VersionRange(
 #: bitsandbytes older than 0.43.1, from 5.0 not at all): BNB_CHECK_NEEDS_GPU below. Was "4.3x" until the oracle ran
 #: transformers 4.31.0 (no CUDA check) and 4.32.0 (the check).
 BNB_CHECK_NEEDS_GPU_SINCE = "4.32"
+#: The last release of each major before the next (what ``pip install "transformers<5.0"`` installs), from the
+#: final releases on PyPI that tools/oracle_transformers.py runs (tests/data/oracle/transformers_gates.json).
+LAST_OF_MAJOR = {"4": "4.57.6"}
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bnbdoctor.derive import visible_indices
 from bnbdoctor.facts import GpuDevice, GpuFacts
-from bnbdoctor.hosts.base import NvmlDevice
 from bnbdoctor.probes.base import ProbeContext
 
 NVML_TIMEOUT_S = 5.0
@@ -14,33 +14,6 @@ def cuda_version_text(encoded: int | None) -> str | None:
     if not encoded:
         return None
     return f"{encoded // 1000}.{(encoded % 1000) // 10}"
-
-
-def visible_indices(devices: list[NvmlDevice], mask: str | None) -> set[int]:
-    """Which NVML indices CUDA will see. CUDA stops at the first entry it cannot match."""
-    all_indices = {d.index for d in devices}
-    if mask is None:
-        return all_indices
-    visible: set[int] = set()
-    for raw in mask.split(","):
-        entry = raw.strip()
-        if not entry:
-            break
-        if entry.lstrip("-").isdigit():
-            index = int(entry)
-            if index < 0 or index not in all_indices:
-                break
-            visible.add(index)
-            continue
-        matches = [
-            d.index
-            for d in devices
-            if d.uuid and entry.startswith(("GPU-", "MIG-")) and (d.uuid.startswith(entry) or entry.startswith(d.uuid))
-        ]
-        if len(matches) != 1:
-            break
-        visible.add(matches[0])
-    return visible
 
 
 def gather_gpu(ctx: ProbeContext) -> GpuFacts:
@@ -54,7 +27,7 @@ def gather_gpu(ctx: ProbeContext) -> GpuFacts:
         driver_cuda_version=cuda_version_text(answer.cuda_driver_version),
         cuda_visible_devices=mask,
     )
-    shown = visible_indices(list(answer.devices), mask)
+    shown = visible_indices([(d.index, d.uuid) for d in answer.devices], mask)
     for device in answer.devices:
         facts.devices.append(
             GpuDevice(

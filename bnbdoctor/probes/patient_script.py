@@ -92,6 +92,53 @@ def dist_metadata(name):
     return headers
 
 
+def dist_installer(name):
+    """The INSTALLER file of a dist-info ("pip", "uv", "conda", "poetry"), or None: who put it there."""
+    entry = distributions().get(normalise(name))
+    if not entry or not entry[1].endswith("METADATA"):
+        return None
+    try:
+        with open(os.path.join(os.path.dirname(entry[1]), "INSTALLER"), "r", encoding="utf-8", errors="replace") as handle:
+            return handle.read(64).strip() or None
+    except OSError:
+        return None
+
+
+def dist_direct_url(name):
+    """The PEP 610 direct_url.json of a dist-info as {"url", "editable", "vcs"}, or None (from an index)."""
+    entry = distributions().get(normalise(name))
+    if not entry or not entry[1].endswith("METADATA"):
+        return None
+    try:
+        with open(os.path.join(os.path.dirname(entry[1]), "direct_url.json"), "r", encoding="utf-8", errors="replace") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+        return None
+    dir_info = data.get("dir_info") if isinstance(data.get("dir_info"), dict) else {}
+    vcs = data.get("vcs_info") if isinstance(data.get("vcs_info"), dict) else {}
+    return {"url": data["url"], "editable": bool(dir_info.get("editable")), "vcs": vcs.get("vcs")}
+
+
+#: conda packages that decide who owns torch, bitsandbytes and the CUDA libraries in a conda env.
+_CONDA_NAMES = ("pytorch", "pytorch-gpu", "pytorch-cpu", "pytorch-cuda", "torch", "libtorch", "bitsandbytes",
+                "cudatoolkit", "cuda-version", "cuda-cudart", "cuda-runtime", "libcublas")
+
+
+def conda_packages():
+    """{name: version} of the conda packages in this prefix's conda-meta/ that own a patient (file names
+    only: ``pytorch-2.5.1-py3.11_cuda12.1_cudnn9.1.0_0.json``), or {} outside conda."""
+    found = {}
+    for entry in list_dir(os.path.join(sys.prefix, "conda-meta")):
+        if not entry.endswith(".json"):
+            continue
+        parts = entry[: -len(".json")].rsplit("-", 2)
+        if len(parts) == 3 and parts[0] in _CONDA_NAMES:
+            found[parts[0]] = parts[1]
+    return found
+
+
 def package_dir(name):
     try:
         spec = importlib.util.find_spec(name)
@@ -210,6 +257,8 @@ def torch_facts(sites):
         "lib_dir": lib_dir if os.path.isdir(lib_dir) else None,
         "lib_files": lib_files,
         "nvidia_wheels": nvidia_wheels(sites),
+        "installer": dist_installer("torch"),
+        "direct_url": guarded(dist_direct_url, "torch"),
     }
     if not values:
         facts["error"] = "torch/version.py is missing or unreadable"
@@ -251,6 +300,7 @@ def bnb_facts():
         "native_libraries": [e for e in entries if e.startswith("libbitsandbytes")],
         "legacy_cuda_setup": os.path.isdir(os.path.join(location, "cuda_setup")),
         "record": guarded(package_record, location),
+        "installer": dist_installer("bitsandbytes"),
     }
     facts.update(bnb_install_origin(location))
     return facts
@@ -435,6 +485,7 @@ def main():
         "site_packages": sites,
         "torch": torch_facts(sites),
         "bitsandbytes": bnb_facts(),
+        "conda_packages": guarded(conda_packages) or {},
         "packages": {name: dist_version(name) for name in OTHER_PACKAGES},
         "transformers_bnb_minimum": guarded(transformers_bnb_minimum),
     }

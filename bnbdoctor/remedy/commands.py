@@ -98,6 +98,18 @@ def _pip_call(tokens: list[str]) -> PipCall | None:
     return call
 
 
+def _tokens(part: str) -> list[str]:
+    """The words of one segment. A Windows path (``C:\\Users\\...\\python.exe``) keeps its backslashes:
+    POSIX quoting would read them as escapes and lose the interpreter (and so the pip call)."""
+    try:
+        if "\\" not in part:
+            return shlex.split(part, posix=True)
+        words = shlex.split(part, posix=False)
+    except ValueError:
+        return []
+    return [w[1:-1] if len(w) >= 2 and w[0] == w[-1] and w[0] in "\"'" else w for w in words]
+
+
 def parse(command: str) -> list[Segment]:
     """The command's segments: pip calls parsed, everything else (separators too) as text."""
     segments: list[Segment] = []
@@ -105,11 +117,7 @@ def parse(command: str) -> list[Segment]:
         if _SEPARATORS.fullmatch(part):
             segments.append(part)
             continue
-        try:
-            tokens = shlex.split(part, posix=True)
-        except ValueError:
-            tokens = []
-        call = _pip_call(tokens)
+        call = _pip_call(_tokens(part))
         if call is not None:
             call.raw = part
         segments.append(call if call is not None else part)

@@ -23,14 +23,16 @@ from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 
+from bnbdoctor.derive import vendor_torch_version
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Finding
+from bnbdoctor.findings import Finding, Severity
 from bnbdoctor.knowledge.published import (
     Published,
     published_releases,
     torch_for_cuda,
     torch_published_for,
 )
+from bnbdoctor.remedy.channels import channel_fix
 from bnbdoctor.remedy.commands import PipCall, Segment, parse, programs, render
 from bnbdoctor.remedy.installable import Blocked, blocked, describe, installable
 from bnbdoctor.remedy.target import Target, target_of
@@ -83,8 +85,44 @@ def fit_remedies(findings: Iterable[Finding], facts: Facts) -> None:
             if _name(req) == BNB and final is not None:
                 req.specifier = SpecifierSet(final)
     _one_specifier_each([c for _, kept in fitted for c in kept])
-    for finding, kept in fitted:
+    for finding, fitted_commands in fitted:
+        kept = _for_owners(fitted_commands, facts)
+        if finding.severity is not Severity.ERROR:
+            kept = _no_installs(finding, kept)
         finding.remediation.commands = _finish(kept, plan.target)
+
+
+def _for_owners(commands: list[_Command], facts: Facts) -> list[_Command]:
+    """Each pip call of a component conda, a vendor or a source build owns, rewritten for that channel or
+    left out, with the reason in the finding's fix (:mod:`bnbdoctor.remedy.channels`)."""
+    kept: list[_Command] = []
+    for command in commands:
+        calls = [s for s in command.segments if isinstance(s, PipCall) and s.subcommand == "install"]
+        fix = channel_fix(calls[0], facts) if len(calls) == 1 else None
+        if fix is None:
+            kept.append(command)
+            continue
+        _note(command.finding, fix.note)
+        if fix.lines is None:
+            kept.append(command)
+        elif len(command.segments) == 1:  # the whole line is the pip call: the owner's command replaces it
+            kept.extend(_Command(command.finding, line, parse(line)) for line in fix.lines)
+    return kept
+
+
+def _no_installs(finding: Finding, commands: list[_Command]) -> list[_Command]:
+    """A warning or a note never prints an install: nothing fails yet, and a healthy machine stays as it is.
+    The fix's words still say what to install, for whoever decides to."""
+    kept = [c for c in commands if not any(_changes_packages(s) for s in c.segments)]
+    if len(kept) < len(commands):
+        _note(finding, "(No install command is printed for a warning: nothing fails yet.)")
+    return kept
+
+
+def _changes_packages(segment: Segment) -> bool:
+    if isinstance(segment, PipCall):
+        return segment.subcommand in ("install", "uninstall")
+    return bool(re.match(r"\s*(conda|mamba|micromamba)\s+(install|remove|update|create)\b", segment))
 
 
 def _one_specifier_each(commands: list[_Command]) -> None:
@@ -158,7 +196,7 @@ def _fit_bnb(command: _Command, plan: _Plan, torch_pin: str | None) -> list[str]
                     _note(command.finding, f"{_sentence(obstacle.reason)}.")
                     return before
                 torch_spec, torch_command = fix
-                vendor = _vendor_build(target.torch)
+                vendor = vendor_torch_version(target.torch)
                 _note(
                     command.finding,
                     f"{_sentence(obstacle.reason)}. Upgrade torch first (torch{torch_spec}), then bitsandbytes"
@@ -216,16 +254,6 @@ def _index_option(target: Target, minimum: str) -> str:
         return ""
     digits = cuda.replace(".", "")
     return f" --index-url https://download.pytorch.org/whl/cu{digits}"
-
-
-def _vendor_build(version: str | None) -> bool:
-    """A pre-release or locally built torch (NVIDIA's containers: ``2.2.0a0+81ea7a4``), not a PyPI release."""
-    if not version:
-        return False
-    local = version.split("+", 1)[1] if "+" in version else ""
-    return bool(re.search(r"(a|b|rc|dev)\d*", version.split("+")[0])) or (
-        bool(local) and not re.fullmatch(r"(cu\d+|cpu|rocm[\d.]+|xpu)", local)
-    )
 
 
 def _agreed_spec(plan: _Plan) -> str | None:

@@ -60,6 +60,8 @@ def target_of(facts: Facts) -> Target:
     arch = platform.arch if platform else None
     if arch == "arm64":
         arch = "aarch64"
+    if arch in ("", "unknown"):
+        arch = None  # a log that does not show it: unknown, never a platform no wheel is built for
     glibc = _version(platform.libc_version) if platform and platform.libc in (None, "glibc") else None
     macos = _version(platform.os_version) if platform and platform.os == "macos" else None
     torch = python.torch if python else None

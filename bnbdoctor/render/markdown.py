@@ -14,6 +14,7 @@ from typing import Any
 
 from bnbdoctor.catalog import entry_url
 from bnbdoctor.findings import Finding, Severity
+from bnbdoctor.render.proof import proof_label, proof_sentence
 from bnbdoctor.report import Report
 from bnbdoctor.serde import to_jsonable
 
@@ -85,6 +86,9 @@ def _finding(finding: Finding) -> list[str]:
             lines += [plain(finding.remediation.text), ""]
         if finding.remediation.commands:
             lines += ["```sh", *finding.remediation.commands, "```", ""]
+        if finding.remediation.proof is not None:
+            proof = finding.remediation.proof
+            lines += [f"*{proof_label(proof).capitalize()}:* {plain(proof_sentence(proof))}", ""]
     if finding.references:
         lines.append("References: " + ", ".join(f"<{ref}>" for ref in finding.references))
         lines.append("")

@@ -15,6 +15,7 @@ from rich.text import Text
 from bnbdoctor.catalog import entry_url
 from bnbdoctor.facts import GpuDevice
 from bnbdoctor.findings import Finding, Severity
+from bnbdoctor.render.proof import proof_label, proof_sentence
 from bnbdoctor.report import Report
 
 _STYLE = {Severity.ERROR: ("✖", "bold red"), Severity.WARNING: ("▲", "bold yellow"), Severity.INFO: ("ℹ", "bold cyan")}
@@ -100,6 +101,12 @@ def print_finding(console: Console, finding: Finding) -> None:
     console.print(_finding(finding))
     for command in finding.remediation.commands:
         console.print(Text("       $ ", style="dim") + Text(command, style="bold green"), soft_wrap=True)
+    proof = finding.remediation.proof
+    if proof is not None:
+        checked = label_grid()
+        style = {True: "green", False: "yellow"}.get(proof.verified, "dim")  # type: ignore[arg-type]
+        checked.add_row(f"  {proof_label(proof)}", Text(proof_sentence(proof), style=style))
+        console.print(checked)
     docs = label_grid()
     if finding.covers:
         docs.add_row("  catalog", catalog_text(finding.covers))

@@ -12,7 +12,9 @@ Every command runs the same stages, in this order, configured by its :class:`Pip
    confidence and the log lines each rests on (:func:`bnbdoctor.rules.log_judgement.rank`);
 5. **remedies**: every printed command fitted to this machine (:func:`bnbdoctor.remedy.fit_remedies`),
    after muting, so that only the findings a report shows agree on one bitsandbytes specifier;
-6. **confirm** (a log): what to run on the machine to confirm each finding.
+6. **verify** (a machine): the machine re-diagnosed as the fitted commands leave it, each fix marked
+   verified only when no error remains (:func:`bnbdoctor.rules.verify.verify_remedies`);
+7. **confirm** (a log): what to run on the machine to confirm each finding.
 
 Gathering the facts comes before, and is each command's own (probes, a log, the fit engine, lint).
 Inside the pipeline a finding keeps the rule that made it (:class:`Found`): no stage looks a rule up
@@ -76,6 +78,7 @@ class Pipeline:
     premises: bool = True
     rank: bool = False
     remedies: bool = True
+    verify: bool = False
     confirm: bool = False
 
     def rules_of(self, rules: Iterable[Rule]) -> list[Rule]:
@@ -83,7 +86,9 @@ class Pipeline:
 
 
 #: The doctor on a machine (live, recorded or a saved report's facts).
-DOCTOR = Pipeline("doctor")
+DOCTOR = Pipeline("doctor", verify=True)
+#: The doctor again, on the facts a report's commands would leave (``bnbdoctor.rules.verify``).
+AFTER_FIX = Pipeline("after-fix", remedies=False)
 #: ``bnbdoctor explain``: facts from a log are partial, so gates, ranking and confirmation too.
 EXPLAIN = Pipeline("explain", gates=True, rank=True, confirm=True)
 #: ``bnbdoctor fit``: the placement rules.
@@ -163,6 +168,10 @@ def run_rules(facts: Facts, rules: Iterable[Rule], pipeline: Pipeline = DOCTOR) 
         log_judgement.rank(judgement)
     if pipeline.remedies:
         fit_remedies([f.finding for f in judgement.found], facts)
+    if pipeline.verify:
+        from bnbdoctor.rules.verify import verify_remedies
+
+        verify_remedies(judgement)
     if pipeline.confirm:
         log_judgement.confirm(judgement)
     return judgement.diagnosis()

@@ -24,6 +24,7 @@ from textual.widgets import Static
 
 from bnbdoctor.catalog import entry_url
 from bnbdoctor.findings import CheckResult, Finding, Severity
+from bnbdoctor.render.proof import proof_label, proof_sentence
 from bnbdoctor.tui.widgets.findings import PASSED_STYLE, SEVERITY_STYLE, SKIPPED_STYLE, Entry
 
 
@@ -110,6 +111,10 @@ def _fix_blocks(finding: Finding) -> list[Block]:
                 Content.assemble((f"{number} $ ", "dim"), (command, "$text-success bold")),
                 f"{number} $ {command}",
             )
+        )
+    if remediation.proof is not None:
+        blocks.append(
+            _text("body", f"{proof_label(remediation.proof).capitalize()}: {proof_sentence(remediation.proof)}")
         )
     if remediation.commands:
         count = len(remediation.commands)
