@@ -242,6 +242,8 @@ class PythonFacts:
     packages: dict[str, str | None] = field(default_factory=dict)  # other patients' versions
     transformers_bnb_minimum: BnbMinimum | None = None  # None: transformers missing or not examined
     conda_packages: dict[str, str] = field(default_factory=dict)  # conda-meta/ records of the patients' owners
+    pip_available: bool | None = None  # ``python -m pip`` can run (False in a uv env made without pip)
+    venv_tool: str | None = None  # what made the virtualenv, from pyvenv.cfg: "uv", "virtualenv", "venv"
 
 
 @dataclass

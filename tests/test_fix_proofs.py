@@ -291,3 +291,45 @@ def test_shipped_libraries_are_the_oracle_s() -> None:
 def test_markdown_shows_the_proof() -> None:
     text = render_markdown(_report("ngc-2401-torch-prerelease-bnb0461"))
     assert "*Verified:* Re-diagnosed as these commands" in text
+
+
+# --------------------------------------------------------------------- an environment without pip
+def test_a_uv_environment_without_pip_gets_uv_s_pip() -> None:
+    """``python -m pip`` answers "No module named pip" in an environment uv made: the command is uv's."""
+    report = _report("uv-env-bnb0455-transformers5")
+    finding = next(f for f in report.findings if f.rule_id == "BNB214")
+    python = report.facts.python.executable  # type: ignore[union-attr]
+    assert any(c.startswith("uv pip install --python ") for c in finding.remediation.commands)
+    assert not any(f"{python} -m pip" in c for c in finding.remediation.commands)
+    assert finding.remediation.proof is not None and finding.remediation.proof.verified is True  # replayed too
+
+
+@pytest.mark.slow
+def test_the_patient_script_tells_a_uv_environment_without_pip(tmp_path: Path) -> None:
+    """A real ``uv venv`` (uv from the test requirements): its pyvenv.cfg names uv, and it has no pip."""
+    uv = Path(sys.executable).with_name("uv")
+    if not uv.exists():
+        pytest.skip("uv is in requirements-test.txt; this environment was made without it")
+    venv = tmp_path / "uvenv"
+    subprocess.run([str(uv), "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-B", "-c", patient_script()],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    answer = json.loads(out.stdout)
+    assert (answer["venv_tool"], answer["pip_available"]) == ("uv", False)
+    plain = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(plain)], check=True, timeout=300)
+    out = subprocess.run(
+        [str(plain / "bin" / "python"), "-B", "-c", patient_script()],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    answer = json.loads(out.stdout)
+    assert (answer["venv_tool"], answer["pip_available"]) == ("venv", True)

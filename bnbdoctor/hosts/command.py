@@ -48,7 +48,10 @@ MAX_LINE = 4096
 
 #: The commands running now (each the leader of its own process group), for :func:`kill_started`.
 _STARTED: set[subprocess.Popen[bytes]] = set()
-_STARTED_LOCK = threading.Lock()
+#: Held from before a command starts until it is recorded, so that :func:`kill_started` (a signal handler, at
+#: exit) waits for a command another thread is starting instead of missing it; re-entrant for a handler that
+#: interrupts the main thread while it starts one.
+_STARTED_LOCK = threading.RLock()
 
 
 def kill_started() -> None:
@@ -166,17 +169,17 @@ def run_command(
     prints more than ``max_output`` bytes on either stream. ``on_stderr_line`` hears stderr line by line
     while it runs (keep it quick: the pipe is not read while it runs)."""
     started = time.perf_counter()
-    try:
-        proc = subprocess.Popen(  # noqa: S603 - argv is built by bnbdoctor, no shell
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=sys.platform != "win32",  # its own process group, killed as one (POSIX only)
-        )
-    except (OSError, ValueError) as exc:
-        return CommandResult(tuple(argv), None, error=_oserror_text(exc))
-    with _STARTED_LOCK:
+    with _STARTED_LOCK:  # started and recorded as one step: a SIGTERM in between no longer leaves it running
+        try:
+            proc = subprocess.Popen(  # noqa: S603 - argv is built by bnbdoctor, no shell
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=sys.platform != "win32",  # its own process group, killed as one (POSIX only)
+            )
+        except (OSError, ValueError) as exc:
+            return CommandResult(tuple(argv), None, error=_oserror_text(exc))
         _STARTED.add(proc)
     try:
         return _supervise(proc, argv, started, timeout, max_output, on_stderr_line)

@@ -139,6 +139,24 @@ def conda_packages():
     return found
 
 
+def pip_available():
+    """Whether ``python -m pip`` can run here: uv's environments have no pip unless asked for one."""
+    return importlib.util.find_spec("pip") is not None
+
+
+def venv_tool():
+    """What made this virtual environment, from its pyvenv.cfg ("uv", "virtualenv", "venv"), or None."""
+    try:
+        with open(os.path.join(sys.prefix, "pyvenv.cfg"), "r", encoding="utf-8", errors="replace") as handle:
+            keys = [line.split("=", 1)[0].strip().lower() for line in handle if "=" in line]
+    except OSError:
+        return None
+    for tool in ("uv", "virtualenv"):
+        if tool in keys:
+            return tool
+    return "venv"
+
+
 def package_dir(name):
     try:
         spec = importlib.util.find_spec(name)
@@ -486,6 +504,8 @@ def main():
         "torch": torch_facts(sites),
         "bitsandbytes": bnb_facts(),
         "conda_packages": guarded(conda_packages) or {},
+        "pip_available": guarded(pip_available),
+        "venv_tool": guarded(venv_tool),
         "packages": {name: dist_version(name) for name in OTHER_PACKAGES},
         "transformers_bnb_minimum": guarded(transformers_bnb_minimum),
     }

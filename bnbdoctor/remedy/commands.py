@@ -40,6 +40,7 @@ _VALUED = frozenset(
         "--src",
         "-e",
         "--editable",
+        "--python",
     }
 )
 _SEPARATORS = re.compile(r"(\s+(?:&&|\|\||;|\|)\s+)")
@@ -68,6 +69,8 @@ def _pip_call(tokens: list[str]) -> PipCall | None:
         return None
     if tokens[0] in ("pip", "pip3"):
         rest = tokens[1:]
+    elif tokens[:2] == ["uv", "pip"]:
+        rest = tokens[2:]
     elif len(tokens) >= 3 and _PYTHON.search(tokens[0].lstrip("&").strip()) and tokens[1:3] == ["-m", "pip"]:
         rest = tokens[3:]
     elif len(tokens) >= 4 and tokens[0] == "&" and tokens[2:4] == ["-m", "pip"]:
@@ -142,8 +145,9 @@ def _requirement_token(req: Requirement) -> str:
     return f'"{text}"' if not re.fullmatch(r"[A-Za-z0-9_.-]+", text) else text
 
 
-def render(segments: list[Segment], pip: str) -> str:
-    """The command line again, each pip call run as ``pip`` (e.g. ``~/venv/bin/python -m pip``)."""
+def render(segments: list[Segment], pip: str, options: list[str] | None = None) -> str:
+    """The command line again, each pip call run as ``pip`` (e.g. ``~/venv/bin/python -m pip``); ``options``
+    go right after the subcommand unless the call has them (uv's ``--python <interpreter>``)."""
     parts: list[str] = []
     for segment in segments:
         if isinstance(segment, str):
@@ -153,7 +157,9 @@ def render(segments: list[Segment], pip: str) -> str:
             _requirement_token(segment.requirements[i]) if i in segment.requirements else quote(word)
             for i, word in enumerate(segment.tokens)
         ]
-        parts.append(" ".join([pip, segment.subcommand, *tokens]))
+        extra = [t for t in options or [] if t.startswith("-") and t not in segment.tokens]
+        added = options if extra and options else []
+        parts.append(" ".join([pip, segment.subcommand, *added, *tokens]))
     return "".join(parts)
 
 

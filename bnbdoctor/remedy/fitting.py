@@ -285,7 +285,7 @@ def _finish(commands: list[_Command], target: Target) -> list[str]:
             continue
         if target.conda is False and not creates_conda_env and ("conda" in tools or "$CONDA_PREFIX" in text):
             continue
-        line = render(segments, target.pip)
+        line = render(segments, target.pip, target.pip_options)
         if target.windows:
             translated = _powershell(line)
             if translated is None:

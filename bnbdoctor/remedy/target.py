@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from bnbdoctor.derive import conda_env
-from bnbdoctor.facts import Facts
+from bnbdoctor.facts import Facts, PythonFacts
 
 
 def _version(text: str | None) -> Version | None:
@@ -43,6 +43,7 @@ class Target:
     conda: bool | None  # the examined interpreter is a conda env
     nvidia_driver: bool | None  # an NVIDIA driver answers (nvidia-smi exists)
     python_command: str  # how to run the examined interpreter in a shell
+    uv: bool = False  # the environment has no pip and uv made it: ``uv pip ... --python <interpreter>``
 
     @property
     def windows(self) -> bool:
@@ -50,8 +51,14 @@ class Target:
 
     @property
     def pip(self) -> str:
-        """pip as the examined interpreter runs it: never a ``pip`` that PATH may map elsewhere."""
-        return f"{self.python_command} -m pip"
+        """pip as the examined interpreter runs it: never a ``pip`` that PATH may map elsewhere. In an environment
+        uv made without pip, ``python -m pip`` fails ("No module named pip"): uv's pip interface instead."""
+        return "uv pip" if self.uv else f"{self.python_command} -m pip"
+
+    @property
+    def pip_options(self) -> list[str]:
+        """What follows the subcommand: uv's pip is told which interpreter (it would pick another)."""
+        return ["--python", self.python_command] if self.uv else []
 
 
 def target_of(facts: Facts) -> Target:
@@ -78,4 +85,9 @@ def target_of(facts: Facts) -> Target:
         conda=conda_env(facts),
         nvidia_driver=driver,
         python_command=_quoted(executable, os_name == "windows") if executable else "python",
+        uv=bool(python and python.pip_available is False and _made_by_uv(python)),
     )
+
+
+def _made_by_uv(python: PythonFacts) -> bool:
+    return python.venv_tool == "uv" or "uv" in (python.torch.installer, python.bitsandbytes.installer)
