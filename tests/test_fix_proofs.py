@@ -298,7 +298,7 @@ def test_a_uv_environment_without_pip_gets_uv_s_pip() -> None:
     """``python -m pip`` answers "No module named pip" in an environment uv made: the command is uv's."""
     report = _report("uv-env-bnb0455-transformers5")
     finding = next(f for f in report.findings if f.rule_id == "BNB214")
-    python = report.facts.python.executable  # type: ignore[union-attr]
+    python = report.facts.python.executable
     assert any(c.startswith("uv pip install --python ") for c in finding.remediation.commands)
     assert not any(f"{python} -m pip" in c for c in finding.remediation.commands)
     assert finding.remediation.proof is not None and finding.remediation.proof.verified is True  # replayed too
