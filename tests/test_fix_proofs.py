@@ -333,3 +333,18 @@ def test_the_patient_script_tells_a_uv_environment_without_pip(tmp_path: Path) -
     )
     answer = json.loads(out.stdout)
     assert (answer["venv_tool"], answer["pip_available"]) == ("venv", True)
+
+
+def test_a_driver_update_is_offered_only_where_a_driver_exists() -> None:
+    """The K80's last driver branch is R470 (CUDA 11.4): the fix never says "update the driver" to run CUDA 11.7;
+    a Turing or newer GPU is told the driver CUDA 12.4 needs (Table 3 of the CUDA release notes)."""
+    kepler = next(f for f in _report("kepler-k80").findings if f.rule_id == "BNB102")
+    assert "R470" in kepler.remediation.text and "Update the NVIDIA driver" not in kepler.remediation.text
+    newer = next(f for f in _report("driver-cuda118-torch-cu124").findings if f.rule_id == "BNB102")
+    assert "550.54.14 or newer" in newer.remediation.text
+    from bnbdoctor.knowledge.drivers import driver_for, last_branch
+
+    assert last_branch((3, 7)).branch == "R470" and last_branch((6, 1)).cuda == (13, 0)  # type: ignore[union-attr]
+    assert last_branch((7, 5)) is None and last_branch((7, 0)).family == "Volta"  # type: ignore[union-attr]
+    assert driver_for("12.4") == "550.54.14" and driver_for("12.4", windows=True) == "551.61"
+    assert driver_for("12.7") is None  # no 12.7 toolkit was released
