@@ -53,6 +53,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import types
@@ -390,9 +391,18 @@ def bnb_declarations(versions: Sequence[str]) -> dict[str, dict[str, list[str]]]
     return {v: known[v] for v in versions}
 
 
+#: real_site() runs in the --jobs threads: the first two releases on an empty cache would both copy.
+_SITE_LOCK = threading.Lock()
+
+
 def real_site() -> Path:
     """The pure-Python packages the child imports for real (transformers needs packaging; 5.x typing_extensions),
     copied from this interpreter."""
+    with _SITE_LOCK:
+        return _real_site()
+
+
+def _real_site() -> Path:
     import packaging
     import typing_extensions
 
