@@ -1178,14 +1178,16 @@ def log_families(exc: str, text: str, cache: dict[str, frozenset[str]]) -> froze
 
 
 def _reason(reasons: Sequence[dict[str, Any]], release: str, scenario: str, check: str) -> str | None:
-    """The written reason that covers a disagreement: its releases ([first, below)), check and scenario prefixes."""
+    """The written reason that covers a disagreement: its releases ([first, below)), check and scenario prefixes
+    (``no-bnb``: both bit widths; ``8:no-bnb``: one)."""
     from bnbdoctor.knowledge.ranges import VersionRange
 
     for entry in reasons:
         first, below = entry["releases"]
         if not VersionRange(first, below, "reason").contains(release) or check not in entry["checks"]:
             continue
-        if any(scenario.split(":", 1)[1].startswith(p) for p in entry.get("scenarios", [""])):
+        name = scenario.split(":", 1)[1]
+        if any(name.startswith(p) or scenario.startswith(p) for p in entry.get("scenarios", [""])):
             return str(entry["why"])
     return None
 
