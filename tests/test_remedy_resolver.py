@@ -134,11 +134,14 @@ class Platform:
     def argv(self) -> list[str]:
         nodot = f"{self.python.major}{self.python.minor}"
         platforms = [arg for tag in self.tags for arg in ("--platform", tag)]
+        # CPython before 3.8 tags its ABI with pymalloc's "m" (torch 1.13.1's cp37-cp37m wheels): both are offered.
+        abis = ["--abi", f"cp{nodot}m"] if self.python < Version("3.8") else []
         return [
             "--only-binary=:all:",
             *platforms,
             *("--python-version", f"{self.python.major}.{self.python.minor}"),
             *("--implementation", "cp", "--abi", f"cp{nodot}"),
+            *abis,
         ]
 
     @property
@@ -220,7 +223,12 @@ def boot(platform: Platform, paths: list[str]) -> list[str]:
 
 
 def pip_argv(platform: Platform, report: Path, tokens: Iterable[str]) -> list[str]:
-    """pip's arguments (after ``python -m pip``) for the printed call's own options and requirements."""
+    """pip's arguments (after ``python -m pip``) for the printed call's own options and requirements. uv's
+    ``uv pip install --python <interpreter>`` names the environment; pip resolves for the platform instead."""
+    tokens = list(tokens)
+    if "--python" in tokens:
+        at = tokens.index("--python")
+        del tokens[at : at + 2]
     return [
         "install",
         "--dry-run",
@@ -681,7 +689,7 @@ def test_windows_resolves_for_win_amd64_with_windows_markers() -> None:
 def test_what_a_log_does_not_show_is_assumed_and_said() -> None:
     _, facts = diagnosed(log_source(ROOT / "tests/data/synthetic_logs/accelerate_4bit_device_map_imbalance.txt"))
     target = target_of(facts)
-    assert (target.arch, target.glibc, target.python) == ("unknown", None, Version("3.11"))
+    assert (target.arch, target.glibc, target.python) == (None, None, Version("3.11"))
     platform = platform_for(target)
     assert platform.assumed == ("x86_64", "glibc 2.35") and platform.tags[0] == "manylinux_2_35_x86_64"
     assert platform.label == "manylinux_2_35_x86_64, cp311; assumed: x86_64, glibc 2.35"
