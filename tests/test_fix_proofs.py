@@ -348,3 +348,20 @@ def test_a_driver_update_is_offered_only_where_a_driver_exists() -> None:
     assert last_branch((7, 5)) is None and last_branch((7, 0)).family == "Volta"  # type: ignore[union-attr]
     assert driver_for("12.4") == "550.54.14" and driver_for("12.4", windows=True) == "551.61"
     assert driver_for("12.7") is None  # no 12.7 toolkit was released
+
+
+LOGS = sorted((ROOT / "tests" / "data" / "real_logs").glob("*.txt"))
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.stem)
+def test_a_fix_read_from_a_log_says_it_was_not_re_diagnosed(path: Path) -> None:
+    """A log is not the machine: every fix explain prints says so (never "verified"), with the way to check."""
+    from bnbdoctor.explain import explain_file
+    from bnbdoctor.rules.verify import FROM_A_LOG
+
+    for finding in explain_file(str(path)).findings:
+        fixes = [c for c in finding.remediation.commands if not only_looks(c)]
+        proof = finding.remediation.proof
+        assert (proof is None) == (not fixes), finding.rule_id
+        if proof is not None:
+            assert proof.verified is None and proof.not_replayed == [FROM_A_LOG]
