@@ -7,12 +7,13 @@ the same rules, and ranks the findings root cause first (``bnbdoctor.rules.log_j
 
 Contract (docs/explain.md):
 
-- ``FILE`` is a path or ``-`` for stdin. Any bytes are accepted: binary data, an empty file, a
-  huge log, ANSI colours, CRLF, Markdown fences. What is not a known failure is reported as
-  "no known bitsandbytes failure found".
+- ``FILE`` is a path or ``-`` for stdin. Any text is accepted: an empty file, a huge log, ANSI
+  colours, CRLF, Markdown fences, UTF-16. What is not a known failure is reported as "no known
+  bitsandbytes failure found". A file that is not text (binary data: :func:`~bnbdoctor.explain.pipeline.not_text`)
+  is refused, exit 2.
 - Exit codes are the doctor's (:class:`bnbdoctor.report.ExitCode`): 0 when the log was read and
   shows no error finding (including "no known failure"), 1 when it shows an error finding (or a
-  warning, with ``--strict``), 2 when the file cannot be read or the arguments are wrong (one line
+  warning, with ``--strict``), 2 when the file cannot be read, is not text, or the arguments are wrong (one line
   on stderr, never a traceback unless ``--debug``).
 - stdout is data: ``--json`` prints one JSON document (the doctor's report layout; the matched
   log lines with their numbers are in ``facts.log.matches``).
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Explain a console log of a bitsandbytes failure: the facts it shows, the findings the doctor "
         "would report on that machine, root cause first, and what to run there to confirm.",
         epilog="Exit status: 0 the log shows no error (or no known failure), 1 it shows an error finding "
-        "(a warning too with --strict), 2 the file cannot be read or the arguments are wrong.",
+        "(a warning too with --strict), 2 the file cannot be read, is not text, or the arguments are wrong.",
     )
     parser.add_argument(
         "file", metavar="FILE", help="the log to explain, or - to read standard input (paste, then Ctrl-D)"

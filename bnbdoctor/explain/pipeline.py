@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable
@@ -20,17 +21,46 @@ from bnbdoctor.rules.base import Rule
 #: An endless stream (``/dev/zero``, a FIFO that never closes its end) ends here.
 MAX_LOG_BYTES = 512 * 1024 * 1024
 _MIB = MAX_LOG_BYTES // (1024 * 1024)
+#: The start of a file that is judged text or not: a console log is text from its first line.
+TEXT_SAMPLE = 64 * 1024
+#: The share of the sample that may be NUL bytes, other control bytes or bytes that are not UTF-8 before a
+#: file is "not text": a log in cp1252 with accents, or one with a stray colour byte, stays far below it;
+#: random bytes, an image or a model file are far above it (urandom: about two thirds).
+MOST_NOT_TEXT = 0.3
+#: What a console log does not hold: control characters other than tab, newlines, form feed, escape
+#: (colours), backspace and bell; DEL; U+FFFD, what a byte that is not UTF-8 decodes to.
+_NOT_TEXT = re.compile("[\x00-\x06\x0b\x0e-\x1a\x1c-\x1f\x7f\ufffd]+")
 
 
 class ExplainError(Exception):
     """Bad input or arguments: one line on stderr, exit 2."""
 
 
+def not_text(sample: bytes) -> str | None:
+    """Why ``sample`` (the start of a file) is not a text log, or None when it is text: UTF-8 or UTF-16
+    (PowerShell's ``>``), as the log reader decodes it, with few NUL, control or undecodable bytes."""
+    if not sample:
+        return None
+    from bnbdoctor.logs.clean import sniff
+
+    encoding = sniff(sample)
+    text = sample.decode(encoding, errors="replace")
+    odd = sum(map(len, _NOT_TEXT.findall(text)))
+    if odd <= MOST_NOT_TEXT * len(text):
+        return None
+    share = f"{round(100 * odd / len(text))}% of its first {len(sample):,} bytes are not text"
+    if "\x00" in text:
+        return f"not a text file: it holds NUL bytes ({share})"
+    return f"not a text file: {share} (not UTF-8, or control bytes)"
+
+
 class _Bounded:
-    """A binary stream that refuses to be read past ``limit`` bytes (an :class:`ExplainError`)."""
+    """A binary stream that refuses to be read past ``limit`` bytes (an :class:`ExplainError`), nor at all
+    when its first bytes are not text (:func:`not_text`)."""
 
     def __init__(self, stream: BinaryIO, label: str, limit: int = MAX_LOG_BYTES) -> None:
         self._stream, self._label, self._left = stream, label, limit
+        self._checked = False
 
     def read(self, size: int = -1) -> bytes:
         if self._left <= 0:
@@ -39,6 +69,11 @@ class _Bounded:
             return b""
         data = self._stream.read(self._left if size is None or size < 0 else min(size, self._left))
         self._left -= len(data)
+        if not self._checked and data:
+            self._checked = True
+            reason = not_text(data[:TEXT_SAMPLE])
+            if reason is not None:
+                raise ExplainError(f"{self._label}: {reason}; explain reads a console log saved as text")
         return data
 
     def isatty(self) -> bool:

@@ -312,7 +312,8 @@ def lint_facts(paths: list[str]) -> LintFacts:
                 analysis.run(unit)
             except SyntaxError as exc:
                 cell = f"cell {unit.cell} " if unit.cell is not None else ""
-                facts.unparsed[file] = f"{cell}line {exc.lineno}: {exc.msg}"
+                where = f"line {exc.lineno}: " if exc.lineno else ""  # NUL bytes: no line
+                facts.unparsed[file] = f"{cell}{where}{exc.msg}"
                 if unit.cell is None:
                     break
             except (RecursionError, MemoryError):

@@ -3,8 +3,9 @@
 bnbdoctor's contract: stdout is data (``--json`` is one JSON document), messages on stderr, exit 0
 without error findings, 1 with them (or with warnings under ``--strict``), 2 for bad input. A file
 that cannot be parsed is one line in the report, whatever it holds (Python 2, 100,000 nested ``not``s,
-a notebook nested too deeply, more than 2 MiB of code: :mod:`bnbdoctor.lint.sources`); the other
-files are still linted. The examined
+NUL bytes, a notebook that is not JSON or nested too deeply, more than 2 MiB of code:
+:mod:`bnbdoctor.lint.sources`); the other files are still linted, and the run exits 1 (:func:`exit_code`),
+with or without ``--strict``: a pre-commit hook must not pass over code nobody checked. The examined
 interpreter (``--python``, else as the doctor chooses it) is read only when a finding's severity
 depends on its transformers or bitsandbytes (``--no-python`` skips it).
 """
@@ -64,6 +65,14 @@ def lint_report(paths: list[str], *, python: str | None = None, read_python: boo
     return diagnose_facts(facts, pipeline=LINT)
 
 
+def exit_code(report: Report, strict: bool) -> ExitCode:
+    """The report's exit code, and 1 (:attr:`ExitCode.FINDINGS`) at least when a file was not linted."""
+    code = report.exit_code(strict)
+    if report.facts.lint is not None and report.facts.lint.unparsed:
+        return max(code, ExitCode.FINDINGS)
+    return code
+
+
 def main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -74,6 +83,6 @@ def main(argv: list[str]) -> int:
     def body() -> int:
         report = lint_report(list(args.paths), python=args.python, read_python=not args.no_python)
         emit(report, fmt, ReportKind.LINT, args.output, error=SourceError)
-        return int(report.exit_code(args.strict))
+        return int(exit_code(report, args.strict))
 
     return guarded(body, (SourceError,), args.debug)

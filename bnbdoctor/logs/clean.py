@@ -96,7 +96,7 @@ def decode_line(raw: bytes, max_line: int = MAX_LINE) -> str:
     return clean_line(raw[: max_line * 4].decode("utf-8", "replace")[:max_line])
 
 
-def _sniff(head: bytes) -> str:
+def sniff(head: bytes) -> str:
     """The encoding of the input: UTF-16 (PowerShell's ``>`` redirect) or UTF-8."""
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
@@ -137,7 +137,7 @@ def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[byte
     read = _reader(stream, block)
     head = read()
     stats.bytes += len(head)
-    stats.encoding = _sniff(head)
+    stats.encoding = sniff(head)
     if stats.encoding != "utf-8":
         decoder = codecs.getincrementaldecoder(stats.encoding)(errors="replace")
         data = head

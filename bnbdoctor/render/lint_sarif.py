@@ -3,7 +3,8 @@
 One run; its ``tool.driver`` lists every rule the lint ran (from the report: the rules that found
 something and those that passed or were skipped), each with its page; one result per finding, at
 the ``file:line:col`` its evidence names (``file cell N:line:col`` in a notebook: the line within
-the cell, the cell in the result's properties). Levels: error, warning, note.
+the cell, the cell in the result's properties). Levels: error, warning, note. A file that could not be
+parsed is no result but an error notification of the run's invocation, which is then not successful.
 """
 
 from __future__ import annotations
@@ -71,6 +72,23 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     return result
 
 
+def _invocation(report: Report) -> dict[str, Any]:
+    """The run's one invocation: successful only when every file was linted; each file that could not be
+    parsed is an error notification at that file (code scanning shows them as the tool's problems)."""
+    unparsed = report.facts.lint.unparsed if report.facts.lint is not None else {}
+    invocation: dict[str, Any] = {"executionSuccessful": not unparsed}
+    if unparsed:
+        invocation["toolExecutionNotifications"] = [
+            {
+                "level": "error",
+                "message": {"text": f"not linted: {reason}"},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": file.replace("\\", "/")}}}],
+            }
+            for file, reason in sorted(unparsed.items())
+        ]
+    return invocation
+
+
 def to_sarif(report: Report) -> dict[str, Any]:
     """The SARIF 2.1.0 log of a lint report."""
     rules = _rules(report)
@@ -81,7 +99,11 @@ def to_sarif(report: Report) -> dict[str, Any]:
         "informationUri": INFORMATION_URI,
         "rules": rules,
     }
-    run = {"tool": {"driver": driver}, "results": [_result(finding, index) for finding in report.findings]}
+    run = {
+        "tool": {"driver": driver},
+        "invocations": [_invocation(report)],
+        "results": [_result(finding, index) for finding in report.findings],
+    }
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 

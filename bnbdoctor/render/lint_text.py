@@ -10,7 +10,8 @@ RESET = "\x1b[0m"
 
 
 class LintTextRenderer:
-    """Findings first (location, severity, rule, title; then why and the fix as code), then a summary."""
+    """Findings first (location, severity, rule, title; then why and the fix as code), then the files that
+    could not be parsed, then a summary that counts the files linted and those not linted."""
 
     def render(self, report: Report, *, color: bool) -> str:
         lines: list[str] = []
@@ -30,9 +31,11 @@ class LintTextRenderer:
         for file, reason in sorted((lint.unparsed if lint else {}).items()):
             lines.append(f"{file}: not linted: {reason}")
         counts = {s: sum(1 for f in report.findings if f.severity.value == s) for s in ("error", "warning", "info")}
-        files = len(lint.files) if lint else 0
+        unparsed = len(lint.unparsed) if lint else 0
+        linted = (len(lint.files) if lint else 0) - unparsed
         lines.append(
-            f"bnbdoctor lint: {files} file{'s' if files != 1 else ''}, {counts['error']} error(s), "
-            f"{counts['warning']} warning(s), {counts['info']} info"
+            f"bnbdoctor lint: {linted} file{'s' if linted != 1 else ''}"
+            + (f", {unparsed} NOT linted (could not be parsed)" if unparsed else "")
+            + f", {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info"
         )
         return "\n".join(lines) + "\n"

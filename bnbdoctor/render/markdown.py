@@ -58,6 +58,10 @@ def verdict(report: Report) -> str:
         more = f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
         return f"**bitsandbytes will not work here:** {plain(top.title)} ({top.rule_id}){more}"
     warnings = [f for f in report.findings if f.severity is Severity.WARNING]
+    unparsed = report.facts.lint.unparsed if report.facts.lint is not None else {}
+    if unparsed:  # lint: code nobody checked is no green result
+        count = len(unparsed)
+        return f"**Not linted:** {count} file{'s' if count > 1 else ''} could not be parsed (listed below)."
     if report.facts.log is not None:  # explain: what the log shows, not how the machine is
         if report.source.get("empty") == "true":
             return "**Nothing to explain:** the log is empty."
@@ -223,6 +227,10 @@ def _head(report: Report) -> list[str]:
         lines.append("")
         for finding in report.findings:
             lines += _finding(finding)
+    if report.facts.lint is not None and report.facts.lint.unparsed:
+        lines += ["Not linted (could not be parsed):", ""]
+        lines += [f"- {code(file)}: {plain(reason)}" for file, reason in sorted(report.facts.lint.unparsed.items())]
+        lines.append("")
     if report.passed:
         heading = (
             f"Found nothing in the log ({len(report.passed)} rules)"

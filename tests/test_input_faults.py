@@ -1,0 +1,139 @@
+"""Bad input, through the real command line: one line on stderr and a non-zero exit, never a green result."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+
+def bnbdoctor(*args: str, stdin: bytes = b"", timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    run = subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", *args], input=stdin, capture_output=True, cwd=ROOT, timeout=timeout
+    )
+    out, err = run.stdout.decode("utf-8", "replace"), run.stderr.decode("utf-8", "replace")
+    return subprocess.CompletedProcess(run.args, run.returncode, out, err)
+
+
+def one_line(run: subprocess.CompletedProcess[str]) -> str:
+    """The one line a refused run prints on stderr (nothing on stdout, no traceback)."""
+    assert "Traceback" not in run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert run.stdout == ""
+    return lines[0]
+
+
+# --- explain: a file that is not text ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (os.urandom(20_000), "holds NUL bytes"),
+        (b"\x00" * 100_000, "holds NUL bytes"),
+        (bytes(range(128, 256)) * 200, "not UTF-8"),
+    ],
+    ids=["random", "zeros", "undecodable"],
+)
+@pytest.mark.parametrize("fmt", [[], ["--json"], ["--markdown"]], ids=["text", "json", "markdown"])
+def test_explain_refuses_a_binary_file(tmp_path: Path, data: bytes, said: str, fmt: list[str]) -> None:
+    path = tmp_path / "bin.dat"
+    path.write_bytes(data)
+    run = bnbdoctor("explain", *fmt, str(path))
+    assert run.returncode == 2
+    line = one_line(run)
+    assert line.startswith(f"bnbdoctor: error: {path}: not a text file") and said in line, line
+    assert "No error" not in run.stdout + run.stderr
+
+
+def test_explain_refuses_binary_on_stdin() -> None:
+    run = bnbdoctor("explain", "-", stdin=b"\x00\x01\x02\xff" * 5000)
+    assert run.returncode == 2 and "stdin: not a text file" in one_line(run)
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (b"", 0),  # nothing to explain
+        ("caf\xe9 l\xe4uft: a Latin-1 log\nall fine\n".encode("latin-1"), 0),
+        (codecs.BOM_UTF16_LE + "OSError: libcusparse.so.11: cannot open shared object file\n".encode("utf-16-le"), 1),
+        (
+            b"{'loss': 1.23, 'epoch': 0.1}\n" * 100
+            + b"\x00" * 200
+            + b"\nValueError: Some modules are dispatched on the CPU or the disk.\n",
+            1,
+        ),
+    ],
+    ids=["empty", "latin-1", "utf-16", "a-few-nuls"],
+)
+def test_explain_still_reads_text_that_is_not_plain_utf8(tmp_path: Path, data: bytes, code: int) -> None:
+    path = tmp_path / "run.log"
+    path.write_bytes(data)
+    run = bnbdoctor("explain", str(path))
+    assert run.returncode == code, run.stderr
+    assert "not a text file" not in run.stderr
+
+
+# --- lint: a file it cannot parse ---------------------------------------------------------------------
+
+UNPARSEABLE = {
+    "py2.py": b'print "hello"\n',
+    "nul.py": b"import torch\x00\nx = 1\n",
+    "broken.ipynb": b'{"cells": [',
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNPARSEABLE))
+@pytest.mark.parametrize("strict", [[], ["--strict"]], ids=["default", "strict"])
+def test_lint_fails_on_a_file_it_cannot_parse(tmp_path: Path, name: str, strict: list[str]) -> None:
+    (tmp_path / name).write_bytes(UNPARSEABLE[name])
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    run = bnbdoctor("lint", "--no-python", *strict, str(tmp_path))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"{tmp_path / name}: not linted: " in run.stdout
+    assert "line None" not in run.stdout
+    assert run.stdout.rstrip().endswith(
+        "bnbdoctor lint: 1 file, 1 NOT linted (could not be parsed), 0 error(s), 0 warning(s), 0 info"
+    )
+
+
+def test_lint_of_parsed_files_only_still_passes(tmp_path: Path) -> None:
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    run = bnbdoctor("lint", "--no-python", str(tmp_path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.rstrip().endswith("bnbdoctor lint: 1 file, 0 error(s), 0 warning(s), 0 info")
+
+
+def test_every_lint_format_reports_the_file_not_linted(tmp_path: Path) -> None:
+    bad = tmp_path / "py2.py"
+    bad.write_bytes(UNPARSEABLE["py2.py"])
+    (tmp_path / "ok.py").write_text("x = 1\n")
+
+    run = bnbdoctor("lint", "--no-python", "--json", str(tmp_path))
+    assert run.returncode == 1
+    document = json.loads(run.stdout)
+    assert list(document["facts"]["lint"]["unparsed"]) == [str(bad)]
+
+    run = bnbdoctor("lint", "--no-python", "--sarif", str(tmp_path))
+    assert run.returncode == 1
+    (invocation,) = json.loads(run.stdout)["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (notification,) = invocation["toolExecutionNotifications"]
+    assert notification["level"] == "error" and notification["message"]["text"].startswith("not linted: line 1: ")
+    assert notification["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == str(bad)
+
+    run = bnbdoctor("lint", "--no-python", "--markdown", str(tmp_path))
+    assert run.returncode == 1
+    assert "**Not linted:** 1 file could not be parsed" in run.stdout and "should work" not in run.stdout
+    assert f"- `{bad}`: line 1: " in run.stdout
+
+    clean = bnbdoctor("lint", "--no-python", "--sarif", str(tmp_path / "ok.py"))
+    assert clean.returncode == 0
+    assert json.loads(clean.stdout)["runs"][0]["invocations"] == [{"executionSuccessful": True}]
