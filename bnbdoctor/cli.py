@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser, closest
-from bnbdoctor.contract import ended_by_signals, guarded, note, write_output
+from bnbdoctor.contract import ended_by_signals, guarded, missing_terminal, note, require_terminal, write_output
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode, Report
@@ -154,7 +154,8 @@ def _choose_format(args: argparse.Namespace) -> OutputFormat:
     chosen: OutputFormat | None = args.format
     if chosen is not None:
         return chosen
-    return OutputFormat.TUI if sys.stdout.isatty() and sys.stdin.isatty() else OutputFormat.TEXT
+    # the app on a terminal (keys on stdin, drawn on stderr), the text report where stdout is not one
+    return OutputFormat.TUI if sys.stdout.isatty() and not missing_terminal() else OutputFormat.TEXT
 
 
 def _host(args: argparse.Namespace) -> Host:
@@ -201,6 +202,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     fmt = _choose_format(args)
     if fmt is OutputFormat.TUI and args.output:
         fmt = OutputFormat.TEXT  # -o FILE asks for a report in a file; the app is for the terminal
+    if fmt is OutputFormat.TUI:  # only --tui itself: without it, off a terminal the format is text
+        require_terminal(UsageError, "run without --tui for the plain report, or with --json for a document")
     if args.from_report:
         report, redactor = _replay(args.from_report, rules)
         if fmt is OutputFormat.TUI:

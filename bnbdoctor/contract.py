@@ -76,6 +76,31 @@ def note(message: str) -> None:
     print(f"bnbdoctor: {message}", file=sys.stderr)
 
 
+def missing_terminal() -> list[str]:
+    """The standard streams the app needs that are not a terminal: it reads keys from stdin and draws on
+    stderr (Textual's driver). stdout may be redirected (``--tui > farewell.txt``): only the farewell goes there."""
+    streams = (("standard input", sys.stdin), ("standard error", sys.stderr))
+    missing = []
+    for name, stream in streams:
+        try:
+            terminal = stream is not None and stream.isatty()
+        except (AttributeError, ValueError, OSError):  # closed, or replaced by something without isatty
+            terminal = False
+        if not terminal:
+            missing.append(name)
+    return missing
+
+
+def require_terminal(error: type[Exception], instead: str) -> None:
+    """Raise ``error`` (one line, exit 2) when the app cannot run here: it needs a terminal on stdin and stderr,
+    and off one it would hang writing escape codes. ``instead`` says what works without one."""
+    missing = missing_terminal()
+    if missing:
+        what = " and ".join(missing)
+        verb = "are not terminals" if len(missing) > 1 else "is not one"
+        raise error(f"--tui needs a terminal, but {what} {verb} here; {instead}")
+
+
 def no_color() -> bool:
     """NO_COLOR is set and not empty (no-color.org): no colour anywhere, the spinner's included."""
     return bool(os.environ.get("NO_COLOR"))

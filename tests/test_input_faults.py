@@ -137,3 +137,92 @@ def test_every_lint_format_reports_the_file_not_linted(tmp_path: Path) -> None:
     clean = bnbdoctor("lint", "--no-python", "--sarif", str(tmp_path / "ok.py"))
     assert clean.returncode == 0
     assert json.loads(clean.stdout)["runs"][0]["invocations"] == [{"executionSuccessful": True}]
+
+
+# --- --tui without a terminal ---------------------------------------------------------------------------
+
+NO_TERMINAL = "--tui needs a terminal, but standard input and standard error are not terminals here"
+
+
+def test_the_doctor_app_without_a_terminal_is_one_line_and_exit_2() -> None:
+    """stdin /dev/null, stdout and stderr pipes: the app used to start and hang writing escape codes."""
+    run = subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", "--fixture", "a100-healthy", "--tui"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+        check=False,
+    )
+    assert run.returncode == 2
+    line = one_line(run)
+    assert line.startswith(f"bnbdoctor: error: {NO_TERMINAL}; ") and "--json" in line, line
+    assert "\x1b" not in run.stderr
+
+
+def test_the_fleet_app_without_a_terminal_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    saved = bnbdoctor("--fixture", "a100-healthy", "--json", "-o", str(tmp_path / "node1.json"))
+    assert saved.returncode == 0, saved.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", "fleet", str(tmp_path), "--tui"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+        check=False,
+    )
+    assert run.returncode == 2
+    line = one_line(run)
+    assert line.startswith(f"bnbdoctor: error: {NO_TERMINAL}; ") and "without --tui" in line, line
+
+
+def _read_all(controller: int) -> str:
+    """What a finished child wrote to the pseudo-terminal."""
+    import select
+
+    data = b""
+    while select.select([controller], [], [], 0.5)[0]:
+        data += os.read(controller, 65536)
+    return data.decode("utf-8", "replace")
+
+
+def test_a_terminal_is_asked_of_stdin_and_stderr() -> None:
+    """On a pseudo-terminal nothing is missing, stdout redirected included (``--tui > farewell.txt``, as
+    docs/tui.md says); with stderr piped, where Textual draws, the message names standard error."""
+    import pty
+
+    code = "from bnbdoctor.contract import missing_terminal; import sys; sys.__stderr__.write(repr(missing_terminal()))"
+    controller, terminal = pty.openpty()
+    try:
+        for stdout in (terminal, subprocess.PIPE):
+            on_terminal = subprocess.run(
+                [sys.executable, "-c", code], stdin=terminal, stdout=stdout, stderr=terminal, cwd=ROOT, timeout=30
+            )
+            assert on_terminal.returncode == 0
+            assert os.read(controller, 4096).decode().strip() == "[]"
+        piped = subprocess.run(
+            [sys.executable, "-m", "bnbdoctor", "--fixture", "a100-healthy", "--tui"],
+            stdin=terminal,
+            stdout=terminal,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            timeout=30,
+        )
+        assert piped.returncode == 2
+        said = piped.stderr.decode()
+        assert "--tui needs a terminal, but standard error is not one here" in said, said
+        plain = subprocess.run(  # without --tui the doctor chooses the text report there
+            [sys.executable, "-m", "bnbdoctor", "--fixture", "a100-healthy"],
+            stdin=terminal,
+            stdout=terminal,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            timeout=60,
+        )
+        assert plain.returncode == 0, plain.stderr
+        assert "Summary: 0 errors, 0 warnings" in _read_all(controller)  # the text report, not the app
+    finally:
+        os.close(controller)
+        os.close(terminal)

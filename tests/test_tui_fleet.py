@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Static
 from tui_support import SIZE, SMALL, _quiet_app, asynctest  # noqa: F401 - _quiet_app: the autouse fixture
 
+from bnbdoctor import contract
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.fleet import cli as fleet_cli
 from bnbdoctor.fleet.aggregate import pseudonym
@@ -239,6 +240,7 @@ def test_the_command_opens_the_app_and_returns_its_exit_code(
         asyncio.run(self.run_async(headless=True, size=SIZE, auto_pilot=quit_when_read))
 
     monkeypatch.setattr(FleetApp, "run", run_headless)
+    monkeypatch.setattr(contract, "missing_terminal", list)  # as on a terminal: the app runs headless here
     assert fleet_cli.main([str(folder), "--tui", "--strict"]) == 1
     assert seen["rows"] == 3
     out = capsys.readouterr().out

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from bnbdoctor.argparsing import Parser
-from bnbdoctor.contract import guarded, note
+from bnbdoctor.contract import guarded, note, require_terminal
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
 
@@ -102,6 +102,7 @@ def _run_app(args: argparse.Namespace) -> int:
             "--tui needs Textual, which is not installed (pip install textual); "
             "--text, --json and --markdown work without it"
         )
+    require_terminal(UsageError, "run without --tui for the plain report, or with --json for a document")
     from bnbdoctor.tui import run_fleet
 
     return run_fleet(
