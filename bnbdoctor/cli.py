@@ -29,6 +29,7 @@ from bnbdoctor.contract import ended_by_signals, guarded, missing_terminal, note
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode, Report
+from bnbdoctor.report_io import add_redaction_arguments, redacted_for_output
 
 if TYPE_CHECKING:
     from bnbdoctor.hosts.base import Host
@@ -105,16 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-diagnose a machine's saved report (bnbdoctor --json or --markdown; a file, or - for stdin) with "
         "today's rules; explain, fit and lint reports are refused",
     )
-    parser.add_argument(
-        "--no-redact",
-        action="store_true",
-        help="keep home folder, user and host names in the report (a note goes to stderr)",
-    )
-    parser.add_argument(
-        "--show-redactions",
-        action="store_true",
-        help="list on stderr what redaction replaced (the originals never enter the report)",
-    )
+    add_redaction_arguments(parser)
     parser.add_argument(
         "--python",
         metavar="PATH",
@@ -260,18 +252,9 @@ def _replay(source: str, rules: list[Rule] | None) -> tuple[Report, Redactor]:
 
 
 def _redact(report: Report, redactor: Redactor, args: argparse.Namespace) -> Report:
-    if args.no_redact:
-        note("redaction is off (--no-redact): the report may contain your home folder, user and host names")
-        return report
     from bnbdoctor.report_io import redact_report
 
-    redacted = redact_report(report, redactor)
-    if args.show_redactions:
-        for rule, originals in sorted(redactor.originals.items()):
-            note(f"redacted [{rule}]: {', '.join(sorted(originals))}")
-        if not redactor.originals:
-            note("nothing needed redaction")
-    return redacted
+    return redacted_for_output(report, redactor, redact_report, args)
 
 
 def help_main(argv: list[str]) -> int:

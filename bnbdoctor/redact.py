@@ -195,8 +195,9 @@ class Redactor:
         out = value
         home = (self.home or "").rstrip("/\\")
         if len(home) > 1 and home in out:
-            # only where a path starts: not inside /System/Volumes/.../Users/x (macOS cryptexes)
-            out, count = re.subn(r"(?<![^\s'\"=:(\[,;])" + re.escape(home) + r"(?=$|[/\\\s:;'\")\]])", "~", out)
+            # only where a path starts (a quote or a backtick may open it): not inside /System/Volumes/.../Users/x
+            # (macOS cryptexes)
+            out, count = re.subn(r"(?<![^\s'\"`=:(\[,;])" + re.escape(home) + r"(?=$|[/\\\s:;'\"`)\]])", "~", out)
             if count:
                 self._note("home", home, count)
         lowered = out.lower()

@@ -7,6 +7,7 @@ one :class:`ReportError` line.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -14,9 +15,10 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from bnbdoctor.charset import decode_document
+from bnbdoctor.contract import note
 from bnbdoctor.facts import SCHEMA_VERSION, Facts
 from bnbdoctor.redact import Redactor
 from bnbdoctor.report import Report
@@ -249,3 +251,53 @@ def redact_report(report: Report, redactor: Redactor) -> Report:
     redacted = from_dict(Report, data)
     redacted.redaction = redactor.summary()
     return redacted
+
+
+#: What every command says when ``--no-redact`` keeps the names (on stderr, the report itself says "NOT redacted").
+NOT_REDACTED = "redaction is off (--no-redact): the report may contain your home folder, user and host names"
+_Document = TypeVar("_Document")
+
+
+def add_redaction_arguments(parser: argparse.ArgumentParser, kept: str = "home folder, user and host names") -> None:
+    """``--no-redact`` and ``--show-redactions``, as every command that writes a document takes them."""
+    parser.add_argument(
+        "--no-redact",
+        action="store_true",
+        help=f"keep {kept} in the report (redacted by default; a note goes to stderr)",
+    )
+    parser.add_argument(
+        "--show-redactions",
+        action="store_true",
+        help="list on stderr what redaction replaced (the originals never enter the report)",
+    )
+
+
+def redacted_for_output(
+    document: _Document,
+    redactor: Redactor | Callable[[], Redactor],
+    redact: Callable[[_Document, Redactor], _Document],
+    args: argparse.Namespace,
+) -> _Document:
+    """The document every format of a command shows: redacted by ``redact`` with ``redactor`` (a callable is
+    made only when needed), unless ``args.no_redact`` (then a note on stderr); ``args.show_redactions``
+    lists the originals on stderr, never in the report. The doctor, explain, fit, lint and merge-check
+    all come here, so that they agree on what is kept."""
+    if getattr(args, "no_redact", False):
+        note(NOT_REDACTED)
+        return document
+    chosen = redactor if isinstance(redactor, Redactor) else redactor()
+    redacted = redact(document, chosen)
+    if getattr(args, "show_redactions", False):
+        for rule, originals in sorted(chosen.originals.items()):
+            note(f"redacted [{rule}]: {', '.join(sorted(originals))}")
+        if not chosen.originals:
+            note("nothing needed redaction")
+    return redacted
+
+
+def redactor_for_this_machine() -> Redactor:
+    """The redactor for a document made from this machine's files (fit, lint, merge-check): its home folder,
+    user and host names, and secrets wherever they appear."""
+    from bnbdoctor.hosts.live import LiveHost
+
+    return Redactor.for_machine(LiveHost().os_info())

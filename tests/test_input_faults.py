@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -226,3 +227,103 @@ def test_a_terminal_is_asked_of_stdin_and_stderr() -> None:
     finally:
         os.close(controller)
         os.close(terminal)
+
+
+# --- secrets: lint, merge-check and explain redact every format, as the doctor does -------------------
+
+HF = "hf_PlantedHuggingFace0123456789abcd"
+AWS = "AKIAPLANTED0123456XY"
+URL_PASSWORD = "hunter2planted"  # noqa: S105 - planted, it must never reach a report
+USER = "zeldaplanted"
+PLANTED = (HF, AWS, URL_PASSWORD, USER)
+FORMATS: tuple[list[str], ...] = ([], ["--json"], ["--markdown"])
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A home folder named after the user, holding a project folder named with an HF token and an AWS key."""
+    home = tmp_path / USER
+    project = home / f"run-{HF}" / AWS
+    project.mkdir(parents=True)
+    env = {**os.environ, "HOME": str(home), "USER": USER, "LOGNAME": USER, "PYTHONPATH": str(ROOT)}
+    return project, env
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
+
+
+def _leaks(text: str, home: Path) -> list[str]:
+    return [secret for secret in (*PLANTED, str(home)) if secret in text]
+
+
+def _assert_redacted_everywhere(command: list[str], formats: list[list[str]], env: dict[str, str]) -> None:
+    home = Path(env["HOME"])
+    for fmt in formats:
+        run = _run([*command, *fmt], env)
+        assert run.returncode in (0, 1), run.stderr
+        assert _leaks(run.stdout, home) == [], (fmt, run.stdout)
+        assert "redaction is off" not in run.stderr
+    kept = _run([*command, "--json", "--no-redact"], env)  # the secrets were there to find
+    assert set(_leaks(kept.stdout, home)) >= {HF, AWS, str(home)}, kept.stdout
+    assert "redaction is off (--no-redact)" in kept.stderr
+    shown = _run([*command, "--json", "--show-redactions"], env)
+    assert "redacted [token]: " in shown.stderr and "redacted [home]: " in shown.stderr
+    assert _leaks(shown.stdout, home) == []
+
+
+def test_lint_redacts_every_format(planted: tuple[Path, dict[str, str]]) -> None:
+    project, env = planted
+    (project / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM\n"
+        f'm = AutoModelForCausalLM.from_pretrained("https://bob:{URL_PASSWORD}@hub.example.com/m", load_in_4bit=True)\n'
+    )
+    (project / "old.py").write_text('print "python 2"\n')
+    _assert_redacted_everywhere(["lint", "--no-python", str(project)], [*FORMATS, ["--sarif"]], env)
+    sarif = json.loads(_run(["lint", "--no-python", "--sarif", str(project)], env).stdout)
+    uris = [n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for n in _notifications(sarif)]
+    assert uris == ["~/run-<redacted-token>/<redacted-token>/old.py"]
+
+
+def _notifications(sarif: dict[str, Any]) -> list[Any]:
+    notifications: list[Any] = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    return notifications
+
+
+def _safetensors(path: Path) -> None:
+    header = json.dumps({"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]}}).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
+
+
+def test_merge_check_redacts_every_format(planted: tuple[Path, dict[str, str]]) -> None:
+    """The engine's interpreter fails at once (no torch needed): the document still names every path."""
+    project, env = planted
+    adapter, base, bin_folder = project / "adapter", project / "base", project / "bin"
+    for folder in (adapter, base, bin_folder):
+        folder.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8, "lora_alpha": 16}))
+    _safetensors(adapter / "adapter_model.safetensors")
+    _safetensors(base / "model.safetensors")
+    python = bin_folder / "python"
+    python.write_text("#!/bin/sh\necho 'no torch here' >&2\nexit 3\n")
+    python.chmod(0o755)
+    command = ["merge-check", str(adapter), "--base", str(base), "--python", str(python)]
+    _assert_redacted_everywhere(command, list(FORMATS), env)
+    document = json.loads(_run([*command, "--json"], env).stdout)
+    assert document["adapter"] == "~/run-<redacted-token>/<redacted-token>/adapter"
+    assert document["error"].startswith("`~/run-<redacted-token>/<redacted-token>/bin/python ")
+
+
+def test_explain_redacts_every_format(planted: tuple[Path, dict[str, str]]) -> None:
+    project, env = planted
+    home = env["HOME"]
+    log = project / f"{AWS}.log"
+    log.write_text(
+        f"({USER}) {USER}@gpu-node-07:~/llm$ python train.py\n"
+        f"CUDA SETUP: Loading binary {home}/{HF}/libbitsandbytes_cuda118.so...\n"
+        f"CUDA SETUP: Loading binary git+https://bob:{URL_PASSWORD}@git.example.com/x/libbitsandbytes_cuda118.so...\n"
+        "OSError: libcusparse.so.11: cannot open shared object file: No such file or directory\n"
+    )
+    _assert_redacted_everywhere(["explain", str(log)], list(FORMATS), env)

@@ -33,6 +33,7 @@ from bnbdoctor.explain.pipeline import ExplainError, explain_file
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode
+from bnbdoctor.report_io import add_redaction_arguments, redacted_for_output
 
 if TYPE_CHECKING:
     from bnbdoctor.rules import Rule
@@ -54,11 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--rule", metavar="ID", action="append", default=[], help="run only this rule (repeatable), e.g. --rule BNB306"
     )
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
-    parser.add_argument(
-        "--no-redact",
-        action="store_true",
-        help="keep the home folder and user name the log shows (redacted by default)",
-    )
+    add_redaction_arguments(parser, "the home folder, user and host names the log shows")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
     return parser
@@ -80,12 +77,9 @@ def run(args: argparse.Namespace) -> ExitCode:
     if args.file == "-" and sys.stdin.isatty():  # nothing piped in: the user is to paste the log
         note("paste the log, then Ctrl-D (Ctrl-Z Enter on Windows)")
     report = explain_file(args.file, rules)
-    if getattr(args, "no_redact", False):
-        note("redaction is off (--no-redact): the output may contain names from the log")
-    else:
-        from bnbdoctor.report_io import redact_report, redactor_here
+    from bnbdoctor.report_io import redact_report, redactor_here
 
-        report = redact_report(report, redactor_here(report.facts))
+    report = redacted_for_output(report, lambda: redactor_here(report.facts), redact_report, args)
     emit(report, args.format or OutputFormat.TEXT, ReportKind.EXPLAIN, args.output, error=ExplainError)
     return report.exit_code(args.strict)
 

@@ -12,7 +12,7 @@ import os
 
 from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser, options_from
-from bnbdoctor.contract import guarded, note
+from bnbdoctor.contract import guarded
 from bnbdoctor.fit.options import (
     DEVICE_MAPS,
     QUANT_TYPES,
@@ -23,6 +23,7 @@ from bnbdoctor.fit.options import (
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode
+from bnbdoctor.report_io import add_redaction_arguments, redacted_for_output
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,11 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_output_arguments(parser, ReportKind.FIT)
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
-    parser.add_argument(
-        "--no-redact",
-        action="store_true",
-        help="keep home folder, user and host names in the report (redacted by default)",
-    )
+    add_redaction_arguments(parser)
     parser.add_argument("--standin", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
@@ -120,14 +117,9 @@ def main(argv: list[str]) -> int:
 
         with status(f"bnbdoctor fit: reading {args.model}") as progress:  # on a terminal's stderr only
             report = run_fit(options_from_args(args), progress=progress)
-        if args.no_redact:
-            note("redaction is off (--no-redact): the report may contain your home folder, user and host names")
-        else:
-            from bnbdoctor.hosts.live import LiveHost
-            from bnbdoctor.redact import Redactor
-            from bnbdoctor.report_io import redact_report
+        from bnbdoctor.report_io import redact_report, redactor_for_this_machine
 
-            report = redact_report(report, Redactor.for_machine(LiveHost().os_info()))
+        report = redacted_for_output(report, redactor_for_this_machine, redact_report, args)
         emit(report, fmt, ReportKind.FIT, args.output, error=FitInputError)
         return int(report.exit_code(args.strict))
 

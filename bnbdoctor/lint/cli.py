@@ -22,6 +22,7 @@ from bnbdoctor.lint.sources import SourceError
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode, Report
+from bnbdoctor.report_io import add_redaction_arguments, redact_report, redacted_for_output, redactor_for_this_machine
 
 #: Site kinds whose rules read installed versions.
 VERSIONED_KINDS = frozenset({"kbit_kwarg", "move"})
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-python", action="store_true", help="do not read an interpreter's versions")
     add_output_arguments(parser, ReportKind.LINT)
     parser.add_argument("--strict", action="store_true", help="count warnings as errors in the exit code")
+    add_redaction_arguments(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
     return parser
@@ -82,6 +84,7 @@ def main(argv: list[str]) -> int:
 
     def body() -> int:
         report = lint_report(list(args.paths), python=args.python, read_python=not args.no_python)
+        report = redacted_for_output(report, redactor_for_this_machine, redact_report, args)
         emit(report, fmt, ReportKind.LINT, args.output, error=SourceError)
         return int(exit_code(report, args.strict))
 

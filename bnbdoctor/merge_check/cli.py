@@ -1,8 +1,9 @@
 """``bnbdoctor merge-check ADAPTER [--base MODEL]``: how much of a LoRA adapter survives each way of merging.
 
 Follows bnbdoctor's contract: stdout is data (``--json`` is one JSON document, ``--markdown`` an issue
-body, redacted), messages go to stderr, bad input is one line and exit 2. Exit 1 when merging into the
-4-bit model keeps less than half of the update (or nothing could be measured), 0 otherwise.
+body; every format redacted unless ``--no-redact``, as the doctor's), messages go to stderr, bad input is
+one line and exit 2. Exit 1 when merging into the 4-bit model keeps less than half of the update (or nothing
+could be measured), 0 otherwise.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from bnbdoctor.merge_check_result import LOW_KEPT, WAYS, MergeCheck
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode
+from bnbdoctor.report_io import add_redaction_arguments
 
 if TYPE_CHECKING:
     from bnbdoctor.redact import Redactor
@@ -44,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-layers", type=int, metavar="N", help="measure only the first N adapted layers")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="time limit (default 600 s)")
     add_output_arguments(parser, ReportKind.MERGE_CHECK)
+    add_redaction_arguments(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"bnbdoctor {__version__}")
     return parser
@@ -79,12 +82,9 @@ def main(argv: list[str]) -> int:
         with status(f"bnbdoctor merge-check: reading {args.adapter}") as progress:
             check = run_merge_check(options, progress=progress)
         fmt = args.format or OutputFormat.TEXT
-        shown = check
-        if fmt is OutputFormat.MARKDOWN:  # for a public issue: redacted (text and JSON are as measured)
-            from bnbdoctor.hosts.live import LiveHost
-            from bnbdoctor.redact import Redactor
+        from bnbdoctor.report_io import redacted_for_output, redactor_for_this_machine
 
-            shown = redacted(check, Redactor.for_machine(LiveHost().os_info()))
+        shown = redacted_for_output(check, redactor_for_this_machine, redacted, args)  # every format, as the doctor's
         emit(shown, fmt, ReportKind.MERGE_CHECK, args.output, error=MergeInputError)
         return int(exit_code(check))
 
