@@ -20,8 +20,10 @@ recognises = COLLECTOR.recognises
 
 
 @collects(
-    ("GPU detected", "libcuda.so not found", "CUDA is not available"),
-    r"No GPU detected!|WARNING! libcuda\.so not found!|(?:Py)?[Tt]orch says CUDA is not available",
+    ("GPU detected", "libcuda.so not found", "CUDA is not available", "Unknown CUDA exception"),
+    r"No GPU detected!|WARNING! libcuda\.so not found!|(?:Py)?[Tt]orch says CUDA is not available"
+    # the legacy loader's cuInit() failed without an error string (0.37-0.38): it goes on as if there were no GPU
+    r"|Unknown CUDA exception! Please check your CUDA install",
     records=S.NO_GPU_DETECTED,
 )
 def no_gpu_detected(state: LogState, m: re.Match[str], number: int, line: str) -> None:

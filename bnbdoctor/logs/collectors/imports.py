@@ -52,9 +52,11 @@ recognises(
 
 recognises(
     S.TRANSFORMERS_BNB_IMPORTERROR,
-    ("bitsandbytes",),
+    ("bitsandbytes", "load_in_8bit", "load_in_4bit"),
     r"Using `?bitsandbytes`? (?:\d-bit )?quantization requires(?! bitsandbytes\b)"
-    r"|requires the latest version of bitsandbytes",
+    r"|requires the latest version of bitsandbytes"
+    # transformers 4.2x-4.37 (modeling_utils.from_pretrained), often cut in the paste: "requires Acceler"
+    r"|Using `?load_in_(?:4|8)bit=True`? requires Acceler",
 )
 
 

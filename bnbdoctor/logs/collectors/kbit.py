@@ -11,7 +11,7 @@ harmless messages (issue 12).
 - ``.to``/``.cuda`` refused for a ``4-bit``/``8-bit`` model, ``You cannot cast a bitsandbytes
   model in a new `dtype` ``, ``.half()``/``.float()`` refused for a quantized model;
 - accelerate's ``You can't train a model that has been loaded in 8-bit [or 4-bit] precision on a
-  different device than the one you're training on``;
+  different device than the one you're training on`` (older releases: ``... on multiple devices``);
 - FSDP's ``Cannot flatten integer dtype tensors`` and ``Must flatten tensors with uniform dtype
   but got X and Y`` where X or Y is an integer dtype (mixing two float dtypes is another problem);
 - noise: bitsandbytes' ``Input type into Linear4bit is torch.float16, but
@@ -76,9 +76,9 @@ recognises(
 
 recognises(
     S.KBIT_MODEL_OTHER_DEVICE,
-    "different device than the one you",
-    r"You can.t train a model that has been loaded in (?P<bits>[48]-bit(?: or [48]-bit)?) precision on a different"
-    r" device than the one you.re training on",
+    ("different device than the one you", "precision on multiple devices"),
+    r"You can.t train a model that has been loaded in (?P<bits>[48]-bit(?: or [48]-bit)?) precision on (?:a different"
+    r" device than the one you.re training on|multiple devices)",
 )
 
 

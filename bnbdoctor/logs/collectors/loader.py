@@ -148,8 +148,14 @@ def version_not_found(state: LogState, m: re.Match[str], number: int, line: str)
         state.platform.glibc_seen = True
     state.platform.os_votes["linux"] += 2
     requirer_name = basename(requirer)
-    if requirer_name.startswith("libbitsandbytes") or (not requirer and _in_bnb_context(state, number, line)):
-        if requirer_name:
+    # a library in bitsandbytes' own folder is its library, also when the paste cut its name (``…/libbitsandb``)
+    in_bnb_folder = "/bitsandbytes/" in requirer.replace("\\", "/")
+    if (
+        requirer_name.startswith("libbitsandbytes")
+        or in_bnb_folder
+        or (not requirer and _in_bnb_context(state, number, line))
+    ):
+        if requirer_name.startswith("libbitsandbytes") and "." in requirer_name:
             state.bnb.library_exists(requirer_name)
             state.bnb_path(requirer)
             keep(state.bnb.selected, (requirer, number))
