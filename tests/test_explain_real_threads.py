@@ -80,3 +80,45 @@ def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, ent
 def test_near_misses_of_the_older_wordings(line: str) -> None:
     report = explain_text(line + "\n")
     assert {f.rule_id for f in report.findings}.isdisjoint({"BNB521", "BNB537"}), report.findings
+
+
+# ------------------------------------------------------------------- errors outside bitsandbytes, quoted
+@pytest.mark.parametrize(
+    ("thread", "quoted"),
+    [
+        # an exception inside backticks or Markdown bold, after prose, after a label, after CJK prose
+        ("huggingface/peft/issues/80", "RuntimeError: element 0 of tensors does not require grad"),
+        ("unslothai/unsloth/issues/454", "RuntimeError: element 0 of tensors does not require grad"),
+        ("oobabooga/text-generation-webui/issues/42", "RuntimeError: probability tensor contains either inf"),
+        ("CoffeeVampir3/ez-trainer/issues/1", "ImportError: cannot import name 'prepare_model_for_kbit_training'"),
+        ("hiyouga/LlamaFactory/issues/2268", "RuntimeError: element 0 of tensors does not require grad"),
+        ("hiyouga/LlamaFactory/issues/3324", "RuntimeError: element 0 of tensors does not require grad"),
+        ("baichuan-inc/Baichuan2/issues/48", "RuntimeError: probability tensor contains either `inf`"),
+        # ComfyUI's "!!! Exception during processing !!! <message>" before a cut traceback
+        ("aidenli/ComfyUI_NYJY/issues/21", "!!! Exception during processing !!! Cannot copy out of meta tensor"),
+        # the bare "No module named ..." under transformers' "because of the following error"
+        ("ROCm/bitsandbytes/issues/60", "No module named 'triton._C.libtriton.triton'"),
+    ],
+)
+def test_an_unnamed_error_is_quoted_from_where_the_paste_has_it(thread: str, quoted: str) -> None:
+    report = explain_text(pasted(thread))
+    unnamed = [f for f in report.findings if f.rule_id == "BNB549"]
+    shown = [(f.rule_id, f.title) for f in report.findings]
+    assert unnamed and any(quoted in e.value for e in unnamed[0].evidence), shown
+    assert quoted in said(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "    except ImportError:",
+        "try: import bitsandbytes; except ImportError: pass",
+        "I think the ValueError comes from the config.",
+        "the tensor_Error: field of the config",
+        "A matching Triton is not available. Error caught was: No module named 'triton'",
+        "ComfyUI: Exception during processing is logged with three exclamation marks",
+    ],
+)
+def test_prose_and_code_that_name_an_exception_are_not_errors(line: str) -> None:
+    report = explain_text(line + "\n")
+    assert not any(f.rule_id == "BNB549" for f in report.findings), [(f.rule_id, f.title) for f in report.findings]

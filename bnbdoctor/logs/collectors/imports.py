@@ -28,6 +28,9 @@ def no_module(state: LogState, m: re.Match[str], number: int, line: str) -> None
     module = m.group("module").split(".")[0]
     if m.group("module").startswith("triton.o"):
         return
+    if line.lstrip().startswith("No module named"):
+        # ModuleNotFoundError's message without its name: under a wrapper's "because of the following error:"
+        state.error_line(number, line.strip())
     if module == "scipy":
         state.match(S.SCIPY_MISSING, number, line)
     elif module == "torch":
