@@ -98,6 +98,8 @@ def test_near_misses_of_the_older_wordings(line: str) -> None:
         ("aidenli/ComfyUI_NYJY/issues/21", "!!! Exception during processing !!! Cannot copy out of meta tensor"),
         # the bare "No module named ..." under transformers' "because of the following error"
         ("ROCm/bitsandbytes/issues/60", "No module named 'triton._C.libtriton.triton'"),
+        # "CUDA out of memory" behind axolotl's logger prefix, no exception line after it: not the traceback header
+        ("axolotl-ai-cloud/axolotl/issues/998", "CUDA out of memory. Tried to allocate 28.00 MiB"),
     ],
 )
 def test_an_unnamed_error_is_quoted_from_where_the_paste_has_it(thread: str, quoted: str) -> None:
