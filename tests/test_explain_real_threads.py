@@ -61,6 +61,14 @@ def said(report: Report) -> str:
         ("bitsandbytes-foundation/bitsandbytes/issues/1139", "BNB306", "cxxabi_not_found"),
         # the legacy loader's "Unknown CUDA exception! Please check your CUDA install" (cuInit failed): no GPU seen
         ("bitsandbytes-foundation/bitsandbytes/issues/418", "BNB503", "no_gpu_detected_cpu_fallback"),
+        # "libbitsandbytes_cpu.so: undefined symbol:" with the symbol wrapped onto the next line
+        ("h2oai/h2ogpt/issues/432", "BNB519", "cpu_lib_undefined_symbol_cget_col_row_stats"),
+        # 0.40-0.41's warning spells the option bnb_4bit_compute_type
+        ("h2oai/h2ogpt/issues/682", "BNB539", "bnb_4bit_compute_dtype_fp32_slow_warning"),
+        # the legacy loader's "CUDA SETUP: CUDA 10.0 not supported", behind "> " quoting, the list flattened
+        ("LianjiaTech/BELLE/issues/376", "BNB516", "cuda_lt_11_unsupported"),
+        # transformers' "Calling `to()` is not supported for `4-bit` ..." with its backticks lost to Markdown
+        ("ROCm/bitsandbytes/issues/59", "BNB536", "kbit_model_to_device_unsupported"),
     ],
 )
 def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, entry: str) -> None:
@@ -75,11 +83,13 @@ def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, ent
         # the device_map gate has its own cause (accelerate missing), not the bitsandbytes check
         "ImportError: Using `low_cpu_mem_usage=True` or a `device_map` requires Accelerate: `pip install accelerate`",
         "ValueError: You can't train a model that has been loaded in 8-bit precision.",
+        "CUDA SETUP: CUDA 11.8 not supported. Please use a different CUDA version.",
+        "Calling to() on a 4-bit quantized model is not supported",
     ],
 )
 def test_near_misses_of_the_older_wordings(line: str) -> None:
     report = explain_text(line + "\n")
-    assert {f.rule_id for f in report.findings}.isdisjoint({"BNB521", "BNB537"}), report.findings
+    assert {f.rule_id for f in report.findings}.isdisjoint({"BNB516", "BNB521", "BNB536", "BNB537"}), report.findings
 
 
 # ------------------------------------------------------------------- errors outside bitsandbytes, quoted

@@ -243,7 +243,13 @@ def duplicates(state: LogState, m: re.Match[str], number: int, line: str) -> Non
         state.torch.cuda = torch_default.group(1)
 
 
-@collects("CUDA version lower", r"CUDA version lower than 11 (?:are|is) currently not supported", bnb=True)
+@collects(
+    ("CUDA version lower", "CUDA 10.0 not supported"),
+    r"CUDA version lower than 11 (?:are|is) currently not supported",
+    # the legacy loader's compile instructions for a CUDA 10.0 runtime (0.37-0.41)
+    r"CUDA SETUP: CUDA 10\.0 not supported\. Please use a different CUDA version",
+    bnb=True,
+)
 def cuda_lt_11(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.set_era("legacy")
     state.match(S.CUDA_OLDER_THAN_11, number, line)

@@ -67,8 +67,10 @@ def load_in_kbit_wrapped(state: LogState, m: re.Match[str], number: int, line: s
 
 recognises(
     S.KBIT_MODEL_MOVED,
-    ("-bit`", "cast a bitsandbytes model", "supported for quantized model"),
+    ("-bit`", "cast a bitsandbytes model", "supported for quantized model", "not supported for 4-bit", "for 8-bit"),
     r"(?:`\.?(?P<call>to|cuda)(?:\(\))?`|Calling `(?P<called>to|cuda)\(\)`) is not supported for `(?P<bits>4|8)-bit`",
+    # the same, its backticks lost to Markdown in a paste
+    r"Calling (?P<called2>to|cuda)\(\) is not supported for (?P<bits2>4|8)-bit quantized models",
     r"You cannot cast a bitsandbytes model in a new `?dtype",
     r"`\.?(?P<cast>half|float)\(\)` is not supported for quantized model",
 )
@@ -95,9 +97,10 @@ def fsdp_flatten(state: LogState, m: re.Match[str], number: int, line: str) -> N
 
 recognises(
     S.COMPUTE_DTYPE_FP32_SLOW,
-    "bnb_4bit_compute_dtype",
+    ("bnb_4bit_compute_dtype", "bnb_4bit_compute_type"),
+    # 0.40-0.41 spelled the option bnb_4bit_compute_type in the warning
     r"Input type into Linear4bit is (?:torch\.)?(?P<input>b?float16|half)[,.]? (?:but|and) "
-    r"bnb_4bit_compute_dtype\s?=\s?(?:torch\.)?float32",
+    r"bnb_4bit_compute_d?type\s?=\s?(?:torch\.)?float32",
     bnb=True,
 )
 

@@ -188,9 +188,10 @@ def missing_dependency(state: LogState, m: re.Match[str], number: int, line: str
 @collects(
     "undefined symbol",
     r"undefined symbol:\s*(?P<sym>[\w@.]{1,200})(?:,\s*version\s*(?P<ver>[\w.]{1,100}))?",
+    r"undefined symbol:\s*$",  # the name wrapped onto the next line: the library is still named
 )
 def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    symbol = m.group("sym")
+    symbol = m.groupdict().get("sym") or ""
     library = basename(token_before(line, m.start()))
     if symbol.startswith("__nvJitLink"):
         state.match(S.NVJITLINK_UNDEFINED_SYMBOL, number, line)
