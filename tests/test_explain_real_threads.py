@@ -69,6 +69,9 @@ def said(report: Report) -> str:
         ("LianjiaTech/BELLE/issues/376", "BNB516", "cuda_lt_11_unsupported"),
         # transformers' "Calling `to()` is not supported for `4-bit` ..." with its backticks lost to Markdown
         ("ROCm/bitsandbytes/issues/59", "BNB536", "kbit_model_to_device_unsupported"),
+        # macOS' "dlopen(.../libbitsandbytes_cpu.so, 0x0006): tried: ..." cut before its reason (also a Markdown link)
+        ("bitsandbytes-foundation/bitsandbytes/issues/485", "BNB510", "macos_apple_silicon_no_native_lib"),
+        ("bitsandbytes-foundation/bitsandbytes/issues/252", "BNB510", "macos_apple_silicon_no_native_lib"),
     ],
 )
 def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, entry: str) -> None:
@@ -85,11 +88,14 @@ def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, ent
         "ValueError: You can't train a model that has been loaded in 8-bit precision.",
         "CUDA SETUP: CUDA 11.8 not supported. Please use a different CUDA version.",
         "Calling to() on a 4-bit quantized model is not supported",
+        "OSError: dlopen(/usr/local/lib/libfoo.so, 0x0006): tried: '/usr/local/lib/libfoo.so' (no such file)",
     ],
 )
 def test_near_misses_of_the_older_wordings(line: str) -> None:
     report = explain_text(line + "\n")
-    assert {f.rule_id for f in report.findings}.isdisjoint({"BNB516", "BNB521", "BNB536", "BNB537"}), report.findings
+    assert {f.rule_id for f in report.findings}.isdisjoint({"BNB510", "BNB516", "BNB521", "BNB536", "BNB537"}), (
+        report.findings
+    )
 
 
 # ------------------------------------------------------------------- errors outside bitsandbytes, quoted

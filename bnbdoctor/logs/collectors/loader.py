@@ -250,8 +250,10 @@ def windowspath_not_iterable(state: LogState, m: re.Match[str], number: int, lin
 
 
 @collects(
-    ("mach-o",),
+    ("mach-o", "dlopen("),
     r"not a mach-o file|mach-o file, but is an incompatible architecture|incompatible architecture",
+    # macOS' dlopen failing on one of bitsandbytes' Linux libraries (.so; Mac builds are .dylib), the reason cut
+    r"dlopen\(\[?[^,\]\s]{0,1000}libbitsandbytes_\w{1,80}\.so\b",
 )
 def macho(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if "mach-o" not in line and "libbitsandbytes" not in line and "dlopen" not in line:
