@@ -72,6 +72,10 @@ def said(report: Report) -> str:
         # macOS' "dlopen(.../libbitsandbytes_cpu.so, 0x0006): tried: ..." cut before its reason (also a Markdown link)
         ("bitsandbytes-foundation/bitsandbytes/issues/485", "BNB510", "macos_apple_silicon_no_native_lib"),
         ("bitsandbytes-foundation/bitsandbytes/issues/252", "BNB510", "macos_apple_silicon_no_native_lib"),
+        # "undefined symbol: cget_col_row_stats" without the library's name (an issue title): the CPU library
+        ("axolotl-ai-cloud/axolotl/issues/1802", "BNB519", "cpu_lib_undefined_symbol_cget_col_row_stats"),
+        # only the "CUDA Setup failed" RuntimeError's second sentence (an issue title), a VS Code notebook header
+        ("AUTOMATIC1111/stable-diffusion-webui/issues/14206", "BNB520", "cuda_setup_failed_despite_gpu_available"),
     ],
 )
 def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, entry: str) -> None:
@@ -89,13 +93,15 @@ def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, ent
         "CUDA SETUP: CUDA 11.8 not supported. Please use a different CUDA version.",
         "Calling to() on a 4-bit quantized model is not supported",
         "OSError: dlopen(/usr/local/lib/libfoo.so, 0x0006): tried: '/usr/local/lib/libfoo.so' (no such file)",
+        "ImportError: /usr/lib/libfoo.so: undefined symbol: cget_col_row_stats_of_foo_v2x",
+        "OSError: libtorch_cuda.so: undefined symbol: cudaGetDriverEntryPoint",
     ],
 )
 def test_near_misses_of_the_older_wordings(line: str) -> None:
     report = explain_text(line + "\n")
-    assert {f.rule_id for f in report.findings}.isdisjoint({"BNB510", "BNB516", "BNB521", "BNB536", "BNB537"}), (
-        report.findings
-    )
+    assert {f.rule_id for f in report.findings}.isdisjoint(
+        {"BNB510", "BNB516", "BNB519", "BNB521", "BNB536", "BNB537"}
+    ), report.findings
 
 
 # ------------------------------------------------------------------- errors outside bitsandbytes, quoted

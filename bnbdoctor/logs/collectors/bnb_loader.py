@@ -146,6 +146,8 @@ recognises(
     ("CUDA",),
     r"CUDA Setup failed despite (?:GPU|CUDA) being available|CUDA SETUP: Setup Failed!|CUDA detection failed"
     r"|Something unexpected happened\. Please compile from source"
+    # the same RuntimeError's next sentence, where a paste (an issue title) kept only that
+    r"|Inspect the output of the command and see if you can locate CUDA libraries"
     r"|The main issue seems to be that the main CUDA (?:runtime )?library was not detected",
     bnb=True,
 )

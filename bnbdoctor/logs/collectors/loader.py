@@ -18,6 +18,13 @@ from bnbdoctor.logs.patterns import Q
 from bnbdoctor.logs.state import MAX_TEXT, LogState, keep, keep_new, put
 from bnbdoctor.logs.tokens import basename, token_before
 
+#: The C entry points of bitsandbytes' GPU libraries that its CPU library lacks (``cget_col_row_stats``,
+#: ``cadam32bit_grad_fp32``, ``cigemmlt_turing_32``, ``cquantize_blockwise_fp16_nf4``): one of them undefined is the
+#: CPU library, also where the message lost the library's name (an issue title).
+BNB_GPU_ENTRY_POINT = re.compile(
+    r"c(?:get_col_row_stats|adam32bit|adam_8bit|momentum32bit|rmsprop32bit|lion32bit|igemmlt|double_row_col_quant"
+    r"|dequantize_blockwise|quantize_blockwise|gemm_4bit|percentile_clipping)\w{0,60}$"
+)
 #: A HIP/CUDA kernel launcher stub (``_Z36__device_stub__kOptimizer32bit1State...``): defined by the kernel's
 #: translation unit, so undefined only when the library was built without that kernel (issue #1550).
 DEVICE_STUB = re.compile(r"_Z\d+__device_stub__")
@@ -199,9 +206,9 @@ def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) 
         state.match(S.FATBINWRAP_UNDEFINED_SYMBOL, number, line)
     elif symbol.startswith("cudaRuntimeGetVersion"):
         state.match(S.CUDA_RUNTIME_SYMBOL_MISSING, number, line)
-    elif "libbitsandbytes_cpu" in line:
+    elif "libbitsandbytes_cpu" in line or (not library.startswith("lib") and BNB_GPU_ENTRY_POINT.match(symbol)):
         state.match(S.CPU_LIBRARY_MISSING_SYMBOL, number, line)
-        state.bnb.library_exists(library or "libbitsandbytes_cpu.so")
+        state.bnb.library_exists(library if library.startswith("libbitsandbytes") else "libbitsandbytes_cpu.so")
     elif DEVICE_STUB.match(symbol) and library.startswith("libbitsandbytes_"):
         # a HIP library built without some kernel instantiations: the file exists and its needs resolved
         state.match(S.ROCM_DEVICE_STUB_UNDEFINED, number, line)
