@@ -76,6 +76,8 @@ def said(report: Report) -> str:
         ("axolotl-ai-cloud/axolotl/issues/1802", "BNB519", "cpu_lib_undefined_symbol_cget_col_row_stats"),
         # only the "CUDA Setup failed" RuntimeError's second sentence (an issue title), a VS Code notebook header
         ("AUTOMATIC1111/stable-diffusion-webui/issues/14206", "BNB520", "cuda_setup_failed_despite_gpu_available"),
+        # the legacy import probe's "'NoneType' object has no attribute 'cadam32bit_grad_fp32'" without its warning
+        ("maitrix-org/llm-reasoners/issues/45", "BNB519", "compiled_without_gpu_support"),
     ],
 )
 def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, entry: str) -> None:

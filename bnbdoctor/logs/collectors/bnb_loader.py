@@ -128,6 +128,10 @@ def none_attribute(state: LogState, m: re.Match[str], number: int, line: str) ->
     elif attribute.startswith("c"):  # cquantize_..., cint8_vector_quant, cuDeviceGetCount
         state.bnb.seen = True
         state.match(S.NATIVE_LIBRARY_UNAVAILABLE, number, line)
+        if attribute == "cadam32bit_grad_fp32":
+            # the legacy import-time probe (0.37-0.41 cextension.py: `lib.cadam32bit_grad_fp32`), whose
+            # AttributeError is printed with "compiled without GPU support": also alone, its warning cut
+            state.match(S.COMPILED_WITHOUT_GPU_SUPPORT, number, line)
 
 
 @collects(
