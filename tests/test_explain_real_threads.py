@@ -78,6 +78,8 @@ def said(report: Report) -> str:
         ("AUTOMATIC1111/stable-diffusion-webui/issues/14206", "BNB520", "cuda_setup_failed_despite_gpu_available"),
         # the legacy import probe's "'NoneType' object has no attribute 'cadam32bit_grad_fp32'" without its warning
         ("maitrix-org/llm-reasoners/issues/45", "BNB519", "compiled_without_gpu_support"),
+        # "No module named 'bit" cut at the paste's end, raised inside bitsandbytes' cuda_setup: one of its modules
+        ("kohya-ss/sd-scripts/issues/1062", "BNB216", "mixed_bnb_distributions_stale_files"),
     ],
 )
 def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, entry: str) -> None:
@@ -97,6 +99,10 @@ def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, ent
         "OSError: dlopen(/usr/local/lib/libfoo.so, 0x0006): tried: '/usr/local/lib/libfoo.so' (no such file)",
         "ImportError: /usr/lib/libfoo.so: undefined symbol: cget_col_row_stats_of_foo_v2x",
         "OSError: libtorch_cuda.so: undefined symbol: cudaGetDriverEntryPoint",
+        (
+            '  File "/venv/lib/site-packages/bitsandbytes/cuda_setup/main.py", line 21, in <module>\n'
+            "ModuleNotFoundError: No module named 'bit'"
+        ),
     ],
 )
 def test_near_misses_of_the_older_wordings(line: str) -> None:

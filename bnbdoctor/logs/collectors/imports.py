@@ -39,9 +39,18 @@ def no_module(state: LogState, m: re.Match[str], number: int, line: str) -> None
     elif m.group("module") == "bitsandbytes":
         state.bnb.missing = True
         state.match(S.BNB_NOT_INSTALLED, number, line)
-    elif module == "bitsandbytes":  # the package imports, one of its modules does not: two releases' files
+    elif module == "bitsandbytes" or _cut_inside_bitsandbytes(state, m):
+        # the package imports, one of its modules does not: two releases' files
         state.bnb.seen = True
         state.match(S.BNB_SUBMODULE_MISSING, number, line)
+
+
+def _cut_inside_bitsandbytes(state: LogState, m: re.Match[str]) -> bool:
+    """``No module named 'bit`` cut at the end of the paste, raised while bitsandbytes' own files import (the
+    traceback runs in the package): one of its modules, whatever the rest of the name was."""
+    name = m.group("module")
+    cut = m.end() == len(m.string.rstrip()) and not m.group(0).endswith("'")
+    return cut and len(name) >= 3 and "bitsandbytes".startswith(name) and state.bnb.seen
 
 
 recognises(
