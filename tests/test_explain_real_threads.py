@@ -84,6 +84,8 @@ def said(report: Report) -> str:
         ("bitsandbytes-foundation/bitsandbytes/issues/234", "BNB516", "conda_env_vs_system_cuda_mixup"),
         # torch's own CUDA version (CUDASpecs) below 11 is no other install's runtime (a ROCm torch read as CUDA)
         ("huggingface/transformers/issues/35442", "BNB516", "cuda_lt_11_unsupported"),
+        # the library for the CUDA version missing from a source checkout (not site-packages): not built for it
+        ("bitsandbytes-foundation/bitsandbytes/issues/427", "BNB516", "source_build_native_lib_missing"),
     ],
 )
 def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, entry: str) -> None:

@@ -40,6 +40,7 @@ def _misbuilt_rocm(facts: Facts, missing: str | None) -> tuple[int, int] | None:
         "cuda_lt_11_unsupported",
         "rocm_version_tag_misparsed",
         "conda_env_vs_system_cuda_mixup",
+        "source_build_native_lib_missing",
     ),
     references=(
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
@@ -57,7 +58,8 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     ({{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }}), `Configured CUDA binary not found at …` ({{ loader.EXACT_MATCH_ERA.first_text }}–{{ loader.EXACT_MATCH_ERA.last_text }}), `No compatible CUDA binary found at …` ({{ loader.NEAREST_BUILD.first_text }}+),
     or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists, and where
     the log shows a GPU newer than CUDA 10 can drive (compute capability above 7.5) that the runtime found is another
-    install's (a system toolkit beside a conda env), not torch's. A missing
+    install's (a system toolkit beside a conda env), not torch's; where bitsandbytes runs from a source checkout (not
+    from site-packages) that the checkout was not built for that CUDA version. A missing
     `libbitsandbytes_rocmNN.so` of {{ loader.ROCM_TAG_MISBUILT.first_text }}–{{ loader.ROCM_TAG_MISBUILT.last_text }} whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
     `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is {{ loader.ROCM_TAG_MISBUILT.below_text }}+. It stays
     silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists
@@ -151,6 +153,23 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
                 [TORCH_CHECK, "pip install -U bitsandbytes"],
             ),
             covers=["cuda_lt_11_unsupported", "cuda_binary_missing_for_torch_cuda_version"],
+        )
+    bnb = facts.python.bitsandbytes if facts.python else None
+    if bnb is not None and bnb.location and not bnb.has_metadata:
+        return Hit(
+            title="The bitsandbytes source checkout has no library built for this CUDA version"
+            + (f": {missing} is missing" if missing else ""),
+            explanation=f"bitsandbytes runs from {bnb.location}, a source checkout on sys.path (not an installed "
+            "package), and its folder holds no library for the CUDA version in use: the native half was never "
+            "compiled there, or it was compiled for another CUDA version.",
+            evidence=lines,
+            remediation=Remediation(
+                "Build the native library in the checkout for the CUDA version torch uses (cmake -DCOMPUTE_BACKEND="
+                "cuda -S . && make, then pip install -e .), or uninstall the checkout and install the release from "
+                "PyPI.",
+                ["pip install -U bitsandbytes", PYTHON_M_BNB],
+            ),
+            covers=["source_build_native_lib_missing", "cuda_binary_missing_for_torch_cuda_version"],
         )
     return Hit(
         title="bitsandbytes has no library for this CUDA version" + (f": {missing} is missing" if missing else ""),
