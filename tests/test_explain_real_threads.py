@@ -160,3 +160,11 @@ def test_an_unnamed_error_is_quoted_from_where_the_paste_has_it(thread: str, quo
 def test_prose_and_code_that_name_an_exception_are_not_errors(line: str) -> None:
     report = explain_text(line + "\n")
     assert not any(f.rule_id == "BNB549" for f in report.findings), [(f.rule_id, f.title) for f in report.findings]
+
+
+def test_the_unnamed_error_comes_before_a_finding_on_facts_alone() -> None:
+    """The CUBLAS error no family names is the failure as far as the log goes: before the legacy-setup warning that
+    rests on the bitsandbytes-0.37.1 folder name alone (the ranking's root tier)."""
+    report = explain_text(pasted("bitsandbytes-foundation/bitsandbytes/issues/205"))
+    assert top(report)[0] == "BNB549", [(f.rule_id, f.rank) for f in report.findings]
+    assert "CUBLAS_STATUS_INVALID_VALUE" in report.findings[0].title
