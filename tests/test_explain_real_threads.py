@@ -86,6 +86,9 @@ def said(report: Report) -> str:
         ("huggingface/transformers/issues/35442", "BNB516", "cuda_lt_11_unsupported"),
         # the library for the CUDA version missing from a source checkout (not site-packages): not built for it
         ("bitsandbytes-foundation/bitsandbytes/issues/427", "BNB516", "source_build_native_lib_missing"),
+        # compute capability 8.7 (only a Jetson Orin has it) and no library for its CUDA: no build is for L4T
+        ("bitsandbytes-foundation/bitsandbytes/issues/232", "BNB516", "jetson_l4t_aarch64_wheel_mismatch"),
+        ("bitsandbytes-foundation/bitsandbytes/issues/221", "BNB516", "jetson_l4t_aarch64_wheel_mismatch"),
     ],
 )
 def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, entry: str) -> None:

@@ -8,7 +8,7 @@ from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUGGESTED_TORCH_CUDA
-from bnbdoctor.knowledge.gpus import CUDA_10_NEWEST_CC
+from bnbdoctor.knowledge.gpus import CUDA_10_NEWEST_CC, JETSON_CCS
 from bnbdoctor.knowledge.loader import CUDA_VERSION_FROM_TORCH, ROCM_TAG_MISBUILT
 from bnbdoctor.knowledge.selection import rocm_from_misbuilt_tag
 from bnbdoctor.knowledge.versions import major_minor
@@ -41,6 +41,7 @@ def _misbuilt_rocm(facts: Facts, missing: str | None) -> tuple[int, int] | None:
         "rocm_version_tag_misparsed",
         "conda_env_vs_system_cuda_mixup",
         "source_build_native_lib_missing",
+        "jetson_l4t_aarch64_wheel_mismatch",
     ),
     references=(
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
@@ -59,7 +60,8 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists, and where
     the log shows a GPU newer than CUDA 10 can drive (compute capability above 7.5) that the runtime found is another
     install's (a system toolkit beside a conda env), not torch's; where bitsandbytes runs from a source checkout (not
-    from site-packages) that the checkout was not built for that CUDA version. A missing
+    from site-packages) that the checkout was not built for that CUDA version; on a Jetson (L4T in the log, or a compute
+    capability only Jetsons have: 5.3, 6.2, 7.2, 8.7) that no published build is for L4T's CUDA. A missing
     `libbitsandbytes_rocmNN.so` of {{ loader.ROCM_TAG_MISBUILT.first_text }}–{{ loader.ROCM_TAG_MISBUILT.last_text }} whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
     `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is {{ loader.ROCM_TAG_MISBUILT.below_text }}+. It stays
     silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists
@@ -153,6 +155,23 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
                 [TORCH_CHECK, "pip install -U bitsandbytes"],
             ),
             covers=["cuda_lt_11_unsupported", "cuda_binary_missing_for_torch_cuda_version"],
+        )
+    jetson = next((d for d in (facts.gpu.devices if facts.gpu else []) if d.cc in JETSON_CCS), None)
+    if jetson is not None or (facts.platform is not None and facts.platform.jetson_release):
+        seen = f"a GPU of compute capability {jetson.cc_text}, which only Jetsons have" if jetson else "a Jetson"
+        return Hit(
+            title="bitsandbytes has no library for this Jetson's CUDA (L4T)"
+            + (f": {missing} is missing" if missing else ""),
+            explanation=f"The log shows {seen}. bitsandbytes' published builds are for x86-64 and server ARM (sbsa) "
+            "with the standard CUDA toolkit, not for Jetson's L4T/JetPack CUDA, so the installed package has no "
+            "library for it and falls back to its CPU library or fails.",
+            evidence=lines,
+            remediation=Remediation(
+                "Build bitsandbytes on the device (cmake -DCOMPUTE_BACKEND=cuda -S . && make, then pip install .) or "
+                "install a wheel built for JetPack (the Jetson AI Lab index, a third-party build).",
+                ["cat /etc/nv_tegra_release", PYTHON_M_BNB],
+            ),
+            covers=["jetson_l4t_aarch64_wheel_mismatch", "cuda_binary_missing_for_torch_cuda_version"],
         )
     bnb = facts.python.bitsandbytes if facts.python else None
     if bnb is not None and bnb.location and not bnb.has_metadata:
