@@ -89,6 +89,8 @@ def said(report: Report) -> str:
         # compute capability 8.7 (only a Jetson Orin has it) and no library for its CUDA: no build is for L4T
         ("bitsandbytes-foundation/bitsandbytes/issues/232", "BNB516", "jetson_l4t_aarch64_wheel_mismatch"),
         ("bitsandbytes-foundation/bitsandbytes/issues/221", "BNB516", "jetson_l4t_aarch64_wheel_mismatch"),
+        # "NVIDIA TX2+jetpack 5+Ubuntu20.4: CUDA Setup failed despite GPU being available": a Jetson, as people write it
+        ("bitsandbytes-foundation/bitsandbytes/issues/1154", "BNB520", "jetson_l4t_aarch64_wheel_mismatch"),
     ],
 )
 def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, entry: str) -> None:
