@@ -80,6 +80,8 @@ def said(report: Report) -> str:
         ("maitrix-org/llm-reasoners/issues/45", "BNB519", "compiled_without_gpu_support"),
         # "No module named 'bit" cut at the paste's end, raised inside bitsandbytes' cuda_setup: one of its modules
         ("kohya-ss/sd-scripts/issues/1062", "BNB216", "mixed_bnb_distributions_stale_files"),
+        # "cannot import name ... from 'bitsandbytes.cuda_setup.main'" in a fresh `python -m bitsandbytes`: on disk
+        ("bitsandbytes-foundation/bitsandbytes/issues/571", "BNB216", "mixed_bnb_distributions_stale_files"),
         # CUDA 10.0 detected on the paths beside a compute capability 8.0 GPU: another install's runtime
         ("bitsandbytes-foundation/bitsandbytes/issues/234", "BNB516", "conda_env_vs_system_cuda_mixup"),
         # torch's own CUDA version (CUDASpecs) below 11 is no other install's runtime (a ROCm torch read as CUDA)

@@ -53,13 +53,27 @@ def _cut_inside_bitsandbytes(state: LogState, m: re.Match[str]) -> bool:
     return cut and len(name) >= 3 and "bitsandbytes".startswith(name) and state.bnb.seen
 
 
-recognises(
-    S.STALE_BNB_MODULES,
+#: Lines from a bitsandbytes/__main__.py frame within which an import error is that process's (a traceback).
+_MAIN_FRAME_LINES = 30
+
+
+@collects(("bitsandbytes/__main__", "bitsandbytes\\__main__"), r"bitsandbytes[/\\]__main__\.py")
+def bnb_main_frame(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """A traceback frame in bitsandbytes' __main__.py: the process is a fresh `python -m bitsandbytes`."""
+    state.recent.bnb_main = number
+
+
+@collects(
     ("cannot import", "not import"),
     r"cannot import name '(?P<name>\w{1,100})' from '(?P<module>bitsandbytes[\w.]{0,100})'",
     r"can(?:'t| ?not) import '?(?P<name>sync_gpu)\b",
     bnb=True,
 )
+def stale_bnb_modules(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """A bitsandbytes module importing a name its sibling lacks: old modules kept in a running process, or, in a
+    fresh `python -m bitsandbytes` (no module was loaded before), the files of two releases on disk."""
+    fresh = 0 <= state.since(state.recent.bnb_main, number) <= _MAIN_FRAME_LINES
+    state.match(S.BNB_SUBMODULE_MISSING if fresh else S.STALE_BNB_MODULES, number, line)
 
 
 recognises(
