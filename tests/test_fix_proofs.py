@@ -237,7 +237,11 @@ def _patient_in_venv(tmp_path: Path) -> dict[str, Any]:
     (venv / "conda-meta").mkdir()
     (venv / "conda-meta" / "pytorch-2.4.0-py3.11_cuda12.4_cudnn9.1.0_0.json").write_text("{}")
     (venv / "conda-meta" / "zlib-1.3.1-hb9d3cd8_2.json").write_text("{}")
-    python = venv / "bin" / "python"
+    return _patient_answer(venv / "bin" / "python")
+
+
+def _patient_answer(python: Path) -> dict[str, Any]:
+    """What the real patient script prints in ``python`` (outside this test run's own environment)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     out = subprocess.run(
         [str(python), "-B", "-c", patient_script()], env=env, capture_output=True, text=True, timeout=60
@@ -312,26 +316,11 @@ def test_the_patient_script_tells_a_uv_environment_without_pip(tmp_path: Path) -
         pytest.skip("uv is in requirements-test.txt; this environment was made without it")
     venv = tmp_path / "uvenv"
     subprocess.run([str(uv), "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=120)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    out = subprocess.run(
-        [str(venv / "bin" / "python"), "-B", "-c", patient_script()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    answer = json.loads(out.stdout)
+    answer = _patient_answer(venv / "bin" / "python")
     assert (answer["venv_tool"], answer["pip_available"]) == ("uv", False)
     plain = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(plain)], check=True, timeout=300)
-    out = subprocess.run(
-        [str(plain / "bin" / "python"), "-B", "-c", patient_script()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    answer = json.loads(out.stdout)
+    answer = _patient_answer(plain / "bin" / "python")
     assert (answer["venv_tool"], answer["pip_available"]) == ("venv", True)
 
 
