@@ -196,9 +196,8 @@ def test_doctor_sh_reinstalls_only_when_the_checkout_changed(tmp_path: Path) -> 
     run()
     stamp = tmp_path / "tool" / ".bnbdoctor-installed"
     first = stamp.stat().st_mtime_ns
-    again = run()
+    run()
     assert stamp.stat().st_mtime_ns == first  # pip did not run
-    assert again < 30  # the budget (2 s) is bench territory; this only says pip's ~10 s install did not run
     time.sleep(0.05)
     (repo / "bnbdoctor" / "__init__.py").write_text((repo / "bnbdoctor" / "__init__.py").read_text() + "\n")
     run()
