@@ -769,6 +769,13 @@ BNB_MODULE_ATTRIBUTE_MISSING = _declare(
     ("bnb_import_incomplete_missing_submodule",),
     "the bitsandbytes module has no nn/optim: its import failed half-way or another folder shadows it",
 )
+PEFT_BNB_API_MISMATCH = _declare(
+    "peft_bnb_api_mismatch",
+    ROOT,
+    "workflow",
+    ("peft_bnb_api_mismatch",),
+    "peft's LoRA layers and the quantized layers of transformers/bitsandbytes disagree on their API",
+)
 
 
 def signature(sig_id: str) -> Signature:

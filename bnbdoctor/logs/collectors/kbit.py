@@ -186,3 +186,14 @@ recognises(
     "fine-tuning on purely quantized models",
     r"You cannot perform fine-tuning on purely quantized models",
 )
+
+
+# peft's LoRA layers and the bitsandbytes layers of another release: a keyword the layer no longer takes, an attribute
+# it does not have (markdown may eat the underscores of __init__).
+recognises(
+    S.PEFT_BNB_API_MISMATCH,
+    ("loaded_in_", "bit' object has no attribute", "bitLt' object has no attribute"),
+    rf"Linear\.(?:__)?init(?:__)?\(\) got an unexpected keyword argument\s*{Q}loaded_in_(?P<bits>4|8)bit{Q}",
+    r"'Linear(?:4bit|8bitLt)' object has no attribute "
+    r"'(?P<attr>compute_dtype|quant_type|compress_statistics|has_fp16_weights)'",
+)
