@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
 from bnbdoctor.knowledge import signatures as S
@@ -9,6 +11,9 @@ from bnbdoctor.knowledge.bad_releases import PARAMS4BIT_REQUANTIZED
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow_logs._shared import VERSIONS_CHECK
+
+#: A device move on the line of the message: ``module.to(device="cuda")``, ``model.cuda()``.
+_MOVE = re.compile(r"\.(?:to|cuda)\(")
 
 
 @rule(
@@ -36,8 +41,10 @@ def blockwise_quant_on_prequantized_weight(facts: Facts) -> Hit | None:
     quantize the packed weights a second time (what the Pallaidium thread found for FLUX). A release with a known
     regression gives the same message: bitsandbytes {{ bad_releases.PARAMS4BIT_REQUANTIZED.releases.first_text }}
     quantizes 4-bit weights again when a model moves between devices. When the log shows that release, this rule
-    leaves the finding to [BNB213](BNB213.md), which names the regression and its fix; when it shows no release, the
-    finding names both causes.
+    leaves the finding to [BNB213](BNB213.md), which names the regression and its fix; so it does when the message
+    comes from a device move (`model.to("cuda")` on the same line) and the log shows no release, where the
+    regression is the likelier cause ([BNB550](BNB550.md) restates the message with it). Otherwise, with no release
+    shown, the finding names both causes.
 
     ## How to fix
 
@@ -51,6 +58,8 @@ def blockwise_quant_on_prequantized_weight(facts: Facts) -> Hit | None:
     regression = PARAMS4BIT_REQUANTIZED.releases
     if regression.contains(version):
         return None  # the release's own regression: BNB213's finding names it and its fix
+    if not version and any(_MOVE.search(m.text) for m in log.matches(facts, S.QUANTIZE_PACKED_WEIGHTS)):
+        return None  # raised by a device move: the regression's shape, which BNB550 restates from the catalog
     also = (
         ""
         if version
