@@ -6,8 +6,8 @@ from __future__ import annotations
 import codecs
 import io
 import json
-import random
 import os
+import random
 import threading
 from pathlib import Path
 from typing import Any
