@@ -354,3 +354,15 @@ def test_a_fix_read_from_a_log_says_it_was_not_re_diagnosed(path: Path) -> None:
         assert (proof is None) == (not fixes), finding.rule_id
         if proof is not None:
             assert proof.verified is None and proof.not_replayed == [FROM_A_LOG]
+
+
+def test_a_release_without_kernels_for_the_gpu_is_never_what_a_fix_installs() -> None:
+    """A GTX 980 Ti (Maxwell, cc 5.2): the wheels lost Maxwell in 0.48.0, so an upgrade is narrowed below it
+    (knowledge.gpus.MAXWELL); a Kepler card has no release with kernels after 0.39.1."""
+    from bnbdoctor.remedy.installable import installable
+    from bnbdoctor.remedy.target import Target
+
+    maxwell = Target("linux", "x86_64", None, None, None, None, None, False, True, "python", gpu_majors=(5,))
+    assert installable(maxwell)[-1].version == "0.47.0"
+    kepler = Target("linux", "x86_64", None, None, None, None, None, False, True, "python", gpu_majors=(3,))
+    assert all(r.parsed.release < (0, 39, 1) for r in installable(kepler))
