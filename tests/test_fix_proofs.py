@@ -237,7 +237,11 @@ def _patient_in_venv(tmp_path: Path) -> dict[str, Any]:
     (venv / "conda-meta").mkdir()
     (venv / "conda-meta" / "pytorch-2.4.0-py3.11_cuda12.4_cudnn9.1.0_0.json").write_text("{}")
     (venv / "conda-meta" / "zlib-1.3.1-hb9d3cd8_2.json").write_text("{}")
-    python = venv / "bin" / "python"
+    return _patient_answer(venv / "bin" / "python")
+
+
+def _patient_answer(python: Path) -> dict[str, Any]:
+    """What the real patient script prints in ``python`` (outside this test run's own environment)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     out = subprocess.run(
         [str(python), "-B", "-c", patient_script()], env=env, capture_output=True, text=True, timeout=60
@@ -312,24 +316,53 @@ def test_the_patient_script_tells_a_uv_environment_without_pip(tmp_path: Path) -
         pytest.skip("uv is in requirements-test.txt; this environment was made without it")
     venv = tmp_path / "uvenv"
     subprocess.run([str(uv), "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=120)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    out = subprocess.run(
-        [str(venv / "bin" / "python"), "-B", "-c", patient_script()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    answer = json.loads(out.stdout)
+    answer = _patient_answer(venv / "bin" / "python")
     assert (answer["venv_tool"], answer["pip_available"]) == ("uv", False)
     plain = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(plain)], check=True, timeout=300)
-    out = subprocess.run(
-        [str(plain / "bin" / "python"), "-B", "-c", patient_script()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    answer = json.loads(out.stdout)
+    answer = _patient_answer(plain / "bin" / "python")
     assert (answer["venv_tool"], answer["pip_available"]) == ("venv", True)
+
+
+def test_a_driver_update_is_offered_only_where_a_driver_exists() -> None:
+    """The K80's last driver branch is R470 (CUDA 11.4): the fix never says "update the driver" to run CUDA 11.7;
+    a Turing or newer GPU is told the driver CUDA 12.4 needs (Table 3 of the CUDA release notes)."""
+    kepler = next(f for f in _report("kepler-k80").findings if f.rule_id == "BNB102")
+    assert "R470" in kepler.remediation.text and "Update the NVIDIA driver" not in kepler.remediation.text
+    newer = next(f for f in _report("driver-cuda118-torch-cu124").findings if f.rule_id == "BNB102")
+    assert "550.54.14 or newer" in newer.remediation.text
+    from bnbdoctor.knowledge.drivers import driver_for, last_branch
+
+    assert last_branch((3, 7)).branch == "R470" and last_branch((6, 1)).cuda == (13, 0)  # type: ignore[union-attr]
+    assert last_branch((7, 5)) is None and last_branch((7, 0)).family == "Volta"  # type: ignore[union-attr]
+    assert driver_for("12.4") == "550.54.14" and driver_for("12.4", windows=True) == "551.61"
+    assert driver_for("12.7") is None  # no 12.7 toolkit was released
+
+
+LOGS = sorted((ROOT / "tests" / "data" / "real_logs").glob("*.txt"))
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.stem)
+def test_a_fix_read_from_a_log_says_it_was_not_re_diagnosed(path: Path) -> None:
+    """A log is not the machine: every fix explain prints says so (never "verified"), with the way to check."""
+    from bnbdoctor.explain import explain_file
+    from bnbdoctor.rules.verify import FROM_A_LOG
+
+    for finding in explain_file(str(path)).findings:
+        fixes = [c for c in finding.remediation.commands if not only_looks(c)]
+        proof = finding.remediation.proof
+        assert (proof is None) == (not fixes), finding.rule_id
+        if proof is not None:
+            assert proof.verified is None and proof.not_replayed == [FROM_A_LOG]
+
+
+def test_a_release_without_kernels_for_the_gpu_is_never_what_a_fix_installs() -> None:
+    """A GTX 980 Ti (Maxwell, cc 5.2): the wheels lost Maxwell in 0.48.0, so an upgrade is narrowed below it
+    (knowledge.gpus.MAXWELL); a Kepler card has no release with kernels after 0.39.1."""
+    from bnbdoctor.remedy.installable import installable
+    from bnbdoctor.remedy.target import Target
+
+    maxwell = Target("linux", "x86_64", None, None, None, None, None, False, True, "python", gpu_majors=(5,))
+    assert installable(maxwell)[-1].version == "0.47.0"
+    kepler = Target("linux", "x86_64", None, None, None, None, None, False, True, "python", gpu_majors=(3,))
+    assert all(r.parsed.release < (0, 39, 1) for r in installable(kepler))

@@ -53,6 +53,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import types
@@ -390,9 +391,18 @@ def bnb_declarations(versions: Sequence[str]) -> dict[str, dict[str, list[str]]]
     return {v: known[v] for v in versions}
 
 
+#: real_site() runs in the --jobs threads: the first two releases on an empty cache would both copy.
+_SITE_LOCK = threading.Lock()
+
+
 def real_site() -> Path:
     """The pure-Python packages the child imports for real (transformers needs packaging; 5.x typing_extensions),
     copied from this interpreter."""
+    with _SITE_LOCK:
+        return _real_site()
+
+
+def _real_site() -> Path:
     import packaging
     import typing_extensions
 
@@ -1168,14 +1178,16 @@ def log_families(exc: str, text: str, cache: dict[str, frozenset[str]]) -> froze
 
 
 def _reason(reasons: Sequence[dict[str, Any]], release: str, scenario: str, check: str) -> str | None:
-    """The written reason that covers a disagreement: its releases ([first, below)), check and scenario prefixes."""
+    """The written reason that covers a disagreement: its releases ([first, below)), check and scenario prefixes
+    (``no-bnb``: both bit widths; ``8:no-bnb``: one)."""
     from bnbdoctor.knowledge.ranges import VersionRange
 
     for entry in reasons:
         first, below = entry["releases"]
         if not VersionRange(first, below, "reason").contains(release) or check not in entry["checks"]:
             continue
-        if any(scenario.split(":", 1)[1].startswith(p) for p in entry.get("scenarios", [""])):
+        name = scenario.split(":", 1)[1]
+        if any(name.startswith(p) or scenario.startswith(p) for p in entry.get("scenarios", [""])):
             return str(entry["why"])
     return None
 

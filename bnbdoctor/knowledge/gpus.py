@@ -69,8 +69,7 @@ MAXWELL = DroppedArchitecture(
 )
 DROPPED_ARCHITECTURES = (KEPLER, MAXWELL)
 
-#: Kepler's last NVIDIA driver branch: such a GPU cannot take a newer driver.
-KEPLER_LAST_DRIVER_BRANCH = "R470"  # NVIDIA: Kepler support ended with the R470 (legacy) branch
+# The last driver branch of each architecture (Kepler's R470, ...) lives in knowledge/drivers.py.
 
 
 def pre_pascal_family(cc: tuple[int, int]) -> str:

@@ -110,12 +110,14 @@ def _bnb_fix(call: PipCall, facts: Facts) -> ChannelFix | None:
         gpu = facts.gpu
         devices = gpu.visible if gpu else []
         ccs = sorted({f"{d.compute_capability[0]}{d.compute_capability[1]}" for d in devices if d.compute_capability})
-        target = f' -DCOMPUTE_CAPABILITY="{";".join(ccs)}"' if ccs else ""
+        built = channel.why.split(": ", 1)[-1]
+        if not ccs:  # no GPU to build for is known (a Jetson's integrated GPU is not in NVML): say what it replaces
+            return ChannelFix(None, f"The pip command replaces this local build ({built}) with PyPI's wheel.")
         return ChannelFix(
             None,
-            f"{_sentence(channel.why)}. The pip command replaces that build with PyPI's wheel; to keep building it "
-            f"yourself, rebuild it in its checkout instead (cmake -DCOMPUTE_BACKEND=cuda{target} -S . -B build && "
-            "cmake --build build, then pip install . from the checkout).",
+            f"The pip command replaces this local build ({built}) with PyPI's wheel; to keep your build, rebuild it "
+            f'instead (cmake -DCOMPUTE_BACKEND=cuda -DCOMPUTE_CAPABILITY="{";".join(ccs)}" -S . -B build && '
+            "cmake --build build).",
         )
     return None
 

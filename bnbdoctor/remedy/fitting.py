@@ -87,6 +87,7 @@ def fit_remedies(findings: Iterable[Finding], facts: Facts) -> None:
     _one_specifier_each([c for _, kept in fitted for c in kept])
     for finding, fitted_commands in fitted:
         kept = _for_owners(fitted_commands, facts)
+        _reinstall_alone(kept)
         if finding.severity is not Severity.ERROR:
             kept = _no_installs(finding, kept)
         finding.remediation.commands = _finish(kept, plan.target)
@@ -108,6 +109,24 @@ def _for_owners(commands: list[_Command], facts: Facts) -> list[_Command]:
         elif len(command.segments) == 1:  # the whole line is the pip call: the owner's command replaces it
             kept.extend(_Command(command.finding, line, parse(line)) for line in fix.lines)
     return kept
+
+
+def _reinstall_alone(commands: list[_Command]) -> None:
+    """``pip install --force-reinstall bitsandbytes`` reinstalls every dependency too, torch at the newest release
+    bitsandbytes accepts (pip's resolver, tests/test_remedy_resolver.py): it gets ``--no-deps``, so that only
+    bitsandbytes is reinstalled and the torch the command was narrowed to keep stays."""
+    for command in commands:
+        for call in (s for s in command.segments if isinstance(s, PipCall) and s.subcommand == "install"):
+            names = set(call.packages())
+            forced = "--force-reinstall" in call.tokens and "--no-deps" not in call.tokens
+            if forced and BNB in names and "torch" not in names:
+                _insert_option(call, call.tokens.index("--force-reinstall") + 1, "--no-deps")
+
+
+def _insert_option(call: PipCall, at: int, option: str) -> None:
+    """Put ``option`` into the call's tokens at ``at``, keeping the parsed requirements at their tokens."""
+    call.tokens.insert(at, option)
+    call.requirements = {(i + 1 if i >= at else i): req for i, req in call.requirements.items()}
 
 
 def _no_installs(finding: Finding, commands: list[_Command]) -> list[_Command]:

@@ -141,6 +141,9 @@ def render_explain_text(report: Report, *, color: bool = False, width: int | Non
         console.print(body)
         for command in finding.remediation.commands:
             console.print(Text("       $ ", style="dim") + Text(command, style="bold green"), soft_wrap=True)
+        if finding.remediation.proof is not None:
+            note = "       not re-diagnosed: from a log; run bnbdoctor on the machine after these"
+            console.print(Text(note, style="dim"))
         if finding.confirm:
             console.print(Text("  check on the machine:", style="dim"))
             for command in finding.confirm[:4]:

@@ -33,3 +33,13 @@ def proof_sentence(proof: Proof) -> str:
         return f"After the report's commands the doctor would still report {shown} ({titles})."
     first = proof.not_replayed[0] if proof.not_replayed else "a command bnbdoctor cannot replay"
     return f"{first}. Run bnbdoctor again after it."
+
+
+def proof_short(proof: Proof) -> str:
+    """The proof in one short line, for the app's detail pane (the report has the whole sentence)."""
+    if proof.verified is True:
+        return "Verified: re-diagnosed as these commands leave the machine, no error remains."
+    if proof.verified is False:
+        named = ", ".join(entry.split(":", 1)[0] for entry in proof.remaining[:_NAMED])
+        return f"Not enough: after these commands the doctor would still report {named}."
+    return "Not verified: a command here does what bnbdoctor cannot replay; run it again afterwards."

@@ -90,7 +90,7 @@ DOCTOR = Pipeline("doctor", verify=True)
 #: The doctor again, on the facts a report's commands would leave (``bnbdoctor.rules.verify``).
 AFTER_FIX = Pipeline("after-fix", remedies=False)
 #: ``bnbdoctor explain``: facts from a log are partial, so gates, ranking and confirmation too.
-EXPLAIN = Pipeline("explain", gates=True, rank=True, confirm=True)
+EXPLAIN = Pipeline("explain", gates=True, rank=True, verify=True, confirm=True)
 #: ``bnbdoctor fit``: the placement rules.
 FIT = Pipeline("fit", selects=lambda rule: "fit" in rule.needs)
 #: ``bnbdoctor lint``: the code rules.

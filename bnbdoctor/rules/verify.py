@@ -10,6 +10,7 @@ leave. Each finding's remedy then carries a :class:`~bnbdoctor.findings.Proof`:
 - **cannot tell**: one of its commands does what the replay does not model (a driver update, a conda env,
   a rebuild): it says which, and never claims the machine well.
 
+A log's facts are what the log shows, not the machine: a fix read from a log is "cannot tell", with the reason.
 A finding whose commands only look (``nvidia-smi``, ``python -c ...``) carries no proof: they are steps of the
 diagnosis, not a fix.
 
@@ -19,9 +20,18 @@ by one finding and an upgrade printed by another must not fight.
 
 from __future__ import annotations
 
-from bnbdoctor.findings import Proof, Severity
-from bnbdoctor.remedy.aftermath import facts_after
+from bnbdoctor.findings import Finding, Proof, Severity
+from bnbdoctor.remedy.aftermath import facts_after, only_looks
 from bnbdoctor.rules.engine import AFTER_FIX, Judgement, run_rules
+
+#: Why a fix read from a log is not re-diagnosed: the facts are what the log shows, not the machine.
+FROM_A_LOG = "read from a log: the machine itself is not here to re-diagnose; run bnbdoctor on it after these commands"
+
+
+def _from_a_log(findings: list[Finding]) -> None:
+    for finding in findings:
+        if not all(only_looks(c) for c in finding.remediation.commands):
+            finding.remediation.proof = Proof(verified=None, not_replayed=[FROM_A_LOG])
 
 
 def verify_remedies(judgement: Judgement) -> None:
@@ -29,6 +39,9 @@ def verify_remedies(judgement: Judgement) -> None:
     findings = [found.finding for found in judgement.found]
     commands = [command for finding in findings for command in finding.remediation.commands]
     if not commands:
+        return
+    if judgement.facts.log is not None:
+        _from_a_log(findings)
         return
     after = facts_after(judgement.facts, commands)
     again = run_rules(after.facts, judgement.rules, AFTER_FIX)

@@ -113,3 +113,42 @@ recognises(
     r"Please install bitsandbytes\s*>=\s*\d+(?:\.\d+){1,2} via `?pip install bitsandbytes\s*>=\s*\d+(?:\.\d+){1,2}`?"
     r" to use bitsandbytes quantizer",
 )
+
+
+# A bitsandbytes older than 4-bit quantization: its nn module has no 4-bit layer, or transformers' own gate says so.
+recognises(
+    S.BNB_LACKS_4BIT,
+    ("bitsandbytes.nn", "bit quantization requires bitsandbytes"),
+    r"module 'bitsandbytes\.nn' has no attribute '(?P<name>Linear4bit|LinearNF4|LinearFP4|Params4bit)'",
+    r"4[- ]bit quantization requires bitsandbytes\s*>=\s*(?P<minimum>\d+(?:\.\d+){1,2})",
+)
+
+
+# kohya's train_util (and trainers copied from it) catch the failed `import bitsandbytes` and raise their own message.
+recognises(S.APP_NO_BITSANDBYTES, "No bitsandbytes", r"ImportError: No bitsandbytes\b")
+
+
+# A bitsandbytes older than the optimizer the trainer asks for (8-bit Lion, the paged optimizers).
+recognises(
+    S.BNB_LACKS_OPTIMIZER,
+    ("bitsandbytes.optim", "is_paged"),
+    r"module 'bitsandbytes\.optim' has no attribute '(?P<name>\w{1,40})'",
+    r"(?P<name>\w{1,40})\.__init__\(\) got an unexpected keyword argument 'is_paged'",
+)
+
+
+# Forge's and ComfyUI's NF4 loaders subclass Params4bit and read quant_storage, which older releases lack.
+recognises(
+    S.PARAMS4BIT_NO_QUANT_STORAGE,
+    "Params4bit",
+    r"'(?P<cls>\w{0,40}Params4bit)' object has no attribute 'quant_storage'",
+)
+
+
+# `bitsandbytes` imported, but without its nn/optim submodules: a failed import left half a module, or another
+# folder named bitsandbytes shadows the package.
+recognises(
+    S.BNB_MODULE_ATTRIBUTE_MISSING,
+    "module 'bitsandbytes' has no attribute",
+    r"module 'bitsandbytes' has no attribute '(?P<name>nn|optim|functional|autograd|utils|research|cextension)'",
+)

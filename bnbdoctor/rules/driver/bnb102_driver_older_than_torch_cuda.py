@@ -5,7 +5,7 @@ from __future__ import annotations
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.cuda import torch_index_for
-from bnbdoctor.knowledge.gpus import KEPLER_LAST_DRIVER_BRANCH, MAXWELL_MIN
+from bnbdoctor.knowledge.drivers import driver_for, last_branch
 from bnbdoctor.knowledge.versions import major_minor
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.common import ev, torch_of
@@ -95,11 +95,24 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
         ev("torch", f"{torch.version} built with CUDA {torch.cuda}", "python.torch.cuda"),
     ]
     index = torch_index_for(driver)
-    kepler = any(d.cc and d.cc < MAXWELL_MIN.cc for d in gpu.visible)
     commands = ["nvidia-smi"]
     if index and torch.version:
         base = torch.version.split("+")[0]
         commands.append(f'pip install --force-reinstall "torch=={base}" --index-url {index}')
+    windows = bool(facts.platform and facts.platform.os == "windows")
+    limits = [(d, branch) for d in gpu.visible if d.cc and (branch := last_branch(d.cc)) and branch.cuda < runtime]
+    if limits:
+        device, branch = limits[0]
+        update = (
+            f"No driver runs CUDA {torch.cuda} on GPU {device.index} ({device.name}): {branch.family} GPUs' last driver "
+            f"branch, {branch.branch}, stops at CUDA {branch.cuda[0]}.{branch.cuda[1]}. Use a torch build for CUDA "
+            f"{gpu.driver_cuda_version} or older"
+        )
+    else:
+        needed = driver_for(torch.cuda, windows)
+        update = f"Update the NVIDIA driver to one that supports CUDA {torch.cuda}" + (
+            f" ({needed} or newer)" if needed else ""
+        )
     if driver[0] < runtime[0]:
         return Hit(
             title=f"Driver supports CUDA {gpu.driver_cuda_version}, torch needs CUDA {torch.cuda}",
@@ -108,8 +121,9 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
             "bitsandbytes has no GPU and falls back to, or fails in, its CPU library.",
             evidence=evidence,
             remediation=Remediation(
-                f"Update the NVIDIA driver to one that supports CUDA {torch.cuda} or newer, or install a torch "
-                f"build for CUDA {driver[0]}.x" + (f" ({index})" if index else "") + ", then a matching bitsandbytes. "
+                (f"{update}." if limits else f"{update}, or install a torch build for CUDA {driver[0]}.x")
+                + (f" ({index})" if index else "")
+                + ", then a matching bitsandbytes. "
                 "Check that the torch version exists on that index (pytorch.org/get-started/previous-versions).",
                 commands,
             ),
@@ -124,14 +138,7 @@ def driver_too_old(facts: Facts) -> Hit | Skip | None:
         "unsupported toolchain' or 'unsupported display driver / cuda driver combination'.",
         evidence=evidence,
         remediation=Remediation(
-            (
-                f"Kepler GPUs cannot take a newer driver ({KEPLER_LAST_DRIVER_BRANCH} is their last branch): use a torch "
-                f"build for CUDA "
-                f"{gpu.driver_cuda_version} or older."
-                if kepler
-                else f"Update the NVIDIA driver to one that supports CUDA {torch.cuda}, or use a torch build for CUDA "
-                f"{gpu.driver_cuda_version} or older."
-            ),
+            f"{update}." if limits else f"{update}, or use a torch build for CUDA {gpu.driver_cuda_version} or older.",
             commands,
         ),
         severity=Severity.WARNING,

@@ -24,7 +24,7 @@ from textual.widgets import Static
 
 from bnbdoctor.catalog import entry_url
 from bnbdoctor.findings import CheckResult, Finding, Severity
-from bnbdoctor.render.proof import proof_label, proof_sentence
+from bnbdoctor.render.proof import proof_short
 from bnbdoctor.tui.widgets.findings import PASSED_STYLE, SEVERITY_STYLE, SKIPPED_STYLE, Entry
 
 
@@ -113,9 +113,7 @@ def _fix_blocks(finding: Finding) -> list[Block]:
             )
         )
     if remediation.proof is not None:
-        blocks.append(
-            _text("body", f"{proof_label(remediation.proof).capitalize()}: {proof_sentence(remediation.proof)}")
-        )
+        blocks.append(_text("body", proof_short(remediation.proof)))
     if remediation.commands:
         count = len(remediation.commands)
         blocks.append(
