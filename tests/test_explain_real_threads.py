@@ -93,6 +93,10 @@ def said(report: Report) -> str:
         ("bitsandbytes-foundation/bitsandbytes/issues/221", "BNB516", "jetson_l4t_aarch64_wheel_mismatch"),
         # "NVIDIA TX2+jetpack 5+Ubuntu20.4: CUDA Setup failed despite GPU being available": a Jetson, as people write it
         ("bitsandbytes-foundation/bitsandbytes/issues/1154", "BNB520", "jetson_l4t_aarch64_wheel_mismatch"),
+        # the legacy compile instructions' "CUDA_VERSION=124", a CUDA no legacy wheel shipped a library for: missing
+        ("bitsandbytes-foundation/bitsandbytes/issues/1193", "BNB516", "cuda_binary_missing_for_torch_cuda_version"),
+        # ... but "CUDA_VERSION=116 make cuda11x", which the wheels shipped, says nothing of which failure it was
+        ("bitsandbytes-foundation/bitsandbytes/issues/463", "BNB520", "cuda_setup_failed_despite_gpu_available"),
     ],
 )
 def test_the_top_finding_names_the_threads_family(thread: str, rule_id: str, entry: str) -> None:

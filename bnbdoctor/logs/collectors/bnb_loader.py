@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.shipped import legacy_libraries
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import LIB
 from bnbdoctor.logs.state import MAX_TEXT, LogState, keep
@@ -143,6 +144,29 @@ def none_attribute(state: LogState, m: re.Match[str], number: int, line: str) ->
 def native_unavailable(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.set_era("exact")
     state.match(S.NATIVE_LIBRARY_UNAVAILABLE, number, line)
+
+
+@collects("Something unexpected", r"CUDA SETUP: Something unexpected happened\. Please compile from source")
+def compile_instructions(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """The legacy loader's compile instructions (0.37-0.42): ``Something unexpected happened. Please compile from
+    source:``, the clone, ``cd bitsandbytes``, ``CUDA_VERSION=124`` and ``python setup.py install``."""
+    state.recent.compile_instructions = number
+
+
+@collects("CUDA_VERSION=", r"^\s*CUDA_VERSION=(?P<cuda>\d{2,4})(?P<make>\s+make\s+cuda\w{1,20})?\s*$")
+def compile_instructions_cuda(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """The instructions' ``CUDA_VERSION=...``: the loader printed them for a library it did not find, or after one
+    failed to load. Where the log shows no library chosen and no legacy wheel ever shipped that CUDA version's
+    library (``CUDA_VERSION=124``), it is the missing library, whatever lines the paste cut above."""
+    if not 0 < state.since(state.recent.compile_instructions, number) <= 4 or state.bnb.selected:
+        return
+    name = f"libbitsandbytes_cuda{m.group('cuda')}{'_nocublaslt' if 'nomatmul' in (m.group('make') or '') else ''}.so"
+    if name in legacy_libraries():
+        return
+    state.bnb.set_era("legacy")
+    state.bnb.library_absent(name)
+    state.match(S.BNB_LIBRARY_NOT_FOUND, number, line)
+    _library_cuda(state, name, number, line)
 
 
 recognises(
