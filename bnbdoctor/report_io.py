@@ -159,6 +159,11 @@ def _check_shape(value: Any, where: str = "report", depth: int = 0, budget: _Bud
             _check_shape(item, f"{where}[{index}]", depth + 1, budget)
 
 
+def check_shape(value: Any, source: str = "report") -> None:
+    """The shape limits of :func:`parse_report` on an already decoded value (the fleet's typed subset)."""
+    _check_shape(value, source)
+
+
 def _loads(text: str, source: str) -> Any:
     """``json.loads``, each way it can fail turned into one line."""
     try:

@@ -34,7 +34,28 @@ if [ ! -x "$tool_venv/bin/python" ]; then
     exit 2
   fi
 fi
-"$tool_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here"
+# Install (again) only when the checkout changed since the last install: a stamp in the tool venv holding the
+# names of what the wheel is built from, and any such file newer than it (an edit, a git checkout or pull, an
+# added or deleted file). An unchanged re-run skips pip (~10 s) and starts the doctor at once.
+stamp="$tool_venv/.bnbdoctor-installed"
+sources=("$here/bnbdoctor" "$here/platform_fixtures" "$here/pyproject.toml" "$here/setup.py" "$here/MANIFEST.in")
+existing=()
+for source in "${sources[@]}"; do
+  if [ -e "$source" ]; then existing+=("$source"); fi
+done
+# What the build itself writes into the checkout (the fixtures archive, the rule pages, bytecode) is not a change.
+built() { find "${existing[@]}" \( -name __pycache__ -o -path "$here/bnbdoctor/data/rules" \
+  -o -path "$here/bnbdoctor/data/platform_fixtures.tar.gz" \) -prune -o "$@"; }
+listing() { built -print | LC_ALL=C sort | cksum; }  # the names: an added or deleted file changes it
+changed() {  # whether anything the wheel is built from changed since the stamp (no find: assume it did)
+  command -v find >/dev/null 2>&1 || return 0
+  [ "$(cat "$stamp")" != "$(listing)" ] || [ -n "$(built ! -type d -newer "$stamp" -print -quit 2>/dev/null)" ]
+}
+if [ ! -f "$stamp" ] || changed; then
+  listing >"$stamp.new"  # the names, and the time the install started: an edit made during it is seen next time
+  "$tool_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here"
+  mv "$stamp.new" "$stamp"
+fi
 args=()
 if [ -z "${VIRTUAL_ENV:-}${CONDA_PREFIX:-}" ]; then
   args+=(--python "${PATIENT:-$(command -v python3)}")

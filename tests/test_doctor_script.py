@@ -167,3 +167,42 @@ def test_setup_sh_with_only_an_old_python_says_what_to_install(tmp_path: Path) -
     )
     assert done.returncode == 2 and "install one of these" in done.stderr
     assert not (repo / ".venv").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_doctor_sh_reinstalls_only_when_the_checkout_changed(tmp_path: Path) -> None:
+    """Issue 26 item 3: a second run with nothing changed skips pip (the stamp stays, the run is quick); an edit
+    to the package is picked up (installed again)."""
+    import time
+
+    repo = tmp_path / "repo"
+    ignore = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
+    shutil.copytree(ROOT, repo, symlinks=True, ignore=ignore)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BNBDOCTOR_VENV": str(tmp_path / "tool")}
+
+    def run() -> float:
+        started = time.perf_counter()
+        done = subprocess.run(
+            [BASH, str(repo / "scripts" / "doctor.sh"), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        return time.perf_counter() - started
+
+    run()
+    stamp = tmp_path / "tool" / ".bnbdoctor-installed"
+    first = stamp.stat().st_mtime_ns
+    run()
+    assert stamp.stat().st_mtime_ns == first  # pip did not run
+    time.sleep(0.05)
+    (repo / "bnbdoctor" / "__init__.py").write_text((repo / "bnbdoctor" / "__init__.py").read_text() + "\n")
+    run()
+    assert stamp.stat().st_mtime_ns > first  # the edit was installed
+    edited = stamp.stat().st_mtime_ns
+    (repo / "bnbdoctor" / "knowledge" / "shipped.py").unlink()  # a deleted file is a change too
+    run()
+    assert stamp.stat().st_mtime_ns > edited

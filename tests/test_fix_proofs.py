@@ -237,7 +237,11 @@ def _patient_in_venv(tmp_path: Path) -> dict[str, Any]:
     (venv / "conda-meta").mkdir()
     (venv / "conda-meta" / "pytorch-2.4.0-py3.11_cuda12.4_cudnn9.1.0_0.json").write_text("{}")
     (venv / "conda-meta" / "zlib-1.3.1-hb9d3cd8_2.json").write_text("{}")
-    python = venv / "bin" / "python"
+    return _patient_answer(venv / "bin" / "python")
+
+
+def _patient_answer(python: Path) -> dict[str, Any]:
+    """What the real patient script prints in ``python`` (outside this test run's own environment)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     out = subprocess.run(
         [str(python), "-B", "-c", patient_script()], env=env, capture_output=True, text=True, timeout=60
@@ -312,26 +316,11 @@ def test_the_patient_script_tells_a_uv_environment_without_pip(tmp_path: Path) -
         pytest.skip("uv is in requirements-test.txt; this environment was made without it")
     venv = tmp_path / "uvenv"
     subprocess.run([str(uv), "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=120)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    out = subprocess.run(
-        [str(venv / "bin" / "python"), "-B", "-c", patient_script()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    answer = json.loads(out.stdout)
+    answer = _patient_answer(venv / "bin" / "python")
     assert (answer["venv_tool"], answer["pip_available"]) == ("uv", False)
     plain = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(plain)], check=True, timeout=300)
-    out = subprocess.run(
-        [str(plain / "bin" / "python"), "-B", "-c", patient_script()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    answer = json.loads(out.stdout)
+    answer = _patient_answer(plain / "bin" / "python")
     assert (answer["venv_tool"], answer["pip_available"]) == ("venv", True)
 
 
@@ -365,3 +354,15 @@ def test_a_fix_read_from_a_log_says_it_was_not_re_diagnosed(path: Path) -> None:
         assert (proof is None) == (not fixes), finding.rule_id
         if proof is not None:
             assert proof.verified is None and proof.not_replayed == [FROM_A_LOG]
+
+
+def test_a_release_without_kernels_for_the_gpu_is_never_what_a_fix_installs() -> None:
+    """A GTX 980 Ti (Maxwell, cc 5.2): the wheels lost Maxwell in 0.48.0, so an upgrade is narrowed below it
+    (knowledge.gpus.MAXWELL); a Kepler card has no release with kernels after 0.39.1."""
+    from bnbdoctor.remedy.installable import installable
+    from bnbdoctor.remedy.target import Target
+
+    maxwell = Target("linux", "x86_64", None, None, None, None, None, False, True, "python", gpu_majors=(5,))
+    assert installable(maxwell)[-1].version == "0.47.0"
+    kepler = Target("linux", "x86_64", None, None, None, None, None, False, True, "python", gpu_majors=(3,))
+    assert all(r.parsed.release < (0, 39, 1) for r in installable(kepler))

@@ -7,6 +7,7 @@ import codecs
 import io
 import json
 import os
+import random
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from bnbdoctor.contract import expand_output_path
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.fleet import cli as fleet_cli
 from bnbdoctor.fleet.aggregate import aggregate, pseudonym
-from bnbdoctor.fleet.extract import _fast, summarize, summarize_dict
+from bnbdoctor.fleet.decode import decode_summary
+from bnbdoctor.fleet.extract import summarize, summarize_dict
 from bnbdoctor.fleet.inputs import iter_reports
 from bnbdoctor.fleet.schema import fleet_schema
 from bnbdoctor.hosts.fixture import FixtureHost
@@ -40,14 +42,33 @@ def reports() -> dict[str, str]:
     return {name: _report_text(name) for name in fixture_names()}
 
 
-def test_the_fast_path_agrees_with_a_full_decode_on_every_recorded_machine(reports: dict[str, str]) -> None:
+def _shuffled(value: object, rng: random.Random) -> object:
+    """The same JSON value with every object's keys in another order."""
+    if isinstance(value, dict):
+        keys = list(value)
+        rng.shuffle(keys)
+        return {key: _shuffled(value[key], rng) for key in keys}
+    if isinstance(value, list):
+        return [_shuffled(item, rng) for item in value]
+    return value
+
+
+def test_every_layout_is_read_by_the_typed_decoder_as_a_full_decode_reads_it(reports: dict[str, str]) -> None:
+    """Issue 26 item 2: indented, compact, shuffled keys: one typed decoder, the same summary as json.loads."""
+    rng = random.Random(26)
     for name, text in reports.items():
-        fast = _fast(text, name)
-        assert fast is not None, f"{name}: the fast path gave up on a report as --json writes it"
-        assert fast == summarize_dict(json.loads(text), name), name
-        compact = json.dumps(json.loads(text))  # JSON Lines: decoded whole
-        assert _fast(compact, name) is None
-        assert summarize(compact, name) == fast, name
+        whole = summarize_dict(json.loads(text), name)
+        data = json.loads(text)
+        for layout in (text, json.dumps(data), json.dumps(_shuffled(data, rng), indent=4)):
+            assert decode_summary(layout) is not None, f"{name}: the typed decoder gave up on a valid report"
+            assert summarize(layout, name) == whole, name
+
+
+def test_what_the_typed_decoder_cannot_type_is_decoded_whole_with_its_one_line() -> None:
+    assert decode_summary('{"tool": "bnbdoctor", "facts": {"gpu": 5}}') is None  # a member of the wrong type
+    assert decode_summary("not json") is None and decode_summary("[1, 2]") is None
+    with pytest.raises(ReportError, match="not valid JSON"):
+        summarize('{"tool": "bnbdoctor", "schema_version": 1,', "cut.json")
 
 
 def test_escapes_in_a_title_are_read_as_json_reads_them(reports: dict[str, str]) -> None:

@@ -262,10 +262,18 @@ def test_every_kept_log_in_this_framing_gives_the_same_findings(name: str) -> No
 KNOWN_GAPS: dict[str, set[str]] = {"logging-wrap-80": {"outcome_logs/near_misses_corpus_families.txt"}}
 
 
+#: Kept logs of one long line whose message is told from its near misses only at its end (``but got
+#: torch.uint8``, not ``float8``): cut at 120 columns behind a prefix, with no second wrapped line to show the
+#: wrap, the part that names the family is on a line of its own and nothing rejoins it.
+ONE_LINE_CUT_MID_MESSAGE = {"blockwise_quant_on_prequantized_weight.txt"}
+
+
 def test_a_wider_wrap_keeps_the_findings_where_two_lines_show_it() -> None:
     """At 120 columns one wrapped line is not told from a line that long (two are): the quoted text of
     such a line may stay cut, the findings and their line numbers do not change."""
     for path in LOGS:
+        if path.name in ONE_LINE_CUT_MID_MESSAGE:
+            continue
         text = path.read_text(encoding="utf-8")
         framed, shows = then(prefixed(VLLM), hard_wrapped(120))(text)
         assert outcome(explained(framed), shows, texts=False) == bare(path, texts=False), path.name

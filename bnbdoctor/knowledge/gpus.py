@@ -104,3 +104,9 @@ GTX16_NAME_CHECK = VersionRange(
 CC_CHOOSES_LIBRARY = VersionRange(
     None, "0.45", "bnb_internals.md §1.1-1.3: highest_compute_capability, _nocublaslt gone in 0.45.0", last="0.44.x"
 )
+#: The newest compute capability CUDA 10.x builds for (Turing, 7.5): Ampere (8.0) and newer need CUDA 11.0+ (CUDA 11.0
+#: release notes), so a CUDA 10 runtime found beside such a GPU is not the one torch drives it with.
+CUDA_10_NEWEST_CC = (7, 5)
+#: The compute capabilities only Jetson's integrated GPUs have (CUDA C Programming Guide, compute capabilities):
+#: 5.3 TX1/Nano, 6.2 TX2, 7.2 Xavier, 8.7 Orin. A log that shows one is a Jetson, whatever else it names.
+JETSON_CCS = frozenset({(5, 3), (6, 2), (7, 2), (8, 7)})

@@ -46,3 +46,10 @@ def shipped_libraries(version: str, os_name: str | None, arch: str | None) -> tu
 def recorded_wheels() -> list[str]:
     """Every "<version> <tag>" recorded (for the tests and the docs)."""
     return sorted(_shipped())
+
+
+@lru_cache(maxsize=1)
+def legacy_libraries() -> frozenset[str]:
+    """Every library a pure (``any``) wheel of the legacy-loader releases (<= 0.42) ships: a ``libbitsandbytes_cudaXYZ``
+    that none of them has cannot have been installed from PyPI with that loader."""
+    return frozenset(name for key, names in _shipped().items() if key.endswith(" any") for name in names)

@@ -445,7 +445,7 @@ QUANTIZE_PACKED_WEIGHTS = _declare(
     "quantize_packed_weights",
     CONSEQUENCE,
     "workflow",
-    ("known_bad_bnb_release",),
+    ("known_bad_bnb_release", "blockwise_quant_on_prequantized_weight"),
     "bitsandbytes was asked to quantize integer storage: already quantized weights quantized again",
 )
 TRANSFORMERS_BNB_MINIMUM = _declare(
@@ -638,6 +638,143 @@ PIP_NO_BNB_WHEEL = _declare(
     "import",
     ("bnb_no_wheel_for_platform",),
     "pip finds no bitsandbytes release with a wheel for this platform",
+)
+BNB_LACKS_4BIT = _declare(
+    "bnb_lacks_4bit",
+    ROOT,
+    "import",
+    ("bnb_too_old_for_4bit",),
+    "the installed bitsandbytes has no 4-bit layers: a release older than 4-bit quantization",
+)
+QUANT_STATE_MISSING = _declare(
+    "quant_state_missing",
+    ROOT,
+    "workflow",
+    ("weight_4bit_without_quant_state",),
+    "a 4-bit weight reached the matmul without its quantization state",
+)
+PACKED_4BIT_MATMUL = _declare(
+    "packed_4bit_matmul",
+    ROOT,
+    "workflow",
+    ("weight_4bit_without_quant_state",),
+    "a matmul got a packed 4-bit weight (shape 1xN) as if it were a plain one",
+    specific=False,
+)
+APP_NO_BITSANDBYTES = _declare(
+    "app_no_bitsandbytes",
+    CONSEQUENCE,
+    "import",
+    ("app_hides_bnb_import_error",),
+    "an application caught the failed import of bitsandbytes and raised its own 'No bitsandbytes'",
+)
+BNB_LACKS_OPTIMIZER = _declare(
+    "bnb_lacks_optimizer",
+    ROOT,
+    "import",
+    ("bnb_too_old_for_optimizer",),
+    "the installed bitsandbytes lacks the optimizer (or its paged option) the trainer asks for",
+)
+BNB_KERNEL_ILLEGAL_ACCESS = _declare(
+    "bnb_kernel_illegal_access",
+    ROOT,
+    "gpu",
+    ("illegal_memory_access_in_kernel",),
+    "a bitsandbytes kernel reports an illegal memory access",
+)
+CUDA_ILLEGAL_ACCESS = _declare(
+    "cuda_illegal_access",
+    ROOT,
+    "gpu",
+    ("illegal_memory_access_in_kernel",),
+    "a CUDA call reports an illegal memory access (the kernel that caused it ran earlier)",
+    specific=False,
+)
+KBIT_KWARG_WITH_CONFIG = _declare(
+    "kbit_kwarg_with_config",
+    ROOT,
+    "workflow",
+    ("load_in_kbit_kwarg_with_quantization_config",),
+    "from_pretrained got load_in_4bit/load_in_8bit and a quantization_config together",
+)
+SAVE_4BIT_UNSUPPORTED = _declare(
+    "save_4bit_unsupported",
+    ROOT,
+    "workflow",
+    ("save_pretrained_4bit_unsupported",),
+    "transformers refuses to save a 4-bit model (a release before 4-bit serialization)",
+)
+PARAMS4BIT_NO_QUANT_STORAGE = _declare(
+    "params4bit_no_quant_storage",
+    ROOT,
+    "import",
+    ("params4bit_lacks_quant_storage_old_bnb",),
+    "a Params4bit (subclass) has no quant_storage: a bitsandbytes older than the loader expects",
+)
+VLLM_BNB_PARALLELISM = _declare(
+    "vllm_bnb_parallelism",
+    ROOT,
+    "workflow",
+    ("vllm_bnb_parallelism_unsupported",),
+    "vLLM refuses a bitsandbytes model with tensor or pipeline parallelism",
+)
+TRAINER_8BIT_NEEDS_BNB = _declare(
+    "trainer_8bit_needs_bnb",
+    ROOT,
+    "workflow",
+    ("trainer_8bit_requires_bnb",),
+    "transformers' Trainer refuses an 8-bit model: it finds no usable bitsandbytes of the release it needs",
+)
+INT_PARAMS_REQUIRE_GRAD = _declare(
+    "int_params_require_grad",
+    ROOT,
+    "workflow",
+    ("int8_params_require_grad",),
+    "an integer (quantized) tensor was made to require gradients",
+    specific=False,
+)
+INT8_WEIGHT_DTYPE_MISMATCH = _declare(
+    "int8_weight_dtype_mismatch",
+    ROOT,
+    "workflow",
+    ("dtype_mismatch_with_8bit_model",),
+    "a matmul got an int8 weight next to a float input: code that bypasses Linear8bitLt",
+)
+MATMUL_DTYPE_MISMATCH = _declare(
+    "matmul_dtype_mismatch",
+    CONSEQUENCE,
+    "workflow",
+    ("dtype_mismatch_with_8bit_model",),
+    "a matmul got operands of two dtypes (an 8-bit weight when the log loads the model in 8-bit)",
+    specific=False,
+)
+FINETUNE_PURELY_QUANTIZED = _declare(
+    "finetune_purely_quantized",
+    ROOT,
+    "workflow",
+    ("finetune_purely_quantized_model",),
+    "transformers' Trainer refuses a quantized model without trainable adapters",
+)
+BNB_KERNEL_INVALID_CONFIGURATION = _declare(
+    "bnb_kernel_invalid_configuration",
+    ROOT,
+    "gpu",
+    ("kernel_invalid_configuration_argument",),
+    "a bitsandbytes kernel was launched with an invalid grid (a tensor of a shape or layout it does not take)",
+)
+BNB_MODULE_ATTRIBUTE_MISSING = _declare(
+    "bnb_module_attribute_missing",
+    ROOT,
+    "import",
+    ("bnb_import_incomplete_missing_submodule",),
+    "the bitsandbytes module has no nn/optim: its import failed half-way or another folder shadows it",
+)
+PEFT_BNB_API_MISMATCH = _declare(
+    "peft_bnb_api_mismatch",
+    ROOT,
+    "workflow",
+    ("peft_bnb_api_mismatch",),
+    "peft's LoRA layers and the quantized layers of transformers/bitsandbytes disagree on their API",
 )
 
 

@@ -282,7 +282,10 @@ GATE_KINDS: dict[str, tuple[SignatureId | None, str]] = {
         S.BNB_METADATA_NOT_FOUND,
         "BitsAndBytesConfig(load_in_4bit=True) reads the metadata of a bitsandbytes not installed",
     ),
-    "config_4bit_minimum": (None, "BitsAndBytesConfig(load_in_4bit=True) refuses a bitsandbytes below 0.39.0"),
+    "config_4bit_minimum": (
+        S.BNB_LACKS_4BIT,
+        "BitsAndBytesConfig(load_in_4bit=True) refuses a bitsandbytes below 0.39.0",
+    ),
     "device_map_needs_accelerate": (None, "a device_map without (a recent enough) accelerate"),
     "accelerate_and_bnb": (S.TRANSFORMERS_BNB_IMPORTERROR, "one ImportError for accelerate and bitsandbytes"),
     "accelerate": (S.TRANSFORMERS_BNB_IMPORTERROR, "accelerate missing or older than the release's minimum"),

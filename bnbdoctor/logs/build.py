@@ -39,7 +39,7 @@ from bnbdoctor.facts import (
     TorchFacts,
 )
 from bnbdoctor.knowledge import signatures as S
-from bnbdoctor.knowledge.signatures import FACT, NOISE, SIGNATURES
+from bnbdoctor.knowledge.signatures import FACT, NOISE, ROOT, SIGNATURES
 from bnbdoctor.logs.clean import ReadStats
 from bnbdoctor.logs.state import MAX_MATCHES_PER_SIGNATURE, LogState
 from bnbdoctor.logs.tokens import BNB_LIB, basename, dirname
@@ -336,6 +336,16 @@ def _unrecognised_errors(state: LogState) -> None:
         if SIGNATURES[m.signature].role not in (FACT, NOISE) and SIGNATURES[m.signature].specific
     }
     errors = list(state.errors)
+    # a generic failure message that no exception line follows (CUDA out of memory without its exception's name,
+    # behind a logger's prefix) is the error as far as the paste goes: quoted rather than the traceback header
+    last_error = max((n for n, _ in errors), default=0)
+    generic = [
+        (m.line, m.text)
+        for m in state.matches
+        if SIGNATURES[m.signature].role == ROOT and not SIGNATURES[m.signature].specific and m.line > last_error
+    ]
+    if generic:
+        errors = sorted(errors + list(dict(generic).items()))
     if state.traceback is not None and not named and not any(n > state.traceback[0] for n, _ in errors):
         errors.append(state.traceback)  # nothing says how it ended: the paste was cut short
     if not errors:

@@ -165,6 +165,8 @@ class Recent:
     pytorch_block: int = NEVER  # the "PyTorch:" line of python -m bitsandbytes: "CUDA: 12.6" is torch's
     unexpected_kwarg: int = NEVER  # "unexpected keyword argument" with the name on the next line
     dispatch: int = NEVER  # transformers' dispatch ValueError
+    compile_instructions: int = NEVER  # the legacy loader's "Something unexpected happened. Please compile from source"
+    bnb_main: int = NEVER  # a traceback frame in bitsandbytes/__main__.py: a fresh `python -m bitsandbytes` process
 
 
 class LogState:

@@ -92,27 +92,28 @@ def dist_metadata(name):
     return headers
 
 
-def dist_installer(name):
-    """The INSTALLER file of a dist-info ("pip", "uv", "conda", "poetry"), or None: who put it there."""
+def dist_info_text(name, file_name, limit=65536):
+    """A file of ``name``'s *.dist-info folder (INSTALLER, direct_url.json), or None: no dist-info, no file."""
     entry = distributions().get(normalise(name))
     if not entry or not entry[1].endswith("METADATA"):
         return None
     try:
-        with open(os.path.join(os.path.dirname(entry[1]), "INSTALLER"), "r", encoding="utf-8", errors="replace") as handle:
-            return handle.read(64).strip() or None
+        with open(os.path.join(os.path.dirname(entry[1]), file_name), "r", encoding="utf-8", errors="replace") as handle:
+            return handle.read(limit)
     except OSError:
         return None
 
 
+def dist_installer(name):
+    """The INSTALLER file of a dist-info ("pip", "uv", "conda", "poetry"), or None: who put it there."""
+    return (dist_info_text(name, "INSTALLER", 64) or "").strip() or None
+
+
 def dist_direct_url(name):
     """The PEP 610 direct_url.json of a dist-info as {"url", "editable", "vcs"}, or None (from an index)."""
-    entry = distributions().get(normalise(name))
-    if not entry or not entry[1].endswith("METADATA"):
-        return None
     try:
-        with open(os.path.join(os.path.dirname(entry[1]), "direct_url.json"), "r", encoding="utf-8", errors="replace") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        data = json.loads(dist_info_text(name, "direct_url.json") or "null")
+    except ValueError:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("url"), str):
         return None

@@ -17,6 +17,7 @@ from functools import lru_cache
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from bnbdoctor.knowledge.gpus import DROPPED_ARCHITECTURES
 from bnbdoctor.knowledge.published import Published, published_releases
 from bnbdoctor.remedy.target import Target
 
@@ -72,6 +73,9 @@ def why_not(release: Published, target: Target, *, keep_torch: bool = True) -> s
     fits = [_tag_fits(tag, target) for tag in release.tags]
     if not any(f is not False for f in fits):
         return _platform_reason(release, target)
+    for arch in DROPPED_ARCHITECTURES:
+        if arch.major in target.gpu_majors and release.parsed >= Version(arch.removed_in):
+            return f"it has no kernels for {arch.family} GPUs (gone from the wheels in {arch.removed_in})"
     python_spec, torch_spec = release.requires_python, release.requires_torch
     if target.python is not None and python_spec and not _specifier(python_spec).contains(target.python, True):
         return f"it requires Python {python_spec}"

@@ -44,6 +44,7 @@ class Target:
     nvidia_driver: bool | None  # an NVIDIA driver answers (nvidia-smi exists)
     python_command: str  # how to run the examined interpreter in a shell
     uv: bool = False  # the environment has no pip and uv made it: ``uv pip ... --python <interpreter>``
+    gpu_majors: tuple[int, ...] = ()  # compute-capability majors of the visible NVIDIA GPUs (kernels a release needs)
 
     @property
     def windows(self) -> bool:
@@ -86,6 +87,9 @@ def target_of(facts: Facts) -> Target:
         nvidia_driver=driver,
         python_command=_quoted(executable, os_name == "windows") if executable else "python",
         uv=bool(python and python.pip_available is False and _made_by_uv(python)),
+        gpu_majors=tuple(sorted({d.compute_capability[0] for d in gpu.visible if d.compute_capability}))
+        if gpu is not None
+        else (),
     )
 
 

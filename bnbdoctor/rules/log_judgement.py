@@ -18,8 +18,8 @@ The rules are the doctor's; the facts from a log are partial. ``bnbdoctor explai
    shows); info findings always after the rest; within a tier, errors before warnings, then by rule
    id (lower ids are deeper layers: hardware, then packages, then the native chain). A consequence
    that nothing in the log explains ("compiled without GPU support" with no reason shown) counts as
-   a root: it is the failure as far as the log goes. A rule declared ``only_alone`` (the error no
-   family names, BNB549) stands only when no other error finding does.
+   a root: it is the failure as far as the log goes, and so are the error lines no family names (a rule
+   declared ``only_alone``, BNB549), which stand only when no other error finding does.
 4. **The log's own verdict** (in :func:`rank`). A rule declared ``unless_reported`` (BNB550) restates
    the failures that torch, bitsandbytes, transformers, PEFT or accelerate state in the log; each of
    its findings is tied to the family it restates and stands unless another finding reports that
@@ -85,6 +85,8 @@ def _tier(found: Found) -> int:
     roles = {SIGNATURES[s].role for s in found.tied}
     if ROOT in roles or (CONSEQUENCE in roles and found.finding.severity is Severity.ERROR):
         return 0
+    if found.rule.only_alone and _quoted_lines(found):
+        return 0  # the error lines no family names (BNB549): the failure as far as the log goes
     if CONSEQUENCE in roles:
         return 1
     if HINT in roles:

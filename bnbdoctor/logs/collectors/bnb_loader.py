@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.shipped import legacy_libraries
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import LIB
 from bnbdoctor.logs.state import MAX_TEXT, LogState, keep
@@ -128,6 +129,10 @@ def none_attribute(state: LogState, m: re.Match[str], number: int, line: str) ->
     elif attribute.startswith("c"):  # cquantize_..., cint8_vector_quant, cuDeviceGetCount
         state.bnb.seen = True
         state.match(S.NATIVE_LIBRARY_UNAVAILABLE, number, line)
+        if attribute == "cadam32bit_grad_fp32":
+            # the legacy import-time probe (0.37-0.41 cextension.py: `lib.cadam32bit_grad_fp32`), whose
+            # AttributeError is printed with "compiled without GPU support": also alone, its warning cut
+            state.match(S.COMPILED_WITHOUT_GPU_SUPPORT, number, line)
 
 
 @collects(
@@ -141,11 +146,36 @@ def native_unavailable(state: LogState, m: re.Match[str], number: int, line: str
     state.match(S.NATIVE_LIBRARY_UNAVAILABLE, number, line)
 
 
+@collects("Something unexpected", r"CUDA SETUP: Something unexpected happened\. Please compile from source")
+def compile_instructions(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """The legacy loader's compile instructions (0.37-0.42): ``Something unexpected happened. Please compile from
+    source:``, the clone, ``cd bitsandbytes``, ``CUDA_VERSION=124`` and ``python setup.py install``."""
+    state.recent.compile_instructions = number
+
+
+@collects("CUDA_VERSION=", r"^\s*CUDA_VERSION=(?P<cuda>\d{2,4})(?P<make>\s+make\s+cuda\w{1,20})?\s*$")
+def compile_instructions_cuda(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """The instructions' ``CUDA_VERSION=...``: the loader printed them for a library it did not find, or after one
+    failed to load. Where the log shows no library chosen and no legacy wheel ever shipped that CUDA version's
+    library (``CUDA_VERSION=124``), it is the missing library, whatever lines the paste cut above."""
+    if not 0 < state.since(state.recent.compile_instructions, number) <= 4 or state.bnb.selected:
+        return
+    name = f"libbitsandbytes_cuda{m.group('cuda')}{'_nocublaslt' if 'nomatmul' in (m.group('make') or '') else ''}.so"
+    if name in legacy_libraries():
+        return
+    state.bnb.set_era("legacy")
+    state.bnb.library_absent(name)
+    state.match(S.BNB_LIBRARY_NOT_FOUND, number, line)
+    _library_cuda(state, name, number, line)
+
+
 recognises(
     S.CUDA_SETUP_FAILED,
     ("CUDA",),
     r"CUDA Setup failed despite (?:GPU|CUDA) being available|CUDA SETUP: Setup Failed!|CUDA detection failed"
     r"|Something unexpected happened\. Please compile from source"
+    # the same RuntimeError's next sentence, where a paste (an issue title) kept only that
+    r"|Inspect the output of the command and see if you can locate CUDA libraries"
     r"|The main issue seems to be that the main CUDA (?:runtime )?library was not detected",
     bnb=True,
 )
@@ -243,7 +273,13 @@ def duplicates(state: LogState, m: re.Match[str], number: int, line: str) -> Non
         state.torch.cuda = torch_default.group(1)
 
 
-@collects("CUDA version lower", r"CUDA version lower than 11 (?:are|is) currently not supported", bnb=True)
+@collects(
+    ("CUDA version lower", "CUDA 10.0 not supported"),
+    r"CUDA version lower than 11 (?:are|is) currently not supported",
+    # the legacy loader's compile instructions for a CUDA 10.0 runtime (0.37-0.41)
+    r"CUDA SETUP: CUDA 10\.0 not supported\. Please use a different CUDA version",
+    bnb=True,
+)
 def cuda_lt_11(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.set_era("legacy")
     state.match(S.CUDA_OLDER_THAN_11, number, line)

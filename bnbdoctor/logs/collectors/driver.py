@@ -20,8 +20,10 @@ recognises = COLLECTOR.recognises
 
 
 @collects(
-    ("GPU detected", "libcuda.so not found", "CUDA is not available"),
-    r"No GPU detected!|WARNING! libcuda\.so not found!|(?:Py)?[Tt]orch says CUDA is not available",
+    ("GPU detected", "libcuda.so not found", "CUDA is not available", "Unknown CUDA exception"),
+    r"No GPU detected!|WARNING! libcuda\.so not found!|(?:Py)?[Tt]orch says CUDA is not available"
+    # the legacy loader's cuInit() failed without an error string (0.37-0.38): it goes on as if there were no GPU
+    r"|Unknown CUDA exception! Please check your CUDA install",
     records=S.NO_GPU_DETECTED,
 )
 def no_gpu_detected(state: LogState, m: re.Match[str], number: int, line: str) -> None:
@@ -116,3 +118,19 @@ recognises(
 def nvidia_smi_driver(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.gpu.driver_version, state.gpu.driver_cuda = m.group("driver"), m.group("cuda")
     state.match(S.NVIDIA_SMI_DRIVER, number, line)
+
+
+# Two kernel errors of bitsandbytes' own launch check (issue 24): an out-of-bounds access, an invalid launch grid.
+@collects(
+    ("illegal memory access", "invalid configuration argument"),
+    # bitsandbytes' CUDA_CHECK_RETURN ("Error %s at line %i in file %s"); the file may be cut with the line
+    r"Error (?P<what>an illegal memory access was encountered|invalid configuration argument) at line \d{1,6} in "
+    r"file \S",
+    r"CUDA error: (?P<what>an illegal memory access was encountered)",
+)
+def kernel_launch_error(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    what, ours = m.group("what"), m.group(0).startswith("Error ")
+    if "invalid configuration" in what:
+        state.match(S.BNB_KERNEL_INVALID_CONFIGURATION, number, line)
+    else:
+        state.match(S.BNB_KERNEL_ILLEGAL_ACCESS if ours else S.CUDA_ILLEGAL_ACCESS, number, line)

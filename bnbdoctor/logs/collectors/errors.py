@@ -1,12 +1,14 @@
 """Every line that says the run failed, named or not, so that an error no family names is seen.
 
 - A Python exception line of the shape ``ValueError: ...``, ``torch.OutOfMemoryError: ...`` or
-  ``[rank1]: KeyError: 'lm_head'`` (:data:`~bnbdoctor.logs.patterns.EXCEPTION`); warnings
+  ``[rank1]: KeyError: 'lm_head'`` (:data:`~bnbdoctor.logs.patterns.EXCEPTION`), also named inside a line
+  of prose or Markdown (```` `RuntimeError: ...` ````, ``Error: ImportError: ...``); warnings
   (``UserWarning: ...``), a ``SystemExit: 0`` and a ``KeyboardInterrupt`` are not errors.
 - How a process ended when it did not end well: ``Killed`` (the kernel's OOM killer, as the shell
   reports it), a fatal signal (``Segmentation fault (core dumped)``, ``Fatal Python error:
   Aborted``, ``SIGKILL``, ``signal 9``), a non-zero exit status (``exit code 1``, ``exited with
   code 137``, ``returned non-zero exit status 1``, torchrun's ``exitcode: -9``).
+- ComfyUI's ``!!! Exception during processing !!! <message>`` (the message without the exception's name).
 - ``Traceback (most recent call last):``, kept apart: it is the error only when no exception line
   follows it (a paste cut before its last line).
 
@@ -29,6 +31,15 @@ collects = COLLECTOR.collects
 
 #: Leading decoration a copied log puts before an exception line (Markdown quotes, a pytest "E").
 _PREFIX = re.compile(r"^(?:>\s?)*(?:E\s{1,8})?")
+#: An exception named inside a line, after prose, Markdown or a label: ``**Getting Error : RuntimeError: ...**``,
+#: ```` `RuntimeError: ...` ````, ``Error: ImportError: ...``, ``…时报错RuntimeError: ...``. Its message must
+#: follow on the line; a letter, digit or dot before the name makes it part of a word, and ``except ImportError:
+#: pass`` is code.
+_EMBEDDED = re.compile(
+    r"(?<![A-Za-z0-9_.])(?<!except )(?:[A-Za-z_][A-Za-z0-9_]{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception):\s?[^\s`*]"
+)
+#: Markdown left around an exception taken from inside a line.
+_MARKDOWN_END = re.compile(r"[\s`*]+$")
 #: A non-zero status: a number other than 0 (and -0).
 _NONZERO = r"-?(?!0+\b)\d{1,4}\b"
 
@@ -37,9 +48,19 @@ _NONZERO = r"-?(?!0+\b)\d{1,4}\b"
 def exception_line(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     text = _PREFIX.sub("", line.strip()).strip()
     found = EXCEPTION.match(text)
+    if found is None and (inside := _EMBEDDED.search(text)) is not None:
+        text = _MARKDOWN_END.sub("", text[inside.start() :])
+        found = EXCEPTION.match(text)
     if found is None or found.group("type").endswith("Warning"):
         return
     state.error_line(number, text)
+
+
+@collects("Exception during processing", r"!!! ?Exception during processing ?!!!\s{0,8}\S")
+def comfyui_exception(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """ComfyUI's ``!!! Exception during processing !!! <message>``: the exception's message without its name,
+    printed before the traceback (which a paste often cuts)."""
+    state.error_line(number, line[m.start() :].strip())
 
 
 @collects(

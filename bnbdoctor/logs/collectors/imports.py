@@ -28,6 +28,9 @@ def no_module(state: LogState, m: re.Match[str], number: int, line: str) -> None
     module = m.group("module").split(".")[0]
     if m.group("module").startswith("triton.o"):
         return
+    if line.lstrip().startswith("No module named"):
+        # ModuleNotFoundError's message without its name: under a wrapper's "because of the following error:"
+        state.error_line(number, line.strip())
     if module == "scipy":
         state.match(S.SCIPY_MISSING, number, line)
     elif module == "torch":
@@ -36,25 +39,50 @@ def no_module(state: LogState, m: re.Match[str], number: int, line: str) -> None
     elif m.group("module") == "bitsandbytes":
         state.bnb.missing = True
         state.match(S.BNB_NOT_INSTALLED, number, line)
-    elif module == "bitsandbytes":  # the package imports, one of its modules does not: two releases' files
+    elif module == "bitsandbytes" or _cut_inside_bitsandbytes(state, m):
+        # the package imports, one of its modules does not: two releases' files
         state.bnb.seen = True
         state.match(S.BNB_SUBMODULE_MISSING, number, line)
 
 
-recognises(
-    S.STALE_BNB_MODULES,
+def _cut_inside_bitsandbytes(state: LogState, m: re.Match[str]) -> bool:
+    """``No module named 'bit`` cut at the end of the paste, raised while bitsandbytes' own files import (the
+    traceback runs in the package): one of its modules, whatever the rest of the name was."""
+    name = m.group("module")
+    cut = m.end() == len(m.string.rstrip()) and not m.group(0).endswith("'")
+    return cut and len(name) >= 3 and "bitsandbytes".startswith(name) and state.bnb.seen
+
+
+#: Lines from a bitsandbytes/__main__.py frame within which an import error is that process's (a traceback).
+_MAIN_FRAME_LINES = 30
+
+
+@collects(("bitsandbytes/__main__", "bitsandbytes\\__main__"), r"bitsandbytes[/\\]__main__\.py")
+def bnb_main_frame(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """A traceback frame in bitsandbytes' __main__.py: the process is a fresh `python -m bitsandbytes`."""
+    state.recent.bnb_main = number
+
+
+@collects(
     ("cannot import", "not import"),
     r"cannot import name '(?P<name>\w{1,100})' from '(?P<module>bitsandbytes[\w.]{0,100})'",
     r"can(?:'t| ?not) import '?(?P<name>sync_gpu)\b",
     bnb=True,
 )
+def stale_bnb_modules(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """A bitsandbytes module importing a name its sibling lacks: old modules kept in a running process, or, in a
+    fresh `python -m bitsandbytes` (no module was loaded before), the files of two releases on disk."""
+    fresh = 0 <= state.since(state.recent.bnb_main, number) <= _MAIN_FRAME_LINES
+    state.match(S.BNB_SUBMODULE_MISSING if fresh else S.STALE_BNB_MODULES, number, line)
 
 
 recognises(
     S.TRANSFORMERS_BNB_IMPORTERROR,
-    ("bitsandbytes",),
+    ("bitsandbytes", "load_in_8bit", "load_in_4bit"),
     r"Using `?bitsandbytes`? (?:\d-bit )?quantization requires(?! bitsandbytes\b)"
-    r"|requires the latest version of bitsandbytes",
+    r"|requires the latest version of bitsandbytes"
+    # transformers 4.2x-4.37 (modeling_utils.from_pretrained), often cut in the paste: "requires Acceler"
+    r"|Using `?load_in_(?:4|8)bit=True`? requires Acceler",
 )
 
 
@@ -84,4 +112,43 @@ recognises(
     "to use bitsandbytes quantizer",
     r"Please install bitsandbytes\s*>=\s*\d+(?:\.\d+){1,2} via `?pip install bitsandbytes\s*>=\s*\d+(?:\.\d+){1,2}`?"
     r" to use bitsandbytes quantizer",
+)
+
+
+# A bitsandbytes older than 4-bit quantization: its nn module has no 4-bit layer, or transformers' own gate says so.
+recognises(
+    S.BNB_LACKS_4BIT,
+    ("bitsandbytes.nn", "bit quantization requires bitsandbytes"),
+    r"module 'bitsandbytes\.nn' has no attribute '(?P<name>Linear4bit|LinearNF4|LinearFP4|Params4bit)'",
+    r"4[- ]bit quantization requires bitsandbytes\s*>=\s*(?P<minimum>\d+(?:\.\d+){1,2})",
+)
+
+
+# kohya's train_util (and trainers copied from it) catch the failed `import bitsandbytes` and raise their own message.
+recognises(S.APP_NO_BITSANDBYTES, "No bitsandbytes", r"ImportError: No bitsandbytes\b")
+
+
+# A bitsandbytes older than the optimizer the trainer asks for (8-bit Lion, the paged optimizers).
+recognises(
+    S.BNB_LACKS_OPTIMIZER,
+    ("bitsandbytes.optim", "is_paged"),
+    r"module 'bitsandbytes\.optim' has no attribute '(?P<name>\w{1,40})'",
+    r"(?P<name>\w{1,40})\.__init__\(\) got an unexpected keyword argument 'is_paged'",
+)
+
+
+# Forge's and ComfyUI's NF4 loaders subclass Params4bit and read quant_storage, which older releases lack.
+recognises(
+    S.PARAMS4BIT_NO_QUANT_STORAGE,
+    "Params4bit",
+    r"'(?P<cls>\w{0,40}Params4bit)' object has no attribute 'quant_storage'",
+)
+
+
+# `bitsandbytes` imported, but without its nn/optim submodules: a failed import left half a module, or another
+# folder named bitsandbytes shadows the package.
+recognises(
+    S.BNB_MODULE_ATTRIBUTE_MISSING,
+    "module 'bitsandbytes' has no attribute",
+    r"module 'bitsandbytes' has no attribute '(?P<name>nn|optim|functional|autograd|utils|research|cextension)'",
 )

@@ -11,7 +11,7 @@ harmless messages (issue 12).
 - ``.to``/``.cuda`` refused for a ``4-bit``/``8-bit`` model, ``You cannot cast a bitsandbytes
   model in a new `dtype` ``, ``.half()``/``.float()`` refused for a quantized model;
 - accelerate's ``You can't train a model that has been loaded in 8-bit [or 4-bit] precision on a
-  different device than the one you're training on``;
+  different device than the one you're training on`` (older releases: ``... on multiple devices``);
 - FSDP's ``Cannot flatten integer dtype tensors`` and ``Must flatten tensors with uniform dtype
   but got X and Y`` where X or Y is an integer dtype (mixing two float dtypes is another problem);
 - noise: bitsandbytes' ``Input type into Linear4bit is torch.float16, but
@@ -67,8 +67,10 @@ def load_in_kbit_wrapped(state: LogState, m: re.Match[str], number: int, line: s
 
 recognises(
     S.KBIT_MODEL_MOVED,
-    ("-bit`", "cast a bitsandbytes model", "supported for quantized model"),
+    ("-bit`", "cast a bitsandbytes model", "supported for quantized model", "not supported for 4-bit", "for 8-bit"),
     r"(?:`\.?(?P<call>to|cuda)(?:\(\))?`|Calling `(?P<called>to|cuda)\(\)`) is not supported for `(?P<bits>4|8)-bit`",
+    # the same, its backticks lost to Markdown in a paste
+    r"Calling (?P<called2>to|cuda)\(\) is not supported for (?P<bits2>4|8)-bit quantized models",
     r"You cannot cast a bitsandbytes model in a new `?dtype",
     r"`\.?(?P<cast>half|float)\(\)` is not supported for quantized model",
 )
@@ -76,9 +78,9 @@ recognises(
 
 recognises(
     S.KBIT_MODEL_OTHER_DEVICE,
-    "different device than the one you",
-    r"You can.t train a model that has been loaded in (?P<bits>[48]-bit(?: or [48]-bit)?) precision on a different"
-    r" device than the one you.re training on",
+    ("different device than the one you", "precision on multiple devices"),
+    r"You can.t train a model that has been loaded in (?P<bits>[48]-bit(?: or [48]-bit)?) precision on (?:a different"
+    r" device than the one you.re training on|multiple devices)",
 )
 
 
@@ -95,9 +97,10 @@ def fsdp_flatten(state: LogState, m: re.Match[str], number: int, line: str) -> N
 
 recognises(
     S.COMPUTE_DTYPE_FP32_SLOW,
-    "bnb_4bit_compute_dtype",
+    ("bnb_4bit_compute_dtype", "bnb_4bit_compute_type"),
+    # 0.40-0.41 spelled the option bnb_4bit_compute_type in the warning
     r"Input type into Linear4bit is (?:torch\.)?(?P<input>b?float16|half)[,.]? (?:but|and) "
-    r"bnb_4bit_compute_dtype\s?=\s?(?:torch\.)?float32",
+    r"bnb_4bit_compute_d?type\s?=\s?(?:torch\.)?float32",
     bnb=True,
 )
 
@@ -110,3 +113,90 @@ def wsl_ldconfig(state: LogState, m: re.Match[str], number: int, line: str) -> N
     state.platform.wsl = True
     state.platform.os_votes["linux"] += 1
     state.match(S.WSL_LDCONFIG_NOT_SYMLINK, number, line)
+
+
+# --- families found in real threads (issue 24) ------------------------------------------------------
+# A 4-bit weight without its quantization state: never quantized on the device, or loaded as a plain tensor.
+recognises(
+    S.QUANT_STATE_MISSING,
+    ("quantization state not initialized", "bit quantization data type", "quant_state"),
+    r"(?:FP4|NF4|4-bit) quantization state not initialized",
+    r"4-bit quantization data type None is not implemented",
+    r"'Tensor' object has no attribute 'quant_state'",
+)
+
+
+# The packed 4-bit weight (shape N x 1, transposed 1 x N) multiplied as a plain one: the 4-bit path was not taken.
+recognises(
+    S.PACKED_4BIT_MATMUL,
+    "shapes cannot be multiplied",
+    r"mat1 and mat2 shapes cannot be multiplied \(\d{1,9}x\d{1,9} and 1x\d{1,9}\)",
+)
+
+
+recognises(
+    S.KBIT_KWARG_WITH_CONFIG,
+    "as a kwarg when passing",
+    r"You can't pass `?load_in_4bit`? ?or `?load_in_8bit`? as a kwarg when passing `?quantization_config`? argument",
+)
+
+
+recognises(
+    S.SAVE_4BIT_UNSUPPORTED,
+    "on a 4-bit converted model",
+    r"You are calling `?save_pretrained`? on a 4-bit converted model\. This is currently not supported",
+)
+
+
+recognises(
+    S.VLLM_BNB_PARALLELISM,
+    ("BitAndBytes quantization with TP", "Prequant BitsAndBytes"),
+    r"BitAndBytes quantization with TP or PP is not supported",
+    r"ValueError: Prequant BitsAndBytes\b",
+)
+
+
+recognises(
+    S.TRAINER_8BIT_NEEDS_BNB,
+    "The model you want to train is loaded in 8-bit precision",
+    r"The model you want to train is loaded in 8-bit precision\.\s+if you want to fine-tune an 8-bit model, please make"
+    r" sure that you have installed `?bitsandbytes>=(?P<minimum>\d+(?:\.\d+){1,2})",
+)
+
+
+recognises(
+    S.INT_PARAMS_REQUIRE_GRAD,
+    "dtype can require gradients",
+    r"[Oo]nly Tensors of floating point (?:and complex )?dtype can require gradients",
+)
+
+
+@collects(
+    "must have the same dtype",
+    r"(?:mat1|self) and mat2 must have the same dtype(?:, but got (?P<a>\w{1,20}) and (?P<b>\w{1,20}))?",
+)
+def matmul_dtype_mismatch(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """An int8 operand (Char) is an 8-bit weight used as a plain one; two float dtypes are another problem."""
+    pair = {m.group("a"), m.group("b")}
+    if pair & {"Char", "Byte"}:
+        state.match(S.INT8_WEIGHT_DTYPE_MISMATCH, number, line)
+    elif pair == {None}:
+        state.match(S.MATMUL_DTYPE_MISMATCH, number, line)
+
+
+recognises(
+    S.FINETUNE_PURELY_QUANTIZED,
+    "fine-tuning on purely quantized models",
+    r"You cannot perform fine-tuning on purely quantized models",
+)
+
+
+# peft's LoRA layers and the bitsandbytes layers of another release: a keyword the layer no longer takes, an attribute
+# it does not have (markdown may eat the underscores of __init__).
+recognises(
+    S.PEFT_BNB_API_MISMATCH,
+    ("loaded_in_", "bit' object has no attribute", "bitLt' object has no attribute"),
+    rf"Linear\.(?:__)?init(?:__)?\(\) got an unexpected keyword argument\s*{Q}loaded_in_(?P<bits>4|8)bit{Q}",
+    r"'Linear(?:4bit|8bitLt)' object has no attribute "
+    r"'(?P<attr>compute_dtype|quant_type|compress_statistics|has_fp16_weights)'",
+)

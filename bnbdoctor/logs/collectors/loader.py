@@ -18,6 +18,13 @@ from bnbdoctor.logs.patterns import Q
 from bnbdoctor.logs.state import MAX_TEXT, LogState, keep, keep_new, put
 from bnbdoctor.logs.tokens import basename, token_before
 
+#: The C entry points of bitsandbytes' GPU libraries that its CPU library lacks (``cget_col_row_stats``,
+#: ``cadam32bit_grad_fp32``, ``cigemmlt_turing_32``, ``cquantize_blockwise_fp16_nf4``): one of them undefined is the
+#: CPU library, also where the message lost the library's name (an issue title).
+BNB_GPU_ENTRY_POINT = re.compile(
+    r"c(?:get_col_row_stats|adam32bit|adam_8bit|momentum32bit|rmsprop32bit|lion32bit|igemmlt|double_row_col_quant"
+    r"|dequantize_blockwise|quantize_blockwise|gemm_4bit|percentile_clipping)\w{0,60}$"
+)
 #: A HIP/CUDA kernel launcher stub (``_Z36__device_stub__kOptimizer32bit1State...``): defined by the kernel's
 #: translation unit, so undefined only when the library was built without that kernel (issue #1550).
 DEVICE_STUB = re.compile(r"_Z\d+__device_stub__")
@@ -148,8 +155,14 @@ def version_not_found(state: LogState, m: re.Match[str], number: int, line: str)
         state.platform.glibc_seen = True
     state.platform.os_votes["linux"] += 2
     requirer_name = basename(requirer)
-    if requirer_name.startswith("libbitsandbytes") or (not requirer and _in_bnb_context(state, number, line)):
-        if requirer_name:
+    # a library in bitsandbytes' own folder is its library, also when the paste cut its name (``…/libbitsandb``)
+    in_bnb_folder = "/bitsandbytes/" in requirer.replace("\\", "/")
+    if (
+        requirer_name.startswith("libbitsandbytes")
+        or in_bnb_folder
+        or (not requirer and _in_bnb_context(state, number, line))
+    ):
+        if requirer_name.startswith("libbitsandbytes") and "." in requirer_name:
             state.bnb.library_exists(requirer_name)
             state.bnb_path(requirer)
             keep(state.bnb.selected, (requirer, number))
@@ -182,9 +195,10 @@ def missing_dependency(state: LogState, m: re.Match[str], number: int, line: str
 @collects(
     "undefined symbol",
     r"undefined symbol:\s*(?P<sym>[\w@.]{1,200})(?:,\s*version\s*(?P<ver>[\w.]{1,100}))?",
+    r"undefined symbol:\s*$",  # the name wrapped onto the next line: the library is still named
 )
 def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    symbol = m.group("sym")
+    symbol = m.groupdict().get("sym") or ""
     library = basename(token_before(line, m.start()))
     if symbol.startswith("__nvJitLink"):
         state.match(S.NVJITLINK_UNDEFINED_SYMBOL, number, line)
@@ -192,9 +206,9 @@ def undefined_symbol(state: LogState, m: re.Match[str], number: int, line: str) 
         state.match(S.FATBINWRAP_UNDEFINED_SYMBOL, number, line)
     elif symbol.startswith("cudaRuntimeGetVersion"):
         state.match(S.CUDA_RUNTIME_SYMBOL_MISSING, number, line)
-    elif "libbitsandbytes_cpu" in line:
+    elif "libbitsandbytes_cpu" in line or (not library.startswith("lib") and BNB_GPU_ENTRY_POINT.match(symbol)):
         state.match(S.CPU_LIBRARY_MISSING_SYMBOL, number, line)
-        state.bnb.library_exists(library or "libbitsandbytes_cpu.so")
+        state.bnb.library_exists(library if library.startswith("libbitsandbytes") else "libbitsandbytes_cpu.so")
     elif DEVICE_STUB.match(symbol) and library.startswith("libbitsandbytes_"):
         # a HIP library built without some kernel instantiations: the file exists and its needs resolved
         state.match(S.ROCM_DEVICE_STUB_UNDEFINED, number, line)
@@ -243,8 +257,10 @@ def windowspath_not_iterable(state: LogState, m: re.Match[str], number: int, lin
 
 
 @collects(
-    ("mach-o",),
+    ("mach-o", "dlopen("),
     r"not a mach-o file|mach-o file, but is an incompatible architecture|incompatible architecture",
+    # macOS' dlopen failing on one of bitsandbytes' Linux libraries (.so; Mac builds are .dylib), the reason cut
+    r"dlopen\(\[?[^,\]\s]{0,1000}libbitsandbytes_\w{1,80}\.so\b",
 )
 def macho(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     if "mach-o" not in line and "libbitsandbytes" not in line and "dlopen" not in line:

@@ -73,10 +73,13 @@ def wsl(state: LogState, m: re.Match[str], number: int, line: str) -> None:
 
 
 @collects(
-    ("tegra", "Jetson", "JetPack"),
-    r"nv_tegra_release|\bL4T\b|JetPack|Jetson|\btegra\b|\bOrin\b|\bXavier\b",
+    ("tegra", "Jetson", "JetPack", "jetpack", "Jetpack", "TX2"),
+    r"nv_tegra_release|\bL4T\b|JetPack|Jetson|\btegra\b|\bOrin\b|\bXavier\b"
+    # as people write it: "NVIDIA TX2+jetpack 5"
+    r"|\b[Jj]et[Pp]ack\b|\bTX2\b",
     evidence=5,
 )
 def jetson(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.jetson = state.platform.jetson or line.strip()[:120]
+    state.platform.os_votes["linux"] += 1  # L4T is Linux
     state.match(S.PLATFORM, number, line, up_to=_PLATFORM_LINES)

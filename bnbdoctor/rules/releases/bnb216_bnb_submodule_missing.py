@@ -24,7 +24,9 @@ def submodule_missing(facts: Facts) -> Hit | None:
 
     The rule fires on `ModuleNotFoundError: No module named 'bitsandbytes.<submodule>'`: the bitsandbytes package
     itself imports, but one of its modules imports a sibling that is not there (for example
-    `bitsandbytes.cuda_setup.paths`, which only the releases with the legacy loader shipped).
+    `bitsandbytes.cuda_setup.paths`, which only the releases with the legacy loader shipped); and on `ImportError: cannot
+    import name 'X' from 'bitsandbytes.Y'` in a fresh `python -m bitsandbytes` (a traceback through
+    `bitsandbytes/__main__.py`), where no module of an earlier release can be left in memory.
 
     ## Why it matters
 
@@ -48,7 +50,8 @@ def submodule_missing(facts: Facts) -> Hit | None:
     notebook = log.seen(facts, S.NOTEBOOK)
     return Hit(
         title="A bitsandbytes module imports a sibling that is not installed: files of two releases meet",
-        explanation="bitsandbytes itself imports, but one of its modules imports a submodule that is missing. A "
+        explanation="bitsandbytes itself imports, but one of its modules imports a submodule (or a name from one) "
+        "that is missing. A "
         "release never imports a module it does not ship, so the files come from two releases: leftovers of an older "
         "install in the package folder, or (in a notebook) modules of the previous release still in memory after an "
         "upgrade.",

@@ -27,8 +27,9 @@ def no_gpu_detected(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on the legacy CUDA setup's `CUDA SETUP: WARNING! libcuda.so not found!` and `WARNING: No GPU
-    detected! Check your CUDA paths. Proceeding to load CPU-only library...`, on `libcuda.so: cannot open shared object
-    file`, and on bitsandbytes' `Torch says CUDA is not available`. The explanation depends on what else the log shows:
+    detected! Check your CUDA paths. Proceeding to load CPU-only library...` and `Unknown CUDA exception! Please check
+    your CUDA install` (the driver did not initialise), on `libcuda.so: cannot open shared object file`, and on
+    bitsandbytes' `Torch says CUDA is not available`. The explanation depends on what else the log shows:
 
     - a driver error (CUDA error 803, "driver version is insufficient") explains it: an info finding;
     - WSL2 (a `microsoft-standard-WSL2` kernel): the Windows driver's folder is missing from the loader path;

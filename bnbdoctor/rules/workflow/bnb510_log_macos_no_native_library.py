@@ -43,7 +43,8 @@ def macos(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires when macOS's loader rejects a bitsandbytes library: `not a mach-o file`, or `mach-o file, but is an
-    incompatible architecture`. It is the log twin of [BNB204](BNB204.md) and [BNB313](BNB313.md).
+    incompatible architecture`, or `dlopen(…/libbitsandbytes_cpu.so, 0x0006): tried: …` with the reason cut off (a Linux
+    `.so` on a Mac). It is the log twin of [BNB204](BNB204.md) and [BNB313](BNB313.md).
 
     ## Why it matters
 

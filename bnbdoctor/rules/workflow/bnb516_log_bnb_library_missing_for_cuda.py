@@ -8,6 +8,7 @@ from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUGGESTED_TORCH_CUDA
+from bnbdoctor.knowledge.gpus import CUDA_10_NEWEST_CC, JETSON_CCS
 from bnbdoctor.knowledge.loader import CUDA_VERSION_FROM_TORCH, ROCM_TAG_MISBUILT
 from bnbdoctor.knowledge.selection import rocm_from_misbuilt_tag
 from bnbdoctor.knowledge.versions import major_minor
@@ -34,7 +35,14 @@ def _misbuilt_rocm(facts: Facts, missing: str | None) -> tuple[int, int] | None:
     Severity.ERROR,
     "The log shows no missing bitsandbytes library for the CUDA/ROCm version in use",
     needs=("log",),
-    covers=("cuda_binary_missing_for_torch_cuda_version", "cuda_lt_11_unsupported", "rocm_version_tag_misparsed"),
+    covers=(
+        "cuda_binary_missing_for_torch_cuda_version",
+        "cuda_lt_11_unsupported",
+        "rocm_version_tag_misparsed",
+        "conda_env_vs_system_cuda_mixup",
+        "source_build_native_lib_missing",
+        "jetson_l4t_aarch64_wheel_mismatch",
+    ),
     references=(
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1180",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/138",
@@ -49,7 +57,11 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     The rule fires when the log shows that bitsandbytes has no library for the CUDA version in use: `Required library
     version not found: libbitsandbytes_cudaXYZ.so` (legacy), `Could not find the bitsandbytes CUDA binary at …`
     ({{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }}), `Configured CUDA binary not found at …` ({{ loader.EXACT_MATCH_ERA.first_text }}–{{ loader.EXACT_MATCH_ERA.last_text }}), `No compatible CUDA binary found at …` ({{ loader.NEAREST_BUILD.first_text }}+),
-    or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists. A missing
+    or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists, and where
+    the log shows a GPU newer than CUDA 10 can drive (compute capability above 7.5) that the runtime found is another
+    install's (a system toolkit beside a conda env), not torch's; where bitsandbytes runs from a source checkout (not
+    from site-packages) that the checkout was not built for that CUDA version; on a Jetson (L4T in the log, or a compute
+    capability only Jetsons have: 5.3, 6.2, 7.2, 8.7) that no published build is for L4T's CUDA. A missing
     `libbitsandbytes_rocmNN.so` of {{ loader.ROCM_TAG_MISBUILT.first_text }}–{{ loader.ROCM_TAG_MISBUILT.last_text }} whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
     `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is {{ loader.ROCM_TAG_MISBUILT.below_text }}+. It stays
     silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists
@@ -104,6 +116,30 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
         )
     if log.seen(facts, S.CUDA_OLDER_THAN_11):
         old = OLDEST_CUDA_MAJOR - 1
+        newer = [d for d in (facts.gpu.devices if facts.gpu else []) if d.cc and d.cc > CUDA_10_NEWEST_CC]
+        # the runtime the legacy loader detected on the paths, not torch's own version (CUDASpecs, "PyTorch settings")
+        found_on_paths = log.seen(facts, S.DETECTED_CUDA_VERSION) and not log.seen(facts, S.TORCH_CUDA_SETTINGS)
+        if newer and found_on_paths:
+            gpu = newer[0]
+            named = f"{gpu.name} " if gpu.name and "not in the log" not in gpu.name else ""
+            return Hit(
+                title=f"bitsandbytes found a CUDA {old}.x runtime, but the GPU (compute capability {gpu.cc_text}) "
+                f"needs CUDA {OLDEST_CUDA_MAJOR}+: the runtime is from another install than torch's",
+                explanation=f"The legacy loader picks its library from the CUDA runtime it finds on the search path. "
+                f"It found CUDA {old}.x, yet the GPU {named}(compute capability {gpu.cc_text}) runs only with CUDA "
+                f"{OLDEST_CUDA_MAJOR} or newer, so torch does not use that runtime: it is an old system toolkit "
+                "(often /usr/local/cuda) found because the environment (a conda env without cudatoolkit) has none. "
+                f"bitsandbytes then looked for a CUDA {old} library, which no release ships, and fell back to its CPU "
+                "library.",
+                evidence=lines,
+                remediation=Remediation(
+                    "Give the loader the runtime torch uses: in a conda env install the matching cudatoolkit (or point "
+                    "LD_LIBRARY_PATH at the env's lib folder ahead of /usr/local/cuda), or remove the old toolkit "
+                    "from the paths; then upgrade bitsandbytes, whose current releases follow torch's CUDA version.",
+                    [TORCH_CHECK, "echo $LD_LIBRARY_PATH", "pip install -U bitsandbytes"],
+                ),
+                covers=["conda_env_vs_system_cuda_mixup", "cuda_lt_11_unsupported"],
+            )
         return Hit(
             title=f"CUDA {old}.x is older than any bitsandbytes build"
             + (f" ({missing} does not exist)" if missing else ""),
@@ -119,6 +155,40 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
                 [TORCH_CHECK, "pip install -U bitsandbytes"],
             ),
             covers=["cuda_lt_11_unsupported", "cuda_binary_missing_for_torch_cuda_version"],
+        )
+    jetson = next((d for d in (facts.gpu.devices if facts.gpu else []) if d.cc in JETSON_CCS), None)
+    if jetson is not None or (facts.platform is not None and facts.platform.jetson_release):
+        seen = f"a GPU of compute capability {jetson.cc_text}, which only Jetsons have" if jetson else "a Jetson"
+        return Hit(
+            title="bitsandbytes has no library for this Jetson's CUDA (L4T)"
+            + (f": {missing} is missing" if missing else ""),
+            explanation=f"The log shows {seen}. bitsandbytes' published builds are for x86-64 and server ARM (sbsa) "
+            "with the standard CUDA toolkit, not for Jetson's L4T/JetPack CUDA, so the installed package has no "
+            "library for it and falls back to its CPU library or fails.",
+            evidence=lines,
+            remediation=Remediation(
+                "Build bitsandbytes on the device (cmake -DCOMPUTE_BACKEND=cuda -S . && make, then pip install .) or "
+                "install a wheel built for JetPack (the Jetson AI Lab index, a third-party build).",
+                ["cat /etc/nv_tegra_release", PYTHON_M_BNB],
+            ),
+            covers=["jetson_l4t_aarch64_wheel_mismatch", "cuda_binary_missing_for_torch_cuda_version"],
+        )
+    bnb = facts.python.bitsandbytes if facts.python else None
+    if bnb is not None and bnb.location and not bnb.has_metadata:
+        return Hit(
+            title="The bitsandbytes source checkout has no library built for this CUDA version"
+            + (f": {missing} is missing" if missing else ""),
+            explanation=f"bitsandbytes runs from {bnb.location}, a source checkout on sys.path (not an installed "
+            "package), and its folder holds no library for the CUDA version in use: the native half was never "
+            "compiled there, or it was compiled for another CUDA version.",
+            evidence=lines,
+            remediation=Remediation(
+                "Build the native library in the checkout for the CUDA version torch uses (cmake -DCOMPUTE_BACKEND="
+                "cuda -S . && make, then pip install -e .), or uninstall the checkout and install the release from "
+                "PyPI.",
+                ["pip install -U bitsandbytes", PYTHON_M_BNB],
+            ),
+            covers=["source_build_native_lib_missing", "cuda_binary_missing_for_torch_cuda_version"],
         )
     return Hit(
         title="bitsandbytes has no library for this CUDA version" + (f": {missing} is missing" if missing else ""),

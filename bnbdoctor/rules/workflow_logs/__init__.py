@@ -5,4 +5,10 @@ These rules read ``facts.log`` (``needs=("log",)``) and run under ``bnbdoctor ex
 has none of these facts (they happen in the user's script). The message families are in
 ``logs/collectors/kbit.py``; the release boundaries in ``knowledge/kbit.py``. BNB549 reports an
 exception line that no family names, so that an unknown error is never "no known failure".
+
+BNB541-BNB548, BNB552 and BNB555 are families found in real threads (issue 24, ``tests/data/corpus``): a 4-bit
+weight without its quantization state, the load_in_kbit keyword next to a quantization_config, saving a
+4-bit model with a transformers that cannot, vLLM refusing to shard a bitsandbytes model, the Trainer's
+8-bit gate, quantized weights quantized again, made trainable or multiplied as floats, a quantized
+model trained without adapters, and a peft that does not match the quantized layers it wraps.
 """

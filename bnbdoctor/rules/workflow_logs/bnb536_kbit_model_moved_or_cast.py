@@ -75,9 +75,9 @@ def kbit_model_moved(facts: Facts) -> Hit | None:
             ),
         )
     upgrade = None
-    if re.search(r"Calling `(?:to|cuda)\(\)` is not supported for `8-bit`", text):
+    if re.search(r"Calling `?(?:to|cuda)\(\)`? is not supported for `?8-bit", text):
         upgrade = BNB_8BIT_MOVE
-    elif re.search(r"Calling `(?:to|cuda)\(\)` is not supported for `4-bit`", text):
+    elif re.search(r"Calling `?(?:to|cuda)\(\)`? is not supported for `?4-bit", text):
         upgrade = BNB_4BIT_MOVE
     if upgrade is not None:
         first = full(upgrade.first_text)

@@ -34,8 +34,9 @@ def kbit_model_other_device(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on accelerate's `ValueError: You can't train a model that has been loaded in 8-bit precision on a
-    different device than the one you're training on` (newer releases say `8-bit or 4-bit precision`), raised by
-    `Accelerator.prepare` (and so by the Trainer, TRL and PEFT scripts built on it).
+    different device than the one you're training on` (newer releases say `8-bit or 4-bit precision`, older ones
+    `... in 8-bit precision on multiple devices`), raised by `Accelerator.prepare` (and so by the Trainer, TRL and PEFT
+    scripts built on it).
 
     ## Why it matters
 

@@ -26,7 +26,8 @@ def compute_dtype_fp32(facts: Facts) -> Hit | None:
 
     The rule reports bitsandbytes' warning `Input type into Linear4bit is torch.float16, but
     bnb_4bit_compute_dtype=torch.float32 (default). This will lead to slow inference.` (later releases add "or training
-    speed"). It is a performance note, never an error: results are correct.
+    speed", some spell the option `bnb_4bit_compute_type`). It is a performance note, never an error: results are
+    correct.
 
     ## Why it matters
 
