@@ -1,5 +1,5 @@
 """``python -m bnbdoctor``: the same entry point as the console script."""
 
-from bnbdoctor.cli import main
+from bnbdoctor.cli import entry
 
-raise SystemExit(main())
+entry()

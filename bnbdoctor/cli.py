@@ -18,14 +18,24 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from bnbdoctor import __version__
 from bnbdoctor.argparsing import Parser, closest
-from bnbdoctor.contract import ended_by_signals, guarded, missing_terminal, note, require_terminal, write_output
+from bnbdoctor.contract import (
+    ended_by_signals,
+    guarded,
+    interrupted,
+    missing_terminal,
+    note,
+    require_terminal,
+    write_output,
+)
 from bnbdoctor.render import OutputFormat, ReportKind
 from bnbdoctor.render.options import add_output_arguments, emit
 from bnbdoctor.report import ExitCode, Report
@@ -288,6 +298,20 @@ def _kill_started() -> None:
     command = sys.modules.get("bnbdoctor.hosts.command")
     if command is not None:
         command.kill_started()
+
+
+def entry() -> NoReturn:
+    """The console script and ``python -m bnbdoctor``: :func:`main`, ended with its status. After Ctrl-C the
+    process leaves at once once what it started is killed and its output flushed: interpreter shutdown (daemon
+    probe threads, SIGINT's default action put back) could otherwise end it by the signal instead of exit 2."""
+    code = main()
+    if interrupted():
+        _kill_started()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+    raise SystemExit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

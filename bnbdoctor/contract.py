@@ -254,6 +254,14 @@ def write_output(text: str, output: str | None, error: type[Exception], *, json:
         sys.stdout.flush()
 
 
+_INTERRUPTED: list[bool] = []  # one entry once a command body was stopped by Ctrl-C (see interrupted())
+
+
+def interrupted() -> bool:
+    """Whether a command body of this process was stopped by Ctrl-C (:func:`guarded` said "interrupted")."""
+    return bool(_INTERRUPTED)
+
+
 def _ignore_further_interrupts() -> None:
     """After the first Ctrl-C the command is ending: a second SIGINT (a key held down, a supervisor that
     repeats it) must not kill it half-way through its cleanup or during interpreter shutdown, when
@@ -270,6 +278,7 @@ def guarded(run: Callable[[], int], user_errors: tuple[type[Exception], ...], de
         print(f"bnbdoctor: error: {exc}", file=sys.stderr)
         return int(ExitCode.FAILURE)
     except KeyboardInterrupt:
+        _INTERRUPTED.append(True)
         _ignore_further_interrupts()
         print("bnbdoctor: interrupted", file=sys.stderr)
         return int(ExitCode.FAILURE)

@@ -181,7 +181,7 @@ def _unset_env(after: Aftermath, name: str) -> None:
 
 def _environment_changed(after: Aftermath, name: str) -> None:
     gpu = after.facts.gpu
-    if name == "CUDA_VISIBLE_DEVICES" and gpu is not None:
+    if name == "CUDA_VISIBLE_DEVICES" and gpu is not None and isinstance(gpu.devices, list):
         mask = after.facts.env.get(name)
         gpu.cuda_visible_devices = mask
         shown = visible_indices([(d.index, d.uuid) for d in gpu.devices], mask)

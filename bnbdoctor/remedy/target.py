@@ -87,10 +87,19 @@ def target_of(facts: Facts) -> Target:
         nvidia_driver=driver,
         python_command=_quoted(executable, os_name == "windows") if executable else "python",
         uv=bool(python and python.pip_available is False and _made_by_uv(python)),
-        gpu_majors=tuple(sorted({d.compute_capability[0] for d in gpu.visible if d.compute_capability}))
-        if gpu is not None
-        else (),
+        gpu_majors=_gpu_majors(facts),
     )
+
+
+def _gpu_majors(facts: Facts) -> tuple[int, ...]:
+    """The compute-capability majors of the visible GPUs; () when the facts hold none (or hold them malformed)."""
+    devices = facts.gpu.devices if facts.gpu is not None and isinstance(facts.gpu.devices, list) else []
+    majors = {
+        d.compute_capability[0]
+        for d in devices
+        if d.visible and isinstance(d.compute_capability, list) and d.compute_capability
+    }
+    return tuple(sorted(m for m in majors if isinstance(m, int)))
 
 
 def _made_by_uv(python: PythonFacts) -> bool:

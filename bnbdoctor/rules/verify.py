@@ -35,7 +35,18 @@ def _from_a_log(findings: list[Finding]) -> None:
 
 
 def verify_remedies(judgement: Judgement) -> None:
-    """Give each finding that prints commands the proof of the report's commands, run together."""
+    """Give each finding that prints commands the proof of the report's commands, run together. A replay that
+    fails on odd facts (a hostile report's) leaves every fix "not verified", saying so; it never stops the report."""
+    try:
+        _verify(judgement)
+    except Exception as exc:  # noqa: BLE001 - the diagnosis stands without its proofs
+        why = f"the re-diagnosis failed on these facts ({type(exc).__name__}); run bnbdoctor again after the commands"
+        for found in judgement.found:
+            if found.finding.remediation.commands:
+                found.finding.remediation.proof = Proof(verified=None, not_replayed=[why])
+
+
+def _verify(judgement: Judgement) -> None:
     findings = [found.finding for found in judgement.found]
     commands = [command for finding in findings for command in finding.remediation.commands]
     if not commands:
