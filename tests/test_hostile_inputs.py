@@ -137,7 +137,11 @@ def test_fake_tools_that_hang_or_print_garbage(tmp_path: Path) -> None:
     assert run.returncode in (0, 1), run.stderr
     toolkit = json.loads(run.stdout)["facts"]["cuda_toolkit"]
     assert toolkit["nvcc_path"] == str(tmp_path / "nvcc")
-    assert toolkit["nvcc_version"] is None and toolkit["nvcc_error"] == "no version in nvcc output"
+    # 9 MB against an 8 MiB bound: whether the tool is stopped first or ends first is the scheduler's call (both
+    # happen under load); either way no version is made up from the garbage, and the reason is said.
+    error = toolkit["nvcc_error"] or ""
+    assert toolkit["nvcc_version"] is None
+    assert error == "no version in nvcc output" or "printed more than 8 MiB on stdout" in error, error
 
 
 def test_output_into_a_missing_folder_or_onto_a_directory_is_one_line(tmp_path: Path) -> None:

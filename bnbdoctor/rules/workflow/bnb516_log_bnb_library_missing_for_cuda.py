@@ -58,10 +58,10 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     version not found: libbitsandbytes_cudaXYZ.so` (legacy), `Could not find the bitsandbytes CUDA binary at …`
     ({{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }}), `Configured CUDA binary not found at …` ({{ loader.EXACT_MATCH_ERA.first_text }}–{{ loader.EXACT_MATCH_ERA.last_text }}), `No compatible CUDA binary found at …` ({{ loader.NEAREST_BUILD.first_text }}+),
     or `CUDA version lower than 11 are currently not supported`. For CUDA 10.x it says that no build exists, and where
-    the log shows a GPU newer than CUDA 10 can drive (compute capability above 7.5) that the runtime found is another
+    the log shows a GPU newer than CUDA 10 can drive (`knowledge.gpus.CUDA_10_NEWEST_CC`) that the runtime found is another
     install's (a system toolkit beside a conda env), not torch's; where bitsandbytes runs from a source checkout (not
     from site-packages) that the checkout was not built for that CUDA version; on a Jetson (L4T in the log, or a compute
-    capability only Jetsons have: 5.3, 6.2, 7.2, 8.7) that no published build is for L4T's CUDA. A missing
+    capability only Jetsons' integrated GPUs have, `knowledge.gpus.JETSON_CCS`) that no published build is for L4T's CUDA. A missing
     `libbitsandbytes_rocmNN.so` of {{ loader.ROCM_TAG_MISBUILT.first_text }}–{{ loader.ROCM_TAG_MISBUILT.last_text }} whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
     `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is {{ loader.ROCM_TAG_MISBUILT.below_text }}+. It stays
     silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists

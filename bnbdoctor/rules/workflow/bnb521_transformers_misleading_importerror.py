@@ -29,7 +29,7 @@ def transformers_importerror(facts: Facts) -> Hit | None:
 
     The rule fires on transformers' `ImportError: Using bitsandbytes 8-bit quantization requires Accelerate: pip install
     accelerate and the latest version of bitsandbytes` and `… requires the latest version of bitsandbytes` (before
-    4.38: `Using load_in_8bit=True requires Accelerate: …`). It is info when the log shows an earlier bitsandbytes
+    {{ transformers.QUANTIZERS.first_text }}: `Using load_in_8bit=True requires Accelerate: …`). It is info when the log shows an earlier bitsandbytes
     failure that explains it.
 
     ## Why it matters
