@@ -21,8 +21,16 @@ elif ! python_fits_tool "$VENV/bin/python"; then
   exit 2
 fi
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
-# torch first and pinned: the CPU build (2.13.0) lies on this machine's disk; anything unpinned
-# would download a CUDA build.
-"${PIP[@]}" "torch==2.13.0"
+# torch first, pinned, and the CPU build wherever this runs: PyPI's Linux torch is the CUDA build (GBs of
+# nvidia-* wheels), so on Linux (and Windows) the pin is PyTorch's CPU build, 2.13.0+cpu, from its CPU index
+# (or a local wheel of it that pip's find-links already offers); on macOS PyPI's torch is the CPU build.
+TORCH_VERSION=2.13.0
+if [ "$(uname -s)" = "Darwin" ]; then
+  torch_install=("torch==$TORCH_VERSION")
+else
+  torch_install=("torch==$TORCH_VERSION+cpu" --extra-index-url https://download.pytorch.org/whl/cpu --retries 1)
+fi
+"${PIP[@]}" "${torch_install[@]}"
+"$VENV/bin/python" -c 'import torch; print("scripts/setup.sh: torch", torch.__version__ + ",", "CUDA", torch.version.cuda or "none (the CPU build)")'
 "${PIP[@]}" -r requirements-test.txt
 "${PIP[@]}" -e ".[test,dev,mcp]"  # mcp: tests/test_mcp.py runs the MCP server

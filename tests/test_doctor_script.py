@@ -206,3 +206,21 @@ def test_doctor_sh_reinstalls_only_when_the_checkout_changed(tmp_path: Path) -> 
     (repo / "bnbdoctor" / "knowledge" / "shipped.py").unlink()  # a deleted file is a change too
     run()
     assert stamp.stat().st_mtime_ns > edited
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_setup_sh_installs_the_cpu_torch_and_says_which(tmp_path: Path) -> None:
+    """Issue 25 item 19: the test command's setup asks for PyTorch's CPU build explicitly (PyPI's Linux torch is the
+    CUDA one) and says in one line which torch it installed."""
+    done = subprocess.run(
+        [BASH, str(ROOT / "scripts" / "setup.sh")],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env={**os.environ, "VENV": str(tmp_path / "venv")},
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = [line for line in done.stdout.splitlines() if line.startswith("scripts/setup.sh: torch ")]
+    assert said == ["scripts/setup.sh: torch 2.13.0+cpu, CUDA none (the CPU build)"], done.stdout[-2000:]
