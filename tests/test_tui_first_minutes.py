@@ -66,6 +66,31 @@ async def open_fit(app: DoctorApp, pilot: Any) -> FitView:
     return app.main.query_one(FitView)
 
 
+@pytest.mark.slow
+@asynctest
+async def test_first_tab_in_explain_lands_in_the_log_file_field_and_typing_stays_there() -> None:
+    """Issue 25 item 7: the first Tab reached the detail pane, so a typed file name fired global keys (q quit)."""
+    from bnbdoctor.tui.widgets.explain import ExplainView
+
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await app.wait_for_report()
+        await pilot.pause()
+        tabs = app.main.query_one("#views", TabbedContent)
+        while tabs.active != "explain":
+            await pilot.press("v")
+            await pilot.pause()
+        assert await until(pilot, lambda: bool(app.main.query(ExplainView)) and app.focused is not None)
+        view = app.main.query_one(ExplainView)
+        assert not isinstance(app.focused, Input)  # the tab lands on its results: v keeps switching
+        await pilot.press("tab")
+        assert app.focused is view.path_input
+        await pilot.press(*"quiet.log")
+        assert view.path_input.value == "quiet.log" and app.is_running
+        await pilot.press("tab")
+        assert app.focused is not view.path_input  # later Tabs move on as before
+
+
 # -- item 5: the Fit tab's keys --------------------------------------------------------------------
 
 

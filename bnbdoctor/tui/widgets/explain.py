@@ -134,12 +134,16 @@ class ExplainView(ToolView):
 
     TOOL = "Explain"
     BAD_INPUT = (ExplainError, OSError)
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave_field", "Leave the log", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "leave_field", "Leave the log", show=False),
+        Binding("tab", "first_tab", "Next", show=False),
+    ]
 
     def __init__(self, settings: UiSettings | None = None, *, id: str | None = None) -> None:
         super().__init__(settings, id=id)
         self.explained_text: str | None = None  # the text the last report is about (None: a file too large)
         self._loaded: dict[int, tuple[str, str]] = {}  # generation -> (label, text) of a file loaded
+        self._first_tab = False  # the tab was just shown: the next Tab goes to the first field
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="explain-bar", classes="tool-row"):
@@ -180,8 +184,18 @@ class ExplainView(ToolView):
         return self.query_one("#explain-detail", FindingDetail)
 
     def focus_default(self) -> None:
-        """The findings (not a text field, so that v keeps switching tabs)."""
+        """The findings (not a text field, so that v keeps switching tabs); the first Tab then goes to the first
+        field, the log file's path, as in Fit (the findings come after the fields, so focus_next would skip them)."""
+        self._first_tab = True
         self.findings.focus()
+
+    def action_first_tab(self) -> None:
+        if self._first_tab and self.findings.has_focus:
+            self._first_tab = False
+            self.path_input.focus()
+            return
+        self._first_tab = False
+        self.screen.focus_next()
 
     # -- runs --------------------------------------------------------------------------------------
 
