@@ -145,10 +145,10 @@ def test_every_lint_format_reports_the_file_not_linted(tmp_path: Path) -> None:
 NO_TERMINAL = "--tui needs a terminal, but standard input and standard error are not terminals here"
 
 
-def test_the_doctor_app_without_a_terminal_is_one_line_and_exit_2() -> None:
-    """stdin /dev/null, stdout and stderr pipes: the app used to start and hang writing escape codes."""
-    run = subprocess.run(
-        [sys.executable, "-m", "bnbdoctor", "--fixture", "a100-healthy", "--tui"],
+def _without_a_terminal(*args: str) -> subprocess.CompletedProcess[str]:
+    """bnbdoctor with stdin /dev/null and stdout and stderr pipes: no terminal anywhere."""
+    return subprocess.run(
+        [sys.executable, "-m", "bnbdoctor", *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -156,6 +156,11 @@ def test_the_doctor_app_without_a_terminal_is_one_line_and_exit_2() -> None:
         timeout=30,
         check=False,
     )
+
+
+def test_the_doctor_app_without_a_terminal_is_one_line_and_exit_2() -> None:
+    """stdin /dev/null, stdout and stderr pipes: the app used to start and hang writing escape codes."""
+    run = _without_a_terminal("--fixture", "a100-healthy", "--tui")
     assert run.returncode == 2
     line = one_line(run)
     assert line.startswith(f"bnbdoctor: error: {NO_TERMINAL}; ") and "--json" in line, line
@@ -165,15 +170,7 @@ def test_the_doctor_app_without_a_terminal_is_one_line_and_exit_2() -> None:
 def test_the_fleet_app_without_a_terminal_is_one_line_and_exit_2(tmp_path: Path) -> None:
     saved = bnbdoctor("--fixture", "a100-healthy", "--json", "-o", str(tmp_path / "node1.json"))
     assert saved.returncode == 0, saved.stderr
-    run = subprocess.run(
-        [sys.executable, "-m", "bnbdoctor", "fleet", str(tmp_path), "--tui"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=30,
-        check=False,
-    )
+    run = _without_a_terminal("fleet", str(tmp_path), "--tui")
     assert run.returncode == 2
     line = one_line(run)
     assert line.startswith(f"bnbdoctor: error: {NO_TERMINAL}; ") and "without --tui" in line, line

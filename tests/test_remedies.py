@@ -256,5 +256,7 @@ def test_the_check_and_the_fitting_agree_on_published_torch_builds() -> None:
         assert build.cuda in cuda_indexes()
     assert cuda_indexes() == check._KNOWN_INDEXES
     command = 'pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cu132'
-    index = next(m.group(1) for m in [check._INDEX.search(command)] if m)
-    assert f"{index[:-1]}.{index[-1]}" in check._KNOWN_INDEXES
+    from bnbdoctor.remedy.commands import index_cuda, torch_index
+
+    (call,) = pip_calls(command)
+    assert torch_index(call) == "cu132" and index_cuda(torch_index(call)) in check._KNOWN_INDEXES

@@ -43,7 +43,7 @@ def shipped_libraries(version: str, os_name: str | None, arch: str | None) -> tu
     return None
 
 
-def recorded_wheels() -> list[str]:
+def shipped_wheels() -> list[str]:
     """Every "<version> <tag>" recorded (for the tests and the docs)."""
     return sorted(_shipped())
 

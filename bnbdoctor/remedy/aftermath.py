@@ -34,7 +34,7 @@ from bnbdoctor.knowledge.published import TORCH_PYPI_LINUX_CUDA, torch_for_cuda,
 from bnbdoctor.knowledge.releases import legacy_cuda_setup
 from bnbdoctor.knowledge.shipped import shipped_libraries
 from bnbdoctor.knowledge.transformers import LAST_OF_MAJOR
-from bnbdoctor.remedy.commands import PipCall, parse
+from bnbdoctor.remedy.commands import PipCall, index_cuda, parse, torch_index
 from bnbdoctor.remedy.installable import installable
 from bnbdoctor.remedy.target import target_of
 
@@ -48,7 +48,6 @@ READ_ONLY = frozenset(
 )  # fmt: skip
 #: pip subcommands that only look.
 _PIP_READ_ONLY = frozenset({"show", "list", "freeze", "index", "debug", "check", "--version", "-V"})
-_INDEX = re.compile(r"download\.pytorch\.org/whl/(cu\d{2,3}|cpu|rocm[\d.]+|xpu)\b")
 _POWERSHELL_SET = re.compile(r"\$env:([A-Za-z_][A-Za-z0-9_]*)\s*=\s*[\"']?([^\"']*)[\"']?$")
 _POWERSHELL_UNSET = re.compile(r"Remove-Item\s+Env:([A-Za-z_][A-Za-z0-9_]*)$")
 _EXPORT = re.compile(r"export ([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -280,10 +279,10 @@ def _install_torch(after: Aftermath, call: PipCall, spec: SpecifierSet) -> str |
     python = facts.python
     if python is None:
         return "pip runs in an interpreter the facts do not describe"
-    index = next((m.group(1) for t in call.tokens if (m := _INDEX.search(t))), None)
+    index = torch_index(call)
     if index is None and any(t.startswith(("--index-url", "-i", "--extra-index-url")) for t in call.tokens):
         return "a torch from another vendor's index is not replayed"
-    cuda = f"{index[2:-1]}.{index[-1]}" if index and index.startswith("cu") else None
+    cuda = index_cuda(index)
     pins = [s.version for s in spec if s.operator == "=="]
     if pins:
         version: str | None = pins[0]

@@ -69,7 +69,7 @@ def _torch_fix(call: PipCall, facts: Facts) -> ChannelFix | None:
     if channel.kind == CONDA:
         return ChannelFix(
             [_conda_line(call)],
-            f"{_sentence(channel.why)}: install torch with conda, so conda's record of it stays true (pip would "
+            f"{sentence(channel.why)}: install torch with conda, so conda's record of it stays true (pip would "
             "put PyPI's files over conda's); conda-forge picks the CUDA build the driver can run.",
         )
     if index is not None and not _PUBLIC_INDEX.search(index):
@@ -77,20 +77,20 @@ def _torch_fix(call: PipCall, facts: Facts) -> ChannelFix | None:
     if channel.kind == VENDOR:
         return ChannelFix(
             [],
-            f"{_sentence(channel.why)}: no pip command replaces it here (pip would put PyPI's build, without the "
+            f"{sentence(channel.why)}: no pip command replaces it here (pip would put PyPI's build, without the "
             "vendor's patches, over it). Get a newer torch from the same vendor: a newer NGC container, or "
             "NVIDIA's wheel index for this JetPack.",
         )
     if channel.kind == SOURCE:
         return ChannelFix(
             [],
-            f"{_sentence(channel.why)}: rebuild it from that checkout (with this GPU in TORCH_CUDA_ARCH_LIST) "
+            f"{sentence(channel.why)}: rebuild it from that checkout (with this GPU in TORCH_CUDA_ARCH_LIST) "
             "rather than installing PyPI's build over it.",
         )
     if channel.kind == DISTRO:
         return ChannelFix(
             [],
-            f"{_sentence(channel.why)}: pip would write over apt's files. Create a virtual environment "
+            f"{sentence(channel.why)}: pip would write over apt's files. Create a virtual environment "
             "(python3 -m venv) and install torch there instead.",
         )
     return None
@@ -103,7 +103,7 @@ def _bnb_fix(call: PipCall, facts: Facts) -> ChannelFix | None:
     if channel.kind == CONDA:
         return ChannelFix(
             [_conda_line(call)],
-            f"{_sentence(channel.why)}: update it with conda. If conda-forge has no build that new, remove conda's "
+            f"{sentence(channel.why)}: update it with conda. If conda-forge has no build that new, remove conda's "
             "package first (conda remove --force bitsandbytes) and then install PyPI's wheel with pip.",
         )
     if channel.kind == SOURCE:
@@ -122,6 +122,6 @@ def _bnb_fix(call: PipCall, facts: Facts) -> ChannelFix | None:
     return None
 
 
-def _sentence(text: str) -> str:
+def sentence(text: str) -> str:
     """Capitalised, except a name written in lower case (bitsandbytes, torch)."""
     return text if text.startswith(("bitsandbytes", "torch")) else text[:1].upper() + text[1:]

@@ -17,12 +17,11 @@ from packaging.specifiers import SpecifierSet
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Finding
 from bnbdoctor.knowledge.published import cuda_indexes, torch_published_for
-from bnbdoctor.remedy.commands import PipCall, parse, programs
+from bnbdoctor.remedy.commands import PipCall, index_cuda, parse, programs, torch_index
 from bnbdoctor.remedy.fitting import POSIX_ONLY
 from bnbdoctor.remedy.installable import installable
 from bnbdoctor.remedy.target import Target, target_of
 
-_INDEX = re.compile(r"download\.pytorch\.org/whl/cu(\d{2,3})\b")
 _KNOWN_INDEXES = cuda_indexes()
 
 
@@ -86,16 +85,16 @@ def _pip_problems(
     call: PipCall, target: Target, installs_torch: str | None, bnb_specs: dict[str, str], rule_id: str
 ) -> list[str]:
     problems: list[str] = []
-    index = next((m.group(1) for t in call.tokens if (m := _INDEX.search(t))), None)
-    index_cuda = f"{index[:-1]}.{index[-1]}" if index else None
-    if index_cuda and index_cuda not in _KNOWN_INDEXES:
-        problems.append(f"PyTorch publishes no cu{index} index")
+    index = torch_index(call)
+    cuda = index_cuda(index)
+    if cuda and cuda not in _KNOWN_INDEXES:
+        problems.append(f"PyTorch publishes no {index} index")
     packages = call.packages()
     torch_req = packages.get("torch")
-    if torch_req is not None and index_cuda:
+    if torch_req is not None and cuda:
         for spec in torch_req.specifier:
-            if spec.operator == "==" and torch_published_for(spec.version, index_cuda) is not True:
-                problems.append(f"torch {spec.version} was not published for CUDA {index_cuda} (or is not known to be)")
+            if spec.operator == "==" and torch_published_for(spec.version, cuda) is not True:
+                problems.append(f"torch {spec.version} was not published for CUDA {cuda} (or is not known to be)")
     for name, req in packages.items():
         if name == "torch":
             continue  # its pins follow the index of each command

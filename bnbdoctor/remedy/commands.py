@@ -163,6 +163,22 @@ def render(segments: list[Segment], pip: str, options: list[str] | None = None) 
     return "".join(parts)
 
 
+_TORCH_INDEX = re.compile(r"download\.pytorch\.org/whl/(cu\d{2,3}|cpu|rocm[\d.]+|xpu)\b")
+
+
+def torch_index(call: PipCall) -> str | None:
+    """The PyTorch wheel index a pip call names, by its label ("cu121", "cpu", "rocm6.2", "xpu"); None for none."""
+    return next((m.group(1) for t in call.tokens if (m := _TORCH_INDEX.search(t))), None)
+
+
+def index_cuda(label: str | None) -> str | None:
+    """The CUDA version of a PyTorch index label ("cu121" -> "12.1"); None for a CPU, ROCm or XPU index."""
+    if not label or not label.startswith("cu"):
+        return None
+    digits = label[2:]
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
 def pip_calls(command: str) -> list[PipCall]:
     return [s for s in parse(command) if isinstance(s, PipCall)]
 

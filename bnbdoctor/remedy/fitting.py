@@ -32,8 +32,8 @@ from bnbdoctor.knowledge.published import (
     torch_for_cuda,
     torch_published_for,
 )
-from bnbdoctor.remedy.channels import channel_fix
-from bnbdoctor.remedy.commands import PipCall, Segment, parse, programs, render
+from bnbdoctor.remedy.channels import channel_fix, sentence
+from bnbdoctor.remedy.commands import PipCall, Segment, index_cuda, parse, programs, render, torch_index
 from bnbdoctor.remedy.installable import Blocked, blocked, describe, installable
 from bnbdoctor.remedy.target import Target, target_of
 
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 BNB = "bitsandbytes"
-_INDEX = re.compile(r"download\.pytorch\.org/whl/cu(\d{2,3})\b")
 #: Programs that exist only in a POSIX shell (left out on Windows unless translated).
 POSIX_ONLY = frozenset(
     {"ldconfig", "uname", "cat", "ls", "grep", "strings", "readelf", "ldd", "source", "nm", "objdump", "[", "which"}
@@ -168,12 +167,7 @@ def _name(req: Requirement) -> str:
 
 
 def _cuda_of_index(call: PipCall) -> str | None:
-    for token in call.tokens:
-        match = _INDEX.search(token)
-        if match:
-            digits = match.group(1)
-            return f"{digits[:-1]}.{digits[-1]}"
-    return None
+    return index_cuda(torch_index(call))
 
 
 def _fit_torch(commands: list[_Command], target: Target) -> str | None:
@@ -212,13 +206,13 @@ def _fit_bnb(command: _Command, plan: _Plan, torch_pin: str | None) -> list[str]
                 fix = _change_first(obstacle, target, spec)
                 if fix is None:
                     command.keep = False
-                    _note(command.finding, f"{_sentence(obstacle.reason)}.")
+                    _note(command.finding, f"{sentence(obstacle.reason)}.")
                     return before
                 torch_spec, torch_command = fix
                 vendor = vendor_torch_version(target.torch)
                 _note(
                     command.finding,
-                    f"{_sentence(obstacle.reason)}. Upgrade torch first (torch{torch_spec}), then bitsandbytes"
+                    f"{sentence(obstacle.reason)}. Upgrade torch first (torch{torch_spec}), then bitsandbytes"
                     + (
                         f"; this torch ({target.torch}) is a vendor build, so a newer image or vendor release "
                         "is the better way to a newer torch."
@@ -281,11 +275,6 @@ def _agreed_spec(plan: _Plan) -> str | None:
     newest_here = installable(plan.target) or list(published_releases())
     upper_open = plan.agreed[-1] == newest_here[-1] and plan.agreed[-1] == published_releases()[-1]
     return describe(plan.agreed, upper_open)
-
-
-def _sentence(text: str) -> str:
-    """Capitalised, except a name written in lower case (bitsandbytes, torch)."""
-    return text if text.startswith(("bitsandbytes", "torch")) else text[:1].upper() + text[1:]
 
 
 def _note(finding: Finding, text: str) -> None:

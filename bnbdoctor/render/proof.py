@@ -15,7 +15,9 @@ _NAMED = 3
 
 def proof_label(proof: Proof) -> str:
     """A short mark: "verified", "not enough" or "not verified"."""
-    return {True: "verified", False: "not enough"}.get(proof.verified, "not verified")  # type: ignore[arg-type]
+    if proof.verified is None:
+        return "not verified"
+    return "verified" if proof.verified else "not enough"
 
 
 def proof_sentence(proof: Proof) -> str:

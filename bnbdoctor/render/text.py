@@ -104,7 +104,7 @@ def print_finding(console: Console, finding: Finding) -> None:
     proof = finding.remediation.proof
     if proof is not None:
         checked = label_grid()
-        style = {True: "green", False: "yellow"}.get(proof.verified, "dim")  # type: ignore[arg-type]
+        style = "dim" if proof.verified is None else "green" if proof.verified else "yellow"
         checked.add_row(f"  {proof_label(proof)}", Text(proof_sentence(proof), style=style))
         console.print(checked)
     docs = label_grid()
