@@ -60,11 +60,13 @@ def line_evidence(facts: Facts, *signatures: SignatureId, limit: int = 3) -> lis
 
 @dataclass(frozen=True)
 class LogFinding:
-    """A finding a log rule reports word for word when the log shows one of ``signatures``.
+    """A finding a log rule reports when the log shows one of ``signatures``.
 
     Its evidence is the first ``limit`` lines of those families and of ``also_quoted`` (lines that say
     more about it without being it), so a rule names the families it fires on once. ``covers`` None: the
-    rule's declared catalog entries. A finding whose words depend on the log builds its :class:`Hit`."""
+    rule's declared catalog entries. Words that depend on the log (a version, a kernel's file, a dtype)
+    are ``{name}`` fields of the texts, filled by :meth:`hit`; a rule whose findings differ in more than
+    words declares one LogFinding per finding."""
 
     signatures: tuple[SignatureId, ...]
     title: str
@@ -76,15 +78,22 @@ class LogFinding:
     limit: int = 3
     severity: Severity | None = None
 
-    def hit(self, facts: Facts) -> Hit | None:
-        """The finding, or None when the log shows none of ``signatures``."""
+    def hit(self, facts: Facts, /, **words: str) -> Hit | None:
+        """The finding, or None when the log shows none of ``signatures``.
+
+        ``words`` fill the texts' ``{name}`` fields; without words the texts are taken as written (so a
+        text without fields may hold braces)."""
         if not seen(facts, *self.signatures):
             return None
+
+        def fill(text: str) -> str:
+            return text.format(**words) if words else text
+
         return Hit(
-            title=self.title,
-            explanation=self.explanation,
+            title=fill(self.title),
+            explanation=fill(self.explanation),
             evidence=line_evidence(facts, *self.signatures, *self.also_quoted, limit=self.limit),
-            remediation=Remediation(self.fix, list(self.commands)),
+            remediation=Remediation(fill(self.fix), [fill(command) for command in self.commands]),
             severity=self.severity,
             covers=None if self.covers is None else list(self.covers),
         )

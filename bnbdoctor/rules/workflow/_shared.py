@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Severity
 from bnbdoctor.knowledge import signatures as S
@@ -21,6 +23,19 @@ UPGRADE_TO_WINDOWS_WHEELS = f'pip install -U "bitsandbytes{WINDOWS_WHEELS.pip_sp
 
 
 UPGRADE_PAST_LEGACY_SETUP = f'pip install -U "bitsandbytes{LEGACY_CUDA_SETUP.after().pip_spec()}"'
+
+
+#: Where bitsandbytes' kernel check names the source line it failed at (``at line 114 in file /src/ops.cu``).
+_KERNEL_SITE = re.compile(r"at line (\d+) in file ([\w./\\:-]+)")
+
+
+def kernel_site(text: str, template: str) -> str:
+    """``template`` filled with the file name and line a bitsandbytes kernel check names, or "" when it names none."""
+    found = _KERNEL_SITE.search(text)
+    if found is None:
+        return ""
+    name = re.split(r"[\\/]", found.group(2))[-1]
+    return template.format(f"{name}:{found.group(1)}")
 
 
 def _severity_as_consequence(facts: Facts, *explained_by: SignatureId) -> tuple[Severity, str]:

@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.loader import LEGACY_CUDA_SETUP
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, UPGRADE_PAST_LEGACY_SETUP
 
-
 # --------------------------------------------------------------------------------- the native-library chain
+
+FINDING = log.LogFinding(
+    (S.LEGACY_LIBCUDART_NOT_FOUND,),
+    title="bitsandbytes' legacy CUDA setup found no libcudart on the environment's paths",
+    explanation=f"Releases up to {LEGACY_CUDA_SETUP.last_text} search CONDA_PREFIX, LD_LIBRARY_PATH and other "
+    "path-like variables for libcudart.so. The search is fragile (it discards hits, misreads colon-separated lists) "
+    "and never looks inside site-packages, where pip's torch keeps its CUDA runtime, so it fails on ordinary pip "
+    "installs; the advice it prints then points at the wrong CUDA.{windows}",
+    fix=f"Upgrade bitsandbytes: since {LEGACY_CUDA_SETUP.below_text} the loader follows torch.version.cuda and needs no "
+    "LD_LIBRARY_PATH changes. On the legacy releases, add the folder of a libcudart.so that matches torch's CUDA to "
+    "LD_LIBRARY_PATH.",
+    commands=(UPGRADE_PAST_LEGACY_SETUP,),
+    also_quoted=(S.LEGACY_PATH_DID_NOT_CONTAIN,),
+)
+
+
 @rule(
     Severity.WARNING,
     "The log shows no legacy CUDA setup failing to find libcudart",
@@ -50,22 +65,5 @@ def legacy_libcudart(facts: Facts) -> Hit | None:
 
     On the legacy releases, add the folder of a `libcudart.so` matching torch's CUDA to `LD_LIBRARY_PATH`.
     """
-    if not log.seen(facts, S.LEGACY_LIBCUDART_NOT_FOUND):
-        return None
-    windows = log.is_windows(facts)
-    return Hit(
-        title="bitsandbytes' legacy CUDA setup found no libcudart on the environment's paths",
-        explanation=f"Releases up to {LEGACY_CUDA_SETUP.last_text} search CONDA_PREFIX, LD_LIBRARY_PATH and other "
-        "path-like variables for "
-        "libcudart.so. The search is fragile (it discards hits, misreads colon-separated lists) and never looks "
-        "inside site-packages, where pip's torch keeps its CUDA runtime, so it fails on ordinary pip installs; "
-        "the advice it prints then points at the wrong CUDA."
-        + (" On Windows the search looks for Linux file names and cannot succeed." if windows else ""),
-        evidence=log.line_evidence(facts, S.LEGACY_LIBCUDART_NOT_FOUND, S.LEGACY_PATH_DID_NOT_CONTAIN),
-        remediation=Remediation(
-            f"Upgrade bitsandbytes: since {LEGACY_CUDA_SETUP.below_text} the loader follows torch.version.cuda and "
-            "needs no LD_LIBRARY_PATH changes. On the legacy releases, add the folder of a libcudart.so that matches "
-            "torch's CUDA to LD_LIBRARY_PATH.",
-            [UPGRADE_PAST_LEGACY_SETUP],
-        ),
-    )
+    windows = " On Windows the search looks for Linux file names and cannot succeed." if log.is_windows(facts) else ""
+    return FINDING.hit(facts, windows=windows)

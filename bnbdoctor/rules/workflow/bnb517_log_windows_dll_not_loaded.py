@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.platforms import PYTHON_DLL_PATH_SEARCH_DROPPED, WINDOWS_WHEELS
 from bnbdoctor.knowledge.ranges import minor
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, UPGRADE_TO_WINDOWS_WHEELS
+
+FINDING = log.LogFinding(
+    (S.WINDOWS_DLL_NOT_LOADED,),
+    title="Windows could not load {name} or one of the DLLs it imports",
+    explanation="The file is usually there: what fails is a DLL it imports, typically the CUDA runtime or cuBLAS of "
+    f"the CUDA version the build was made for. Python {PYTHON_DLL_PATH_SEARCH_DROPPED}+ no longer searches PATH for a "
+    f"DLL's dependencies, so a CUDA toolkit on PATH does not help. Releases before {minor(WINDOWS_WHEELS.first_text)} "
+    "had no official Windows build; community DLLs each expect one specific CUDA version.",
+    fix=f"Install the official Windows wheels (bitsandbytes {WINDOWS_WHEELS.first_text} or newer), which use the CUDA "
+    "libraries torch ships. With a community build, install the CUDA runtime it was built for and do not mix it with "
+    "another CUDA version.",
+    commands=(UPGRADE_TO_WINDOWS_WHEELS,),
+    also_quoted=(S.CUDA_RUNTIME_PATH,),
+)
 
 
 @rule(
@@ -48,26 +62,8 @@ def windows_dll(facts: Facts) -> Hit | None:
 
     With a community build, install the CUDA runtime it was built for and do not mix it with another CUDA version.
     """
-    if not log.seen(facts, S.WINDOWS_DLL_NOT_LOADED):
-        return None
     first = log.first(facts, S.WINDOWS_DLL_NOT_LOADED)
-    name = (
-        first.text.split("'")[1].replace("/", "\\").rsplit("\\", 1)[-1]
-        if first and first.text.count("'") >= 2
-        else "the DLL"
-    )
-    return Hit(
-        title=f"Windows could not load {name} or one of the DLLs it imports",
-        explanation="The file is usually there: what fails is a DLL it imports, typically the CUDA runtime or cuBLAS "
-        f"of the CUDA version the build was made for. Python {PYTHON_DLL_PATH_SEARCH_DROPPED}+ no longer searches "
-        "PATH for a DLL's dependencies, so a CUDA toolkit on PATH does not help. Releases before "
-        f"{minor(WINDOWS_WHEELS.first_text)} had no official Windows build; community DLLs each expect one specific "
-        "CUDA version.",
-        evidence=log.line_evidence(facts, S.WINDOWS_DLL_NOT_LOADED, S.CUDA_RUNTIME_PATH),
-        remediation=Remediation(
-            f"Install the official Windows wheels (bitsandbytes {WINDOWS_WHEELS.first_text} or newer), which use the "
-            "CUDA libraries torch ships. With a community build, install the CUDA runtime it was built for and do not "
-            "mix it with another CUDA version.",
-            [UPGRADE_TO_WINDOWS_WHEELS],
-        ),
-    )
+    if first is None:
+        return None
+    quoted = first.text.split("'")
+    return FINDING.hit(facts, name=quoted[1].replace("/", "\\").rsplit("\\", 1)[-1] if len(quoted) >= 3 else "the DLL")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.platforms import (
     CURRENT_MANYLINUX,
@@ -50,6 +50,18 @@ def _platform_note(facts: Facts) -> str:
     if platform.os == "linux" and platform.libc_version:
         return f" The log shows glibc {platform.libc_version}; the Linux wheels need {CURRENT_MANYLINUX.glibc_text}."
     return ""
+
+
+FINDING = log.LogFinding(
+    (S.PIP_NO_BNB_WHEEL,),
+    title="{title}",
+    explanation=f"{{why}} Current releases ship wheels for {WHEELS}.{{platform}}",
+    fix="Check what pip accepts here (pip debug --verbose lists its tags) and run on a platform bitsandbytes ships "
+    "wheels for, with a Python the release supports; drop bitsandbytes from the requirements if you do not load "
+    "models in 4-bit or 8-bit, or build it from source.",
+    commands=(PIP_TAGS, PLATFORM_CHECK),
+    limit=2,
+)
 
 
 @rule(
@@ -118,14 +130,4 @@ def no_wheel_for_platform(facts: Facts) -> Hit | None:
             f"Releases after {LINUX_ONLY_WHEEL.last_text} ship platform wheels only; pip finds none that fits this "
             "machine, this Python and the requirement."
         )
-    return Hit(
-        title=title,
-        explanation=f"{why} Current releases ship wheels for {WHEELS}.{_platform_note(facts)}",
-        evidence=log.line_evidence(facts, S.PIP_NO_BNB_WHEEL, limit=2),
-        remediation=Remediation(
-            "Check what pip accepts here (pip debug --verbose lists its tags) and run on a platform bitsandbytes ships "
-            "wheels for, with a Python the release supports; drop bitsandbytes from the requirements if you do not "
-            "load models in 4-bit or 8-bit, or build it from source.",
-            [PIP_TAGS, PLATFORM_CHECK],
-        ),
-    )
+    return FINDING.hit(facts, title=title, why=why, platform=_platform_note(facts))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -11,6 +11,18 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
 
 #: The import the application hid, run by hand: its traceback is the real error.
 IMPORT_BNB = 'python -c "import bitsandbytes"'
+
+FINDING = log.LogFinding(
+    (S.APP_NO_BITSANDBYTES,),
+    title="The trainer hid why bitsandbytes failed to import ('No bitsandbytes')",
+    explanation="The application catches the ImportError of `import bitsandbytes` and raises its own 'No bitsandbytes' "
+    "message, which reads as 'not installed' whatever happened: bitsandbytes missing from the venv that runs, or "
+    "installed and failing at import (its native library, a dependency, the platform).{why}",
+    fix="Run the import with the trainer's own Python to see the real error and fix that one; if bitsandbytes is "
+    "missing there, install it into that venv.",
+    commands=(IMPORT_BNB, PYTHON_M_BNB),
+    limit=2,
+)
 
 
 @rule(
@@ -55,25 +67,10 @@ def app_hides_bitsandbytes_import_error(facts: Facts) -> Hit | None:
     with that Python); otherwise follow the error it prints. An optimizer that does not need bitsandbytes (AdamW)
     avoids it altogether.
     """
-    if not log.seen(facts, S.APP_NO_BITSANDBYTES):
-        return None
     cause = log.consequence_of(facts)
     why = (
         f" Here the log also shows the cause: {cause}."
         if cause
         else " The log does not show the import's own error; running the import by hand does."
     )
-    return Hit(
-        title="The trainer hid why bitsandbytes failed to import ('No bitsandbytes')",
-        explanation=(
-            "The application catches the ImportError of `import bitsandbytes` and raises its own 'No bitsandbytes' "
-            "message, which reads as 'not installed' whatever happened: bitsandbytes missing from the venv that "
-            "runs, or installed and failing at import (its native library, a dependency, the platform)." + why
-        ),
-        evidence=log.line_evidence(facts, S.APP_NO_BITSANDBYTES, limit=2),
-        remediation=Remediation(
-            "Run the import with the trainer's own Python to see the real error and fix that one; if bitsandbytes "
-            "is missing there, install it into that venv.",
-            [IMPORT_BNB, PYTHON_M_BNB],
-        ),
-    )
+    return FINDING.hit(facts, why=why)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.features import BNB_LION, BNB_PAGED_OPTIMIZERS
 from bnbdoctor.knowledge.ranges import VersionRange
@@ -28,6 +28,18 @@ def _needs(text: str) -> tuple[str, VersionRange | None]:
     if name.startswith("Lion"):
         return name, BNB_LION
     return name, None
+
+
+FINDING = log.LogFinding(
+    (S.BNB_LACKS_OPTIMIZER,),
+    title="The installed bitsandbytes has no {name}: a release older than the trainer expects",
+    explanation="The trainer asks bitsandbytes for {name}{since}, and the installed release does not have it. An old "
+    "release (on Windows often a community build) stays installed when a launcher or a requirements pin keeps it.",
+    fix="Upgrade bitsandbytes in the trainer's environment, or choose an optimizer the installed release has.",
+    commands=('pip install -U "bitsandbytes{spec}"', PYTHON_M_BNB),
+    also_quoted=(S.BNB_VERSION,),
+    limit=2,
+)
 
 
 @rule(
@@ -73,16 +85,4 @@ def bitsandbytes_too_old_for_optimizer(facts: Facts) -> Hit | None:
         return None
     name, releases = _needs(matches[0].text)
     since = f" (bitsandbytes {releases.first_text} and newer have it)" if releases else ""
-    return Hit(
-        title=f"The installed bitsandbytes has no {name}: a release older than the trainer expects",
-        explanation=(
-            f"The trainer asks bitsandbytes for {name}{since}, and the installed release does not have it. An old "
-            "release (on Windows often a community build) stays installed when a launcher or a requirements pin "
-            "keeps it."
-        ),
-        evidence=log.line_evidence(facts, S.BNB_LACKS_OPTIMIZER, S.BNB_VERSION, limit=2),
-        remediation=Remediation(
-            "Upgrade bitsandbytes in the trainer's environment, or choose an optimizer the installed release has.",
-            [f'pip install -U "bitsandbytes{(releases or BNB_PAGED_OPTIMIZERS).pip_spec()}"', PYTHON_M_BNB],
-        ),
-    )
+    return FINDING.hit(facts, name=name, since=since, spec=(releases or BNB_PAGED_OPTIMIZERS).pip_spec())

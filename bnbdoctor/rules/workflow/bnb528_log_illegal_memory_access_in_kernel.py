@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-import re
-
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
-from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
+from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, kernel_site
+
+FINDING = log.LogFinding(
+    (S.BNB_KERNEL_ILLEGAL_ACCESS, S.CUDA_ILLEGAL_ACCESS),
+    title="{title}",
+    explanation="A kernel read or wrote outside its buffers; {how}. Usual causes: a bug of the installed bitsandbytes "
+    "for this shape or blocksize, inputs that are not contiguous or not on the kernel's GPU, or memory corrupted by "
+    "an earlier kernel. Rerun with CUDA_LAUNCH_BLOCKING=1 to see the kernel that faulted.",
+    fix="Upgrade bitsandbytes and rerun with CUDA_LAUNCH_BLOCKING=1 set; keep inputs contiguous and on one GPU; "
+    "report it to bitsandbytes with that traceback if the newest release still fails.",
+    commands=("pip install -U bitsandbytes", PYTHON_M_BNB),
+    limit=2,
+)
 
 
 @rule(
@@ -53,29 +63,10 @@ def illegal_memory_access_in_kernel(facts: Facts) -> Hit | None:
     report it to bitsandbytes with the traceback taken under `CUDA_LAUNCH_BLOCKING=1` and the tensor shapes.
     """
     ours = log.first(facts, S.BNB_KERNEL_ILLEGAL_ACCESS)
-    generic = log.first(facts, S.CUDA_ILLEGAL_ACCESS)
-    if ours is None and generic is None:
-        return None
-    if ours is not None:
-        line = re.search(r"at line (\d+) in file ([\w./\\:-]+)", ours.text)
-        name = re.split(r"[\\/]", line.group(2))[-1] if line else ""
-        where = f" (checked in {name}:{line.group(1)})" if line else ""
-        title = f"A bitsandbytes kernel made an illegal memory access{where}"
-        how = "bitsandbytes' check after its own kernel launch reports it"
-    else:
+    if ours is None:
         title = "A CUDA kernel made an illegal memory access"
         how = "torch reports it at the next CUDA call, so the faulting kernel may have run earlier"
-    return Hit(
-        title=title,
-        explanation=(
-            f"A kernel read or wrote outside its buffers; {how}. Usual causes: a bug of the installed bitsandbytes "
-            "for this shape or blocksize, inputs that are not contiguous or not on the kernel's GPU, or memory "
-            "corrupted by an earlier kernel. Rerun with CUDA_LAUNCH_BLOCKING=1 to see the kernel that faulted."
-        ),
-        evidence=log.line_evidence(facts, S.BNB_KERNEL_ILLEGAL_ACCESS, S.CUDA_ILLEGAL_ACCESS, limit=2),
-        remediation=Remediation(
-            "Upgrade bitsandbytes and rerun with CUDA_LAUNCH_BLOCKING=1 set; keep inputs contiguous and on one GPU; "
-            "report it to bitsandbytes with that traceback if the newest release still fails.",
-            ["pip install -U bitsandbytes", PYTHON_M_BNB],
-        ),
-    )
+    else:
+        title = f"A bitsandbytes kernel made an illegal memory access{kernel_site(ours.text, ' (checked in {})')}"
+        how = "bitsandbytes' check after its own kernel launch reports it"
+    return FINDING.hit(facts, title=title, how=how)

@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
+
+FINDING = log.LogFinding(
+    (S.TENSORS_DIFFERENT_DEVICES,),
+    title="Parts of a {quantized}model run on different devices{replica}",
+    explanation="An operation received tensors on two devices. With bitsandbytes layers this happens when device_map "
+    "offloaded some layers (or their quant_state) to the CPU or split them across GPUs, when torch.nn.DataParallel "
+    "replicas keep the 4-bit quant_state on device 0, or when a LoRA update on the GPU meets a base layer offloaded "
+    "to the CPU.",
+    fix="Load the quantized model on one device when it fits (device_map={{'': 0}}); for several GPUs use "
+    "accelerate/torchrun DDP with device_map={{'': local_rank}} instead of DataParallel; avoid CPU offload with "
+    "bitsandbytes layers; move inputs to the device of the model's first layer; upgrade peft.",
+    commands=("nvidia-smi", "pip install -U peft accelerate transformers"),
+    also_quoted=(S.DATAPARALLEL_REPLICA_ERROR,),
+)
 
 
 @rule(
@@ -47,24 +61,9 @@ def different_devices(facts: Facts) -> Hit | None:
       pip install -U peft accelerate transformers
       ```
     """
-    if not log.seen(facts, S.TENSORS_DIFFERENT_DEVICES):
-        return None
-    replica = log.seen(facts, S.DATAPARALLEL_REPLICA_ERROR)
     quantized = log.seen(facts, S.QUANTIZATION_CONFIG) or bool(facts.python and facts.python.bitsandbytes.installed)
-    return Hit(
-        title="Parts of a "
-        + ("quantized " if quantized else "")
-        + "model run on different devices"
-        + (" (torch.nn.DataParallel)" if replica else ""),
-        explanation="An operation received tensors on two devices. With bitsandbytes layers this happens when "
-        "device_map offloaded some layers (or their quant_state) to the CPU or split them across GPUs, when "
-        "torch.nn.DataParallel replicas keep the 4-bit quant_state on device 0, or when a LoRA update on the GPU "
-        "meets a base layer offloaded to the CPU.",
-        evidence=log.line_evidence(facts, S.TENSORS_DIFFERENT_DEVICES, S.DATAPARALLEL_REPLICA_ERROR),
-        remediation=Remediation(
-            "Load the quantized model on one device when it fits (device_map={'': 0}); for several GPUs use "
-            "accelerate/torchrun DDP with device_map={'': local_rank} instead of DataParallel; avoid CPU offload with "
-            "bitsandbytes layers; move inputs to the device of the model's first layer; upgrade peft.",
-            ["nvidia-smi", "pip install -U peft accelerate transformers"],
-        ),
+    return FINDING.hit(
+        facts,
+        quantized="quantized " if quantized else "",
+        replica=" (torch.nn.DataParallel)" if log.seen(facts, S.DATAPARALLEL_REPLICA_ERROR) else "",
     )

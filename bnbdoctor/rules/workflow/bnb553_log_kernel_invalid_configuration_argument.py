@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-import re
-
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
-from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
+from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, kernel_site
+
+FINDING = log.LogFinding(
+    (S.BNB_KERNEL_INVALID_CONFIGURATION,),
+    title="A bitsandbytes kernel was launched with an invalid grid{where}: a tensor it does not take",
+    explanation="The kernel's launch configuration is computed from its input; CUDA rejected it, which an empty "
+    "tensor or a view the kernel does not take causes (blockwise quantization of an indexed slice, optimizer states "
+    "of parameters partitioned by DeepSpeed ZeRO-2). The GPU itself is not the problem.",
+    fix="Pass a contiguous copy (.clone() / .contiguous()) of a sliced tensor; with DeepSpeed use ZeRO-3 rather than "
+    "ZeRO-2 for 8-bit optimizers; upgrade bitsandbytes.",
+    commands=("pip install -U bitsandbytes", PYTHON_M_BNB),
+    limit=2,
+)
 
 
 @rule(
@@ -48,22 +58,4 @@ def kernel_invalid_configuration_argument(facts: Facts) -> Hit | None:
     ```
     """
     match = log.first(facts, S.BNB_KERNEL_INVALID_CONFIGURATION)
-    if match is None:
-        return None
-    line = re.search(r"at line (\d+) in file ([\w./\\:-]+)", match.text)
-    name = re.split(r"[\\/]", line.group(2))[-1] if line else ""
-    where = f" ({name}:{line.group(1)})" if line else ""
-    return Hit(
-        title=f"A bitsandbytes kernel was launched with an invalid grid{where}: a tensor it does not take",
-        explanation=(
-            "The kernel's launch configuration is computed from its input; CUDA rejected it, which an empty tensor "
-            "or a view the kernel does not take causes (blockwise quantization of an indexed slice, optimizer "
-            "states of parameters partitioned by DeepSpeed ZeRO-2). The GPU itself is not the problem."
-        ),
-        evidence=log.line_evidence(facts, S.BNB_KERNEL_INVALID_CONFIGURATION, limit=2),
-        remediation=Remediation(
-            "Pass a contiguous copy (.clone() / .contiguous()) of a sliced tensor; with DeepSpeed use ZeRO-3 rather "
-            "than ZeRO-2 for 8-bit optimizers; upgrade bitsandbytes.",
-            ["pip install -U bitsandbytes", PYTHON_M_BNB],
-        ),
-    )
+    return None if match is None else FINDING.hit(facts, where=kernel_site(match.text, " ({})"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -13,6 +13,19 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
 
 #: Which bitsandbytes the interpreter imports (a local folder shadowing the package shows here).
 WHICH_BNB = 'python -c "import bitsandbytes, sys; print(bitsandbytes.__file__, sys.path[:3])"'
+
+FINDING = log.LogFinding(
+    (S.BNB_MODULE_ATTRIBUTE_MISSING,),
+    title="The imported bitsandbytes has no '{name}': its import failed half-way or a folder shadows it",
+    explanation="Every bitsandbytes release imports its {name} submodule when it is imported, so the module the "
+    "program got is not a complete bitsandbytes: an earlier import raised part-way and left a half-initialised "
+    "module behind, or a folder named bitsandbytes in the working directory or on sys.path shadows the installed "
+    "package.",
+    fix="From the same directory and environment, print which bitsandbytes is imported and run its self-check; "
+    "rename a shadowing folder, or fix the error the import prints.",
+    commands=(WHICH_BNB, PYTHON_M_BNB),
+    limit=2,
+)
 
 
 @rule(
@@ -56,19 +69,4 @@ def bitsandbytes_import_incomplete(facts: Facts) -> Hit | None:
     if match is None:
         return None
     found = re.search(r"has no attribute '(\w+)'", match.text)
-    name = found.group(1) if found else "nn"
-    return Hit(
-        title=f"The imported bitsandbytes has no '{name}': its import failed half-way or a folder shadows it",
-        explanation=(
-            f"Every bitsandbytes release imports its {name} submodule when it is imported, so the module the "
-            "program got is not a complete bitsandbytes: an earlier import raised part-way and left a "
-            "half-initialised module behind, or a folder named bitsandbytes in the working directory or on "
-            "sys.path shadows the installed package."
-        ),
-        evidence=log.line_evidence(facts, S.BNB_MODULE_ATTRIBUTE_MISSING, limit=2),
-        remediation=Remediation(
-            "From the same directory and environment, print which bitsandbytes is imported and run its self-check; "
-            "rename a shadowing folder, or fix the error the import prints.",
-            [WHICH_BNB, PYTHON_M_BNB],
-        ),
-    )
+    return FINDING.hit(facts, name=found.group(1) if found else "nn")

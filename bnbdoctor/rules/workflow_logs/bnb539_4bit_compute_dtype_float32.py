@@ -5,10 +5,21 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
+
+FINDING = log.LogFinding(
+    (S.COMPUTE_DTYPE_FP32_SLOW,),
+    title="4-bit layers compute in float32 while the input is {dtype}: slow, not wrong",
+    explanation="BitsAndBytesConfig was created without bnb_4bit_compute_dtype, so the 4-bit layers dequantize to "
+    "float32 and compute in float32 although the activations are {dtype}. Results are correct; matmuls are much "
+    "slower. This is a performance note, not the cause of an error.",
+    fix="Pass bnb_4bit_compute_dtype=torch.bfloat16 (or torch.float16 on GPUs without bf16) to BitsAndBytesConfig, "
+    "matching torch_dtype.",
+    limit=1,
+)
 
 
 @rule(
@@ -44,15 +55,4 @@ def compute_dtype_fp32(facts: Facts) -> Hit | None:
     if match is None:
         return None
     found = re.search(r"Linear4bit is (?:torch\.)?(\w+)", match.text)
-    dtype = found.group(1) if found else "float16"
-    return Hit(
-        title=f"4-bit layers compute in float32 while the input is {dtype}: slow, not wrong",
-        explanation="BitsAndBytesConfig was created without bnb_4bit_compute_dtype, so the 4-bit layers dequantize "
-        f"to float32 and compute in float32 although the activations are {dtype}. Results are correct; matmuls are "
-        "much slower. This is a performance note, not the cause of an error.",
-        evidence=log.line_evidence(facts, S.COMPUTE_DTYPE_FP32_SLOW, limit=1),
-        remediation=Remediation(
-            "Pass bnb_4bit_compute_dtype=torch.bfloat16 (or torch.float16 on GPUs without bf16) to BitsAndBytesConfig, "
-            "matching torch_dtype."
-        ),
-    )
+    return FINDING.hit(facts, dtype=found.group(1) if found else "float16")

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow_logs._shared import VERSIONS_CHECK
+
+FINDING = log.LogFinding(
+    (S.QUANT_STATE_MISSING, S.PACKED_4BIT_MATMUL),
+    title="{title}",
+    explanation="A 4-bit (Params4bit) weight is quantized, and gets its quant state, when it is moved to the GPU. This "
+    "one reached the matmul as packed data without that state: a layer built on the CPU and never moved, a state "
+    "dict loaded into plain tensors, or an NF4 checkpoint loaded with the application's bitsandbytes path off (Forge "
+    "needs --bnb for NF4 models).",
+    fix="Move the quantized model to the GPU before use, or load it with from_pretrained and a BitsAndBytesConfig; in "
+    "Forge, start with the --bnb flag for NF4 checkpoints.",
+    commands=(VERSIONS_CHECK,),
+    limit=2,
+)
 
 
 @rule(
@@ -50,26 +63,9 @@ def weight_4bit_without_quant_state(facts: Facts) -> Hit | None:
     - Forge and Forge Classic: start with the `--bnb` flag for NF4 checkpoints (the maintainer's answer).
     - ComfyUI: load NF4 checkpoints with a loader that supports them, with a current bitsandbytes.
     """
-    if not log.seen(facts, S.QUANT_STATE_MISSING, S.PACKED_4BIT_MATMUL):
-        return None
-    packed_only = not log.seen(facts, S.QUANT_STATE_MISSING)
     title = (
-        "A plain matmul got a packed 4-bit weight: the 4-bit path was not taken"
-        if packed_only
-        else "A 4-bit weight was used without its quantization state"
+        "A 4-bit weight was used without its quantization state"
+        if log.seen(facts, S.QUANT_STATE_MISSING)
+        else "A plain matmul got a packed 4-bit weight: the 4-bit path was not taken"
     )
-    return Hit(
-        title=title,
-        explanation=(
-            "A 4-bit (Params4bit) weight is quantized, and gets its quant state, when it is moved to the GPU. This "
-            "one reached the matmul as packed data without that state: a layer built on the CPU and never moved, a "
-            "state dict loaded into plain tensors, or an NF4 checkpoint loaded with the application's bitsandbytes "
-            "path off (Forge needs --bnb for NF4 models)."
-        ),
-        evidence=log.line_evidence(facts, S.QUANT_STATE_MISSING, S.PACKED_4BIT_MATMUL, limit=2),
-        remediation=Remediation(
-            "Move the quantized model to the GPU before use, or load it with from_pretrained and a BitsAndBytesConfig; "
-            "in Forge, start with the --bnb flag for NF4 checkpoints.",
-            [VERSIONS_CHECK],
-        ),
-    )
+    return FINDING.hit(facts, title=title)

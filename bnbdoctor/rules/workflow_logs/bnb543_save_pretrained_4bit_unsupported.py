@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.features import BNB_4BIT_SERIALIZATION, TRANSFORMERS_4BIT_SERIALIZATION
 from bnbdoctor.rules import log_evidence as log
@@ -14,6 +14,19 @@ from bnbdoctor.rules.workflow_logs._shared import VERSIONS_CHECK
 UPGRADE = (
     f'pip install -U "transformers{TRANSFORMERS_4BIT_SERIALIZATION.pip_spec()}" '
     f'"bitsandbytes{BNB_4BIT_SERIALIZATION.pip_spec()}"'
+)
+
+FINDING = log.LogFinding(
+    (S.SAVE_4BIT_UNSUPPORTED,),
+    title="{of} cannot save a 4-bit model (4-bit serialization needs transformers {first})",
+    explanation="4-bit bitsandbytes weights became serializable in transformers {first} with bitsandbytes {bnb_first} "
+    "or newer; older releases refuse save_pretrained and push_to_hub on a 4-bit model. After QLoRA training the "
+    "adapter is what to save.",
+    fix="Save the trained adapter (peft_model.save_pretrained) instead of the 4-bit base model, or upgrade "
+    "transformers to {first}+ and bitsandbytes to {bnb_first}+ to save 4-bit weights.",
+    commands=(UPGRADE,),
+    also_quoted=(S.PACKAGE_VERSION,),
+    limit=2,
 )
 
 
@@ -57,22 +70,10 @@ def save_pretrained_4bit_unsupported(facts: Facts) -> Hit | None:
 
     To publish a merged model, reload the base model in 16-bit, merge the adapter and save that.
     """
-    if not log.seen(facts, S.SAVE_4BIT_UNSUPPORTED):
-        return None
     version = log.version(facts, "transformers")
-    of = f"transformers {version}" if version else "This transformers"
-    first, bnb_first = TRANSFORMERS_4BIT_SERIALIZATION.first_text, BNB_4BIT_SERIALIZATION.first_text
-    return Hit(
-        title=f"{of} cannot save a 4-bit model (4-bit serialization needs transformers {first})",
-        explanation=(
-            f"4-bit bitsandbytes weights became serializable in transformers {first} with bitsandbytes {bnb_first} "
-            "or newer; older releases refuse save_pretrained and push_to_hub on a 4-bit model. After QLoRA training "
-            "the adapter is what to save."
-        ),
-        evidence=log.line_evidence(facts, S.SAVE_4BIT_UNSUPPORTED, S.PACKAGE_VERSION, limit=2),
-        remediation=Remediation(
-            "Save the trained adapter (peft_model.save_pretrained) instead of the 4-bit base model, or upgrade "
-            f"transformers to {first}+ and bitsandbytes to {bnb_first}+ to save 4-bit weights.",
-            [UPGRADE],
-        ),
+    return FINDING.hit(
+        facts,
+        of=f"transformers {version}" if version else "This transformers",
+        first=TRANSFORMERS_4BIT_SERIALIZATION.first_text,
+        bnb_first=BNB_4BIT_SERIALIZATION.first_text,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.bad_releases import PARAMS4BIT_REQUANTIZED
 from bnbdoctor.rules import log_evidence as log
@@ -14,6 +14,18 @@ from bnbdoctor.rules.workflow_logs._shared import VERSIONS_CHECK
 
 #: A device move on the line of the message: ``module.to(device="cuda")``, ``model.cuda()``.
 _MOVE = re.compile(r"\.(?:to|cuda)\(")
+
+FINDING = log.LogFinding(
+    (S.QUANTIZE_PACKED_WEIGHTS,),
+    title="Already quantized weights were handed to bitsandbytes' quantizer again",
+    explanation="bitsandbytes quantizes 16/32-bit float weights; a uint8/int8 tensor is already quantized data. The "
+    "usual cause is a pre-quantized checkpoint loaded with a BitsAndBytesConfig again, so its packed weights are "
+    "quantized a second time.{also}",
+    fix="Load the pre-quantized checkpoint without a quantization_config (it carries its own), or quantize the "
+    "full-precision checkpoint instead.",
+    commands=(VERSIONS_CHECK,),
+    limit=2,
+)
 
 
 @rule(
@@ -66,17 +78,4 @@ def blockwise_quant_on_prequantized_weight(facts: Facts) -> Hit | None:
         else f" bitsandbytes {regression.first_text} gives the same message when a 4-bit model moves between devices "
         f"(a regression fixed in {PARAMS4BIT_REQUANTIZED.fixed_in}); the log does not show the release."
     )
-    return Hit(
-        title="Already quantized weights were handed to bitsandbytes' quantizer again",
-        explanation=(
-            "bitsandbytes quantizes 16/32-bit float weights; a uint8/int8 tensor is already quantized data. The "
-            "usual cause is a pre-quantized checkpoint loaded with a BitsAndBytesConfig again, so its packed "
-            "weights are quantized a second time." + also
-        ),
-        evidence=log.line_evidence(facts, S.QUANTIZE_PACKED_WEIGHTS, limit=2),
-        remediation=Remediation(
-            "Load the pre-quantized checkpoint without a quantization_config (it carries its own), or quantize the "
-            "full-precision checkpoint instead.",
-            [VERSIONS_CHECK],
-        ),
-    )
+    return FINDING.hit(facts, also=also)

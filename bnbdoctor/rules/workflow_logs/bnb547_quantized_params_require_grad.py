@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow_logs._shared import VERSIONS_CHECK
+
+FINDING = log.LogFinding(
+    (S.INT_PARAMS_REQUIRE_GRAD,),
+    title="A quantized (integer) weight was made to require gradients",
+    explanation="bitsandbytes keeps quantized weights as int8/uint8 tensors, which torch cannot train. A layer meant "
+    "to train (a classification head) was quantized and then set trainable, or the quantized parameters were created "
+    "with requires_grad=True (transformers under DeepSpeed ZeRO-3).",
+    fix="Keep trainable layers out of quantization (llm_int8_skip_modules in the BitsAndBytesConfig, modules_to_save "
+    "in the LoraConfig); upgrade transformers for the DeepSpeed ZeRO-3 case.",
+    commands=(VERSIONS_CHECK,),
+    limit=2,
+)
 
 
 @rule(
@@ -47,19 +59,4 @@ def quantized_params_require_grad(facts: Facts) -> Hit | None:
     (the peft maintainer's answer); upgrade transformers for the ZeRO-3 8-bit case; never call `requires_grad_()` on
     quantized weights.
     """
-    if not log.seen(facts, S.INT_PARAMS_REQUIRE_GRAD):
-        return None
-    return Hit(
-        title="A quantized (integer) weight was made to require gradients",
-        explanation=(
-            "bitsandbytes keeps quantized weights as int8/uint8 tensors, which torch cannot train. A layer meant to "
-            "train (a classification head) was quantized and then set trainable, or the quantized parameters were "
-            "created with requires_grad=True (transformers under DeepSpeed ZeRO-3)."
-        ),
-        evidence=log.line_evidence(facts, S.INT_PARAMS_REQUIRE_GRAD, limit=2),
-        remediation=Remediation(
-            "Keep trainable layers out of quantization (llm_int8_skip_modules in the BitsAndBytesConfig, "
-            "modules_to_save in the LoraConfig); upgrade transformers for the DeepSpeed ZeRO-3 case.",
-            [VERSIONS_CHECK],
-        ),
-    )
+    return FINDING.hit(facts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity
+from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
@@ -11,6 +11,19 @@ from bnbdoctor.rules.base import rule
 VERSIONS = (
     'python -c "import peft, transformers, bitsandbytes; '
     'print(peft.__version__, transformers.__version__, bitsandbytes.__version__)"'
+)
+
+FINDING = log.LogFinding(
+    (S.PEFT_BNB_API_MISMATCH,),
+    title="peft and the quantized layers of transformers/bitsandbytes come from releases that do not match",
+    explanation="peft's LoRA layers pass keywords to and read attributes of the bitsandbytes layers transformers "
+    "created; this peft expects another release's layer API (or an application patched peft for another release), "
+    "so it fails on the first layer it wraps.",
+    fix="Upgrade peft, transformers, accelerate and bitsandbytes together (or install the versions the application "
+    "pins), and drop a patch of peft written for another release.",
+    commands=("pip install -U peft transformers accelerate bitsandbytes", VERSIONS),
+    also_quoted=(S.PACKAGE_VERSION,),
+    limit=2,
 )
 
 
@@ -55,19 +68,4 @@ def peft_bnb_api_mismatch(facts: Facts) -> Hit | None:
 
     Remove or update an application's patch of peft's LoRA layers that was written for another peft release.
     """
-    if not log.seen(facts, S.PEFT_BNB_API_MISMATCH):
-        return None
-    return Hit(
-        title="peft and the quantized layers of transformers/bitsandbytes come from releases that do not match",
-        explanation=(
-            "peft's LoRA layers pass keywords to and read attributes of the bitsandbytes layers transformers created; "
-            "this peft expects another release's layer API (or an application patched peft for another release), so "
-            "it fails on the first layer it wraps."
-        ),
-        evidence=log.line_evidence(facts, S.PEFT_BNB_API_MISMATCH, S.PACKAGE_VERSION, limit=2),
-        remediation=Remediation(
-            "Upgrade peft, transformers, accelerate and bitsandbytes together (or install the versions the application "
-            "pins), and drop a patch of peft written for another release.",
-            ["pip install -U peft transformers accelerate bitsandbytes", VERSIONS],
-        ),
-    )
+    return FINDING.hit(facts)
