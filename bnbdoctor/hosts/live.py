@@ -19,19 +19,7 @@ from typing import Any
 
 from bnbdoctor.environment import check_allowed
 from bnbdoctor.facts import OsInfo
-from bnbdoctor.hosts.base import (
-    DEFAULT_READ_LIMIT,
-    DEFAULT_TIMEOUT_S,
-    CommandResult,
-    CurrentPython,
-    FileReader,
-    Host,
-    NvmlAnswer,
-    NvmlDevice,
-    PythonRun,
-    open_file_reader,
-    read_at_most,
-)
+from bnbdoctor.hosts import base
 
 #: What ``python -c`` runs in the patient interpreter: the script (its one argument, removed from ``sys.argv``)
 #: with the working folder off ``sys.path``. ``-c`` puts the folder bnbdoctor was started in first on the path,
@@ -44,7 +32,7 @@ WORKING_FOLDER_OFF_PATH = (
 )
 
 
-class LiveHost(Host):
+class LiveHost(base.Host):
     """This machine, read through the standard library and NVML."""
 
     kind = "live"
@@ -61,15 +49,15 @@ class LiveHost(Host):
     def getenv(self, name: str) -> str | None:
         return os.environ.get(check_allowed(name))
 
-    def read_bytes(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> bytes | None:
+    def read_bytes(self, path: str, limit: int = base.DEFAULT_READ_LIMIT) -> bytes | None:
         try:
             with open(path, "rb") as handle:
-                return read_at_most(handle, limit)
+                return base.read_at_most(handle, limit)
         except (OSError, ValueError):
             return None
 
-    def open_reader(self, path: str) -> FileReader | None:
-        return open_file_reader(path)
+    def open_reader(self, path: str) -> base.FileReader | None:
+        return base.open_file_reader(path)
 
     def is_file(self, path: str) -> bool:
         try:
@@ -95,12 +83,12 @@ class LiveHost(Host):
         except (OSError, ValueError):
             return path
 
-    def run(self, argv: list[str], timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:
+    def run(self, argv: list[str], timeout: float = base.DEFAULT_TIMEOUT_S) -> base.CommandResult:
         from bnbdoctor.hosts.command import run_command  # subprocess and threads: not for explain's os_info
 
         return run_command(argv, timeout)
 
-    def _run_python(self, run: PythonRun) -> CommandResult:
+    def _run_python(self, run: base.PythonRun) -> base.CommandResult:
         from bnbdoctor.hosts.command import run_command
 
         # -B: never write .pyc files into the patient's environment. The script travels as an argument of
@@ -111,18 +99,18 @@ class LiveHost(Host):
         # Report the command as the user would recognise it, not with the whole script inline.
         return replace(result, argv=(run.executable, *flags, "-c", f"<{run.purpose} script>"))
 
-    def current_python(self) -> CurrentPython:
+    def current_python(self) -> base.CurrentPython:
         prefix = sys.prefix.replace("\\", "/").lower()
         isolated = "/pipx/venvs/" in prefix or "/uv/tools/" in prefix
-        return CurrentPython(sys.executable, isolated)
+        return base.CurrentPython(sys.executable, isolated)
 
-    def nvml(self, timeout: float = 5.0) -> NvmlAnswer:
-        box: list[NvmlAnswer] = []
+    def nvml(self, timeout: float = 5.0) -> base.NvmlAnswer:
+        box: list[base.NvmlAnswer] = []
         worker = threading.Thread(target=lambda: box.append(_query_nvml()), daemon=True)
         worker.start()
         worker.join(timeout)
         if not box:
-            return NvmlAnswer(
+            return base.NvmlAnswer(
                 available=False,
                 error=f"NVML did not answer within {timeout:.0f}s (driver hung?)",
                 error_kind="timeout",
@@ -192,21 +180,21 @@ def _nvml_library_missing() -> str | None:
     return f"{_NVML_SONAME} is not on LD_LIBRARY_PATH, in the loader cache or in the system folders"
 
 
-def _query_nvml() -> NvmlAnswer:
+def _query_nvml() -> base.NvmlAnswer:
     """Ask NVML everything at once; classify failures instead of raising."""
     missing = _nvml_library_missing()
     if missing is not None:
-        return NvmlAnswer(False, f"NVML Shared Library Not Found ({missing})", "library_not_found")
+        return base.NvmlAnswer(False, f"NVML Shared Library Not Found ({missing})", "library_not_found")
     try:
         import pynvml  # nvidia-ml-py; pure Python, loads libnvidia-ml lazily
     except ImportError as exc:  # pragma: no cover - a dependency, but stay calm without it
-        return NvmlAnswer(False, f"nvidia-ml-py is not installed: {exc}", "unknown")
+        return base.NvmlAnswer(False, f"nvidia-ml-py is not installed: {exc}", "unknown")
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
-        return NvmlAnswer(False, str(exc), _nvml_error_kind(pynvml, exc))
+        return base.NvmlAnswer(False, str(exc), _nvml_error_kind(pynvml, exc))
     except OSError as exc:
-        return NvmlAnswer(False, str(exc), "library_not_found")
+        return base.NvmlAnswer(False, str(exc), "library_not_found")
     try:
         driver = _text(pynvml.nvmlSystemGetDriverVersion())
         try:
@@ -216,15 +204,15 @@ def _query_nvml() -> NvmlAnswer:
         devices = []
         for index in range(pynvml.nvmlDeviceGetCount()):
             devices.append(_query_device(pynvml, index))
-        return NvmlAnswer(True, None, None, driver, cuda_version, tuple(devices))
+        return base.NvmlAnswer(True, None, None, driver, cuda_version, tuple(devices))
     except pynvml.NVMLError as exc:
-        return NvmlAnswer(False, str(exc), _nvml_error_kind(pynvml, exc))
+        return base.NvmlAnswer(False, str(exc), _nvml_error_kind(pynvml, exc))
     finally:
         with contextlib.suppress(Exception):  # shutting down must never mask the answer
             pynvml.nvmlShutdown()
 
 
-def _query_device(pynvml: Any, index: int) -> NvmlDevice:
+def _query_device(pynvml: Any, index: int) -> base.NvmlDevice:
     """One GPU; ``pynvml`` is the module (nvidia-ml-py ships no type information)."""
     nv = pynvml
     handle = nv.nvmlDeviceGetHandleByIndex(index)
@@ -238,7 +226,7 @@ def _query_device(pynvml: Any, index: int) -> NvmlDevice:
     cc = optional("nvmlDeviceGetCudaComputeCapability")
     memory = optional("nvmlDeviceGetMemoryInfo")
     pci = optional("nvmlDeviceGetPciInfo")
-    return NvmlDevice(
+    return base.NvmlDevice(
         index=index,
         name=_text(optional("nvmlDeviceGetName")) or f"GPU {index}",
         compute_capability=(int(cc[0]), int(cc[1])) if cc else None,

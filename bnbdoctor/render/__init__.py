@@ -19,6 +19,7 @@ chosen, so ``--json`` never imports ``rich``. The command-line flags and writing
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,12 +115,8 @@ def renderer_for(fmt: OutputFormat, kind: ReportKind) -> Renderer[Any]: ...  # a
 def renderer_for(fmt: OutputFormat, kind: ReportKind) -> Renderer[Any]:
     """The renderer for ``fmt`` and ``kind``; :class:`UnsupportedFormat` when no command offers the pair (as
     :data:`bnbdoctor.render.formats.FORMATS` says) or ``fmt`` is the app. One branch per format."""
-    if fmt is OutputFormat.TEXT:
-        return _text_renderer(kind)
-    if fmt is OutputFormat.JSON:
-        return _json_renderer(kind)
-    if fmt is OutputFormat.MARKDOWN:
-        return _markdown_renderer(kind)
+    if fmt is OutputFormat.TEXT or fmt is OutputFormat.JSON or fmt is OutputFormat.MARKDOWN:
+        return _document_renderer(fmt, kind)
     if fmt is OutputFormat.SARIF:
         if kind is not ReportKind.LINT:
             raise _unsupported(fmt, kind)
@@ -138,68 +135,29 @@ def _unsupported(fmt: OutputFormat, kind: ReportKind) -> UnsupportedFormat:
     return UnsupportedFormat(f"bnbdoctor {kind.value} has no --{fmt.value} output (it offers {flags})")
 
 
-def _text_renderer(kind: ReportKind) -> Renderer[Any]:
-    if kind is ReportKind.DOCTOR:
-        from bnbdoctor.render.text import TextRenderer
-
-        return TextRenderer()
-    if kind is ReportKind.EXPLAIN:
-        from bnbdoctor.render.explain_text import ExplainTextRenderer
-
-        return ExplainTextRenderer()
-    if kind is ReportKind.FIT:
-        from bnbdoctor.render.fit_text import FitTextRenderer
-
-        return FitTextRenderer()
-    if kind is ReportKind.LINT:
-        from bnbdoctor.render.lint_text import LintTextRenderer
-
-        return LintTextRenderer()
-    if kind is ReportKind.FLEET:
-        from bnbdoctor.render import fleet
-
-        return PlainRenderer(fleet.render_text)
-    if kind is ReportKind.MERGE_CHECK:
-        from bnbdoctor.render import merge_check
-
-        return PlainRenderer(merge_check.render_text)
-    assert_never(kind)
+#: The renderers of each kind of document in the formats every command offers (text, JSON, Markdown), as
+#: "module:name" in ``bnbdoctor.render``: a class is the renderer, a function of the document alone is wrapped
+#: in :class:`PlainRenderer`. A module is imported only when its renderer is chosen. JSON is one layout for
+#: every Report.
+_DOCUMENT_RENDERERS: dict[ReportKind, tuple[str, str, str]] = {
+    ReportKind.DOCTOR: ("text:TextRenderer", "json:JsonRenderer", "markdown:MarkdownRenderer"),
+    ReportKind.EXPLAIN: ("explain_text:ExplainTextRenderer", "json:JsonRenderer", "markdown:MarkdownRenderer"),
+    ReportKind.FIT: ("fit_text:FitTextRenderer", "json:JsonRenderer", "fit_markdown:FitMarkdownRenderer"),
+    ReportKind.LINT: ("lint_text:LintTextRenderer", "json:JsonRenderer", "markdown:MarkdownRenderer"),
+    ReportKind.FLEET: ("fleet:render_text", "fleet:render_json", "fleet:render_markdown"),
+    ReportKind.MERGE_CHECK: (
+        "merge_check:render_text",
+        "merge_check:render_json",
+        "merge_check_markdown:render_markdown",
+    ),
+}
+_DOCUMENT_FORMATS = (OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.MARKDOWN)
 
 
-def _json_renderer(kind: ReportKind) -> Renderer[Any]:
-    if kind in (ReportKind.DOCTOR, ReportKind.EXPLAIN, ReportKind.FIT, ReportKind.LINT):  # one layout for every Report
-        from bnbdoctor.render.json import JsonRenderer
-
-        return JsonRenderer()
-    if kind is ReportKind.FLEET:
-        from bnbdoctor.render import fleet
-
-        return PlainRenderer(fleet.render_json)
-    if kind is ReportKind.MERGE_CHECK:
-        from bnbdoctor.render import merge_check
-
-        return PlainRenderer(merge_check.render_json)
-    assert_never(kind)
-
-
-def _markdown_renderer(kind: ReportKind) -> Renderer[Any]:
-    if kind in (ReportKind.DOCTOR, ReportKind.EXPLAIN, ReportKind.LINT):
-        from bnbdoctor.render.markdown import MarkdownRenderer
-
-        return MarkdownRenderer()
-    if kind is ReportKind.FIT:
-        from bnbdoctor.render.fit_markdown import FitMarkdownRenderer
-
-        return FitMarkdownRenderer()
-    if kind is ReportKind.FLEET:
-        from bnbdoctor.render import fleet
-
-        return PlainRenderer(fleet.render_markdown)
-    if kind is ReportKind.MERGE_CHECK:
-        from bnbdoctor.render import merge_check_markdown
-
-        return PlainRenderer(merge_check_markdown.render_markdown)
-    assert_never(kind)
+def _document_renderer(fmt: OutputFormat, kind: ReportKind) -> Renderer[Any]:
+    module, name = _DOCUMENT_RENDERERS[kind][_DOCUMENT_FORMATS.index(fmt)].split(":")
+    made = getattr(importlib.import_module(f"bnbdoctor.render.{module}"), name)
+    return made() if isinstance(made, type) else PlainRenderer(made)
 
 
 @overload

@@ -4,15 +4,7 @@ then the shared Markdown report of the findings and the facts.
 
 from __future__ import annotations
 
-from bnbdoctor.render.fit_lines import (
-    BUDGET_COLUMNS,
-    VERDICT_LINE,
-    budget_rows,
-    device_map_lines,
-    engine_line,
-    request_line,
-    size_line,
-)
+from bnbdoctor.render import fit_lines as lines
 from bnbdoctor.render.markdown import render_markdown
 from bnbdoctor.report import Report
 
@@ -22,18 +14,25 @@ def fit_markdown(report: Report) -> str:
     fit = report.facts.fit
     if fit is None:
         return ""
-    line, _ = VERDICT_LINE.get(fit.verdict, (fit.verdict, ""))
+    line, _ = lines.VERDICT_LINE.get(fit.verdict, (fit.verdict, ""))
     out = [f"## bnbdoctor fit: `{fit.model}`", "", f"**{line}**", ""]
     if fit.error_text:
         out += ["```text", f"ValueError: {fit.error_text.strip()}", "```", ""]
-    out += [f"- Request: `{request_line(fit)}`", f"- Engine: {engine_line(fit)}", f"- Size: {size_line(fit)}", ""]
+    out += [
+        f"- Request: `{lines.request_line(fit)}`",
+        f"- Engine: {lines.engine_line(fit)}",
+        f"- Size: {lines.size_line(fit)}",
+        "",
+    ]
     if fit.devices:
-        out += ["| " + " | ".join(BUDGET_COLUMNS) + " |", "|---" * len(BUDGET_COLUMNS) + "|"]
-        out += ["| " + " | ".join(row) + " |" for row in budget_rows(fit.devices, module=lambda name: f"`{name}`")]
+        out += ["| " + " | ".join(lines.BUDGET_COLUMNS) + " |", "|---" * len(lines.BUDGET_COLUMNS) + "|"]
+        out += [
+            "| " + " | ".join(row) + " |" for row in lines.budget_rows(fit.devices, module=lambda name: f"`{name}`")
+        ]
         out.append("")
     if fit.placement:
         out += ["<details><summary>Predicted device map</summary>", "", "```text"]
-        out += [f"{name}: {device}" for name, device in device_map_lines(fit.placement)]
+        out += [f"{name}: {device}" for name, device in lines.device_map_lines(fit.placement)]
         out += ["```", "", "</details>", ""]
     passing = [r for r in fit.remedies if r.status == "passes"]
     if passing:

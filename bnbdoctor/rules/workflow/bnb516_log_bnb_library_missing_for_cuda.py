@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import Hit, Remediation, Severity, Skip
+from bnbdoctor.findings import Hit, Severity, Skip
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.cuda import OLDEST_CUDA_MAJOR, SUGGESTED_TORCH_CUDA
 from bnbdoctor.knowledge.gpus import CUDA_10_NEWEST_CC, JETSON_CCS
@@ -29,6 +29,97 @@ def _misbuilt_rocm(facts: Facts, missing: str | None) -> tuple[int, int] | None:
     if hip is not None:
         return hip if hip[1] >= 10 and match.group(1) == str(hip[0] * 10 + hip[1]) else None
     return rocm_from_misbuilt_tag(match.group(1))
+
+
+#: The CUDA major below every bitsandbytes build (10: no release ships a CUDA 10 library).
+_OLD = OLDEST_CUDA_MAJOR - 1
+
+
+def _branch(
+    title: str, explanation: str, fix: str, commands: tuple[str, ...], covers: tuple[str, ...]
+) -> log.LogFinding:
+    """One of the rule's findings: each quotes the missing library's lines and the CUDA version the loader detected."""
+    return log.LogFinding(
+        (S.CUDA_OLDER_THAN_11, S.BNB_LIBRARY_NOT_FOUND),
+        title,
+        explanation,
+        fix,
+        commands,
+        covers,
+        also_quoted=(S.DETECTED_CUDA_VERSION,),
+        limit=4,
+    )
+
+
+MISBUILT_ROCM_TAG = _branch(
+    title="{missing} is ROCm {major}.{minor} spelled wrongly by bitsandbytes "
+    f"{ROCM_TAG_MISBUILT.first_text}–{ROCM_TAG_MISBUILT.last_text}",
+    explanation=f"bitsandbytes {ROCM_TAG_MISBUILT.first_text}–{ROCM_TAG_MISBUILT.last_text} build the ROCm tag as "
+    "major*10+minor, so ROCm {major}.{minor} becomes '{tag}' instead of '{major}{minor}': the release looks for "
+    "{missing}, which no release ships, and every native call raises 'Configured ROCm binary not found'. "
+    f"{ROCM_TAG_MISBUILT.below_text} fixed the tag (PR #1889).",
+    fix=f"Upgrade bitsandbytes to {ROCM_TAG_MISBUILT.below_text} or newer, which reads ROCm "
+    "{major}.{minor} as rocm{major}{minor} and falls back to the nearest ROCm {major}.x build; these releases read no "
+    "override for ROCm, so without upgrading only a source build for the installed ROCm helps.",
+    commands=(f'pip install -U "bitsandbytes{ROCM_TAG_MISBUILT.after().pip_spec()}"', PYTHON_M_BNB),
+    covers=("rocm_version_tag_misparsed",),
+)
+OLD_RUNTIME_FOR_NEWER_GPU = _branch(
+    title=f"bitsandbytes found a CUDA {_OLD}.x runtime, but the GPU (compute capability {{cc}}) needs CUDA "
+    f"{OLDEST_CUDA_MAJOR}+: the runtime is from another install than torch's",
+    explanation="The legacy loader picks its library from the CUDA runtime it finds on the search path. It found "
+    f"CUDA {_OLD}.x, yet the GPU {{named}}(compute capability {{cc}}) runs only with CUDA {OLDEST_CUDA_MAJOR} or "
+    "newer, so torch does not use that runtime: it is an old system toolkit (often /usr/local/cuda) found because the "
+    f"environment (a conda env without cudatoolkit) has none. bitsandbytes then looked for a CUDA {_OLD} library, "
+    "which no release ships, and fell back to its CPU library.",
+    fix="Give the loader the runtime torch uses: in a conda env install the matching cudatoolkit (or point "
+    "LD_LIBRARY_PATH at the env's lib folder ahead of /usr/local/cuda), or remove the old toolkit from the paths; "
+    "then upgrade bitsandbytes, whose current releases follow torch's CUDA version.",
+    commands=(TORCH_CHECK, "echo $LD_LIBRARY_PATH", "pip install -U bitsandbytes"),
+    covers=("conda_env_vs_system_cuda_mixup", "cuda_lt_11_unsupported"),
+)
+CUDA_OLDER_THAN_ANY_BUILD = _branch(
+    title=f"CUDA {_OLD}.x is older than any bitsandbytes build{{absent}}",
+    explanation=f"bitsandbytes ships no libraries for CUDA {_OLD}.x and LLM.int8() needs CUDA {OLDEST_CUDA_MAJOR} or "
+    "newer. The legacy loader picked the CUDA version from the runtime it found (often an old toolkit on "
+    f"LD_LIBRARY_PATH or a CUDA {_OLD} build of torch), found no matching library and fell back to its CPU library.",
+    fix=f"Install a CUDA {' or '.join(SUGGESTED_TORCH_CUDA)} build of PyTorch (its wheels bring their own CUDA "
+    f"runtime), remove CUDA {_OLD} folders from LD_LIBRARY_PATH, then upgrade bitsandbytes; an old driver may need an "
+    "update first.",
+    commands=(TORCH_CHECK, "pip install -U bitsandbytes"),
+    covers=("cuda_lt_11_unsupported", "cuda_binary_missing_for_torch_cuda_version"),
+)
+NO_JETSON_BUILD = _branch(
+    title="bitsandbytes has no library for this Jetson's CUDA (L4T){missing}",
+    explanation="The log shows {seen}. bitsandbytes' published builds are for x86-64 and server ARM (sbsa) with the "
+    "standard CUDA toolkit, not for Jetson's L4T/JetPack CUDA, so the installed package has no library for it and "
+    "falls back to its CPU library or fails.",
+    fix="Build bitsandbytes on the device (cmake -DCOMPUTE_BACKEND=cuda -S . && make, then pip install .) or install "
+    "a wheel built for JetPack (the Jetson AI Lab index, a third-party build).",
+    commands=("cat /etc/nv_tegra_release", PYTHON_M_BNB),
+    covers=("jetson_l4t_aarch64_wheel_mismatch", "cuda_binary_missing_for_torch_cuda_version"),
+)
+UNBUILT_SOURCE_CHECKOUT = _branch(
+    title="The bitsandbytes source checkout has no library built for this CUDA version{missing}",
+    explanation="bitsandbytes runs from {location}, a source checkout on sys.path (not an installed package), and its "
+    "folder holds no library for the CUDA version in use: the native half was never compiled there, or it was "
+    "compiled for another CUDA version.",
+    fix="Build the native library in the checkout for the CUDA version torch uses (cmake -DCOMPUTE_BACKEND=cuda -S . "
+    "&& make, then pip install -e .), or uninstall the checkout and install the release from PyPI.",
+    commands=("pip install -U bitsandbytes", PYTHON_M_BNB),
+    covers=("source_build_native_lib_missing", "cuda_binary_missing_for_torch_cuda_version"),
+)
+NO_LIBRARY_FOR_CUDA = _branch(
+    title="bitsandbytes has no library for this CUDA version{missing}",
+    explanation="bitsandbytes picks libbitsandbytes_cuda<version> from torch's CUDA version (the detected runtime on "
+    f"releases before {CUDA_VERSION_FROM_TORCH.first_text}). The installed package has no such file: the release "
+    "predates that CUDA version, or it is a third-party build for another CUDA (conda-forge packages are not "
+    "supported upstream). It then falls back to its CPU library or fails on the first GPU call.",
+    fix="Install the current bitsandbytes from PyPI, keeping torch and bitsandbytes from the same channel (pip with "
+    "pip), or build bitsandbytes from source for your CUDA version.",
+    commands=("pip install -U bitsandbytes", PYTHON_M_BNB),
+    covers=("cuda_binary_missing_for_torch_cuda_version",),
+)
 
 
 @rule(
@@ -94,114 +185,27 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     if log.seen(facts, S.BNB_CPU_LIBRARY_NOT_FOUND, S.BNB_NOT_COMPILED):
         return Skip("not even the CPU library exists: nothing was compiled (BNB309)")
     missing = facts.native.selection.expected_file if facts.native and facts.native.selection else None
-    lines = log.line_evidence(facts, S.CUDA_OLDER_THAN_11, S.BNB_LIBRARY_NOT_FOUND, S.DETECTED_CUDA_VERSION, limit=4)
+    is_missing = f": {missing} is missing" if missing else ""
     rocm = _misbuilt_rocm(facts, missing)
     if rocm is not None and missing is not None:
-        return Hit(
-            title=f"{missing} is ROCm {rocm[0]}.{rocm[1]} spelled wrongly by bitsandbytes "
-            f"{ROCM_TAG_MISBUILT.first_text}–{ROCM_TAG_MISBUILT.last_text}",
-            explanation=f"bitsandbytes {ROCM_TAG_MISBUILT.first_text}–{ROCM_TAG_MISBUILT.last_text} build the ROCm "
-            f"tag as major*10+minor, so ROCm {rocm[0]}.{rocm[1]} becomes '{rocm[0] * 10 + rocm[1]}' instead of "
-            f"'{rocm[0]}{rocm[1]}': the release looks for {missing}, which no release ships, and every native call "
-            f"raises 'Configured ROCm binary not found'. {ROCM_TAG_MISBUILT.below_text} fixed the tag (PR #1889).",
-            evidence=lines,
-            remediation=Remediation(
-                f"Upgrade bitsandbytes to {ROCM_TAG_MISBUILT.below_text} or newer, which reads ROCm "
-                f"{rocm[0]}.{rocm[1]} as rocm{rocm[0]}{rocm[1]} and falls back to the nearest ROCm {rocm[0]}.x build; "
-                "these releases read no override for ROCm, so without upgrading only a source build for the "
-                "installed ROCm helps.",
-                [f'pip install -U "bitsandbytes{ROCM_TAG_MISBUILT.after().pip_spec()}"', PYTHON_M_BNB],
-            ),
-            covers=["rocm_version_tag_misparsed"],
+        major, minor = rocm
+        return MISBUILT_ROCM_TAG.hit(
+            facts, missing=missing, major=str(major), minor=str(minor), tag=str(major * 10 + minor)
         )
     if log.seen(facts, S.CUDA_OLDER_THAN_11):
-        old = OLDEST_CUDA_MAJOR - 1
         newer = [d for d in (facts.gpu.devices if facts.gpu else []) if d.cc and d.cc > CUDA_10_NEWEST_CC]
         # the runtime the legacy loader detected on the paths, not torch's own version (CUDASpecs, "PyTorch settings")
         found_on_paths = log.seen(facts, S.DETECTED_CUDA_VERSION) and not log.seen(facts, S.TORCH_CUDA_SETTINGS)
         if newer and found_on_paths:
             gpu = newer[0]
             named = f"{gpu.name} " if gpu.name and "not in the log" not in gpu.name else ""
-            return Hit(
-                title=f"bitsandbytes found a CUDA {old}.x runtime, but the GPU (compute capability {gpu.cc_text}) "
-                f"needs CUDA {OLDEST_CUDA_MAJOR}+: the runtime is from another install than torch's",
-                explanation=f"The legacy loader picks its library from the CUDA runtime it finds on the search path. "
-                f"It found CUDA {old}.x, yet the GPU {named}(compute capability {gpu.cc_text}) runs only with CUDA "
-                f"{OLDEST_CUDA_MAJOR} or newer, so torch does not use that runtime: it is an old system toolkit "
-                "(often /usr/local/cuda) found because the environment (a conda env without cudatoolkit) has none. "
-                f"bitsandbytes then looked for a CUDA {old} library, which no release ships, and fell back to its CPU "
-                "library.",
-                evidence=lines,
-                remediation=Remediation(
-                    "Give the loader the runtime torch uses: in a conda env install the matching cudatoolkit (or point "
-                    "LD_LIBRARY_PATH at the env's lib folder ahead of /usr/local/cuda), or remove the old toolkit "
-                    "from the paths; then upgrade bitsandbytes, whose current releases follow torch's CUDA version.",
-                    [TORCH_CHECK, "echo $LD_LIBRARY_PATH", "pip install -U bitsandbytes"],
-                ),
-                covers=["conda_env_vs_system_cuda_mixup", "cuda_lt_11_unsupported"],
-            )
-        return Hit(
-            title=f"CUDA {old}.x is older than any bitsandbytes build"
-            + (f" ({missing} does not exist)" if missing else ""),
-            explanation=f"bitsandbytes ships no libraries for CUDA {old}.x and LLM.int8() needs CUDA "
-            f"{OLDEST_CUDA_MAJOR} or newer. The legacy loader picked the CUDA version from the runtime it found "
-            f"(often an old toolkit on LD_LIBRARY_PATH or a CUDA {old} build of torch), found no matching library and "
-            "fell back to its CPU library.",
-            evidence=lines,
-            remediation=Remediation(
-                f"Install a CUDA {' or '.join(SUGGESTED_TORCH_CUDA)} build of PyTorch (its wheels bring their own CUDA "
-                f"runtime), remove CUDA {old} folders from LD_LIBRARY_PATH, then upgrade bitsandbytes; an old driver "
-                "may need an update first.",
-                [TORCH_CHECK, "pip install -U bitsandbytes"],
-            ),
-            covers=["cuda_lt_11_unsupported", "cuda_binary_missing_for_torch_cuda_version"],
-        )
+            return OLD_RUNTIME_FOR_NEWER_GPU.hit(facts, cc=gpu.cc_text, named=named)
+        return CUDA_OLDER_THAN_ANY_BUILD.hit(facts, absent=f" ({missing} does not exist)" if missing else "")
     jetson = next((d for d in (facts.gpu.devices if facts.gpu else []) if d.cc in JETSON_CCS), None)
     if jetson is not None or (facts.platform is not None and facts.platform.jetson_release):
         seen = f"a GPU of compute capability {jetson.cc_text}, which only Jetsons have" if jetson else "a Jetson"
-        return Hit(
-            title="bitsandbytes has no library for this Jetson's CUDA (L4T)"
-            + (f": {missing} is missing" if missing else ""),
-            explanation=f"The log shows {seen}. bitsandbytes' published builds are for x86-64 and server ARM (sbsa) "
-            "with the standard CUDA toolkit, not for Jetson's L4T/JetPack CUDA, so the installed package has no "
-            "library for it and falls back to its CPU library or fails.",
-            evidence=lines,
-            remediation=Remediation(
-                "Build bitsandbytes on the device (cmake -DCOMPUTE_BACKEND=cuda -S . && make, then pip install .) or "
-                "install a wheel built for JetPack (the Jetson AI Lab index, a third-party build).",
-                ["cat /etc/nv_tegra_release", PYTHON_M_BNB],
-            ),
-            covers=["jetson_l4t_aarch64_wheel_mismatch", "cuda_binary_missing_for_torch_cuda_version"],
-        )
+        return NO_JETSON_BUILD.hit(facts, seen=seen, missing=is_missing)
     bnb = facts.python.bitsandbytes if facts.python else None
     if bnb is not None and bnb.location and not bnb.has_metadata:
-        return Hit(
-            title="The bitsandbytes source checkout has no library built for this CUDA version"
-            + (f": {missing} is missing" if missing else ""),
-            explanation=f"bitsandbytes runs from {bnb.location}, a source checkout on sys.path (not an installed "
-            "package), and its folder holds no library for the CUDA version in use: the native half was never "
-            "compiled there, or it was compiled for another CUDA version.",
-            evidence=lines,
-            remediation=Remediation(
-                "Build the native library in the checkout for the CUDA version torch uses (cmake -DCOMPUTE_BACKEND="
-                "cuda -S . && make, then pip install -e .), or uninstall the checkout and install the release from "
-                "PyPI.",
-                ["pip install -U bitsandbytes", PYTHON_M_BNB],
-            ),
-            covers=["source_build_native_lib_missing", "cuda_binary_missing_for_torch_cuda_version"],
-        )
-    return Hit(
-        title="bitsandbytes has no library for this CUDA version" + (f": {missing} is missing" if missing else ""),
-        explanation="bitsandbytes picks libbitsandbytes_cuda<version> from torch's CUDA version (the detected runtime "
-        f"on releases before {CUDA_VERSION_FROM_TORCH.first_text}). The installed package has no such file: the "
-        "release predates that CUDA version, "
-        "or it is a third-party build for another CUDA (conda-forge packages are not supported upstream). It then "
-        "falls back to its CPU library or fails on the first GPU call.",
-        evidence=lines,
-        remediation=Remediation(
-            "Install the current bitsandbytes from PyPI, keeping torch and bitsandbytes from the same channel (pip "
-            "with pip), or build bitsandbytes from source for your CUDA version.",
-            ["pip install -U bitsandbytes", PYTHON_M_BNB],
-        ),
-        covers=["cuda_binary_missing_for_torch_cuda_version"],
-    )
+        return UNBUILT_SOURCE_CHECKOUT.hit(facts, location=bnb.location, missing=is_missing)
+    return NO_LIBRARY_FOR_CUDA.hit(facts, missing=is_missing)
