@@ -79,16 +79,20 @@ class Collector:
         bnb: bool = False,
         evidence: int | None = None,
         up_to: int | None = None,
+        era: str | None = None,
     ) -> None:
         """Declare the family whose every match is one line of ``signature``.
 
         ``bnb``: the message is bitsandbytes' own, so the log shows bitsandbytes (installed, imported);
         ``evidence`` as for :func:`~bnbdoctor.logs.patterns.pattern`; ``up_to``: record only the first
-        lines (a context family, see :meth:`LogState.match`)."""
+        lines (a context family, see :meth:`LogState.match`); ``era``: the loader era the message belongs to
+        (:meth:`~bnbdoctor.logs.state.BnbState.set_era`), for bitsandbytes' own messages."""
 
         def record(state: LogState, m: re.Match[str], number: int, line: str) -> None:
             if bnb:
                 state.bnb.seen = True
+            if era is not None:
+                state.bnb.set_era(era)
             state.match(signature, number, line, up_to=up_to)
 
         record.__name__ = record.__qualname__ = signature

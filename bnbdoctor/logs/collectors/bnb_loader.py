@@ -135,15 +135,14 @@ def none_attribute(state: LogState, m: re.Match[str], number: int, line: str) ->
             state.match(S.COMPILED_WITHOUT_GPU_SUPPORT, number, line)
 
 
-@collects(
+recognises(
+    S.NATIVE_LIBRARY_UNAVAILABLE,
     ("bitsandbytes native library", "CPU-only"),
     r"Attempted to use bitsandbytes native library functionality"
     r"|not available in CPU-only version of bitsandbytes",
     bnb=True,
+    era="exact",
 )
-def native_unavailable(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.set_era("exact")
-    state.match(S.NATIVE_LIBRARY_UNAVAILABLE, number, line)
 
 
 @collects("Something unexpected", r"CUDA SETUP: Something unexpected happened\. Please compile from source")
@@ -273,16 +272,15 @@ def duplicates(state: LogState, m: re.Match[str], number: int, line: str) -> Non
         state.torch.cuda = torch_default.group(1)
 
 
-@collects(
+recognises(
+    S.CUDA_OLDER_THAN_11,
     ("CUDA version lower", "CUDA 10.0 not supported"),
     r"CUDA version lower than 11 (?:are|is) currently not supported",
     # the legacy loader's compile instructions for a CUDA 10.0 runtime (0.37-0.41)
     r"CUDA SETUP: CUDA 10\.0 not supported\. Please use a different CUDA version",
     bnb=True,
+    era="legacy",
 )
-def cuda_lt_11(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.set_era("legacy")
-    state.match(S.CUDA_OLDER_THAN_11, number, line)
 
 
 @collects(
@@ -332,10 +330,7 @@ def detected_cuda(state: LogState, m: re.Match[str], number: int, line: str) -> 
     _cuda_version_seen(state, state.bnb.detected_cuda, number, line)
 
 
-@collects("CUDA runtime", r"CUDA runtime path found: (?P<path>.{1,1000})", bnb=True)
-def runtime_path(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.bnb.set_era("legacy")
-    state.match(S.CUDA_RUNTIME_PATH, number, line)
+recognises(S.CUDA_RUNTIME_PATH, "CUDA runtime", r"CUDA runtime path found: (?P<path>.{1,1000})", bnb=True, era="legacy")
 
 
 @collects(
