@@ -28,7 +28,7 @@ from bnbdoctor.remedy.aftermath import facts_after, only_looks
 from bnbdoctor.remedy.commands import parse, pip_calls, programs
 from bnbdoctor.render.markdown import render_markdown
 from bnbdoctor.rules import all_rules
-from bnbdoctor.rules.engine import AFTER_FIX, run_rules
+from bnbdoctor.rules.engine import AFTER_FIX, DOCTOR, run_rules
 from bnbdoctor.serde import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -366,3 +366,23 @@ def test_a_release_without_kernels_for_the_gpu_is_never_what_a_fix_installs() ->
     assert installable(maxwell)[-1].version == "0.47.0"
     kepler = Target("linux", "x86_64", None, None, None, None, None, False, True, "python", gpu_majors=(3,))
     assert installable(kepler)[-1].version == "0.39.0"  # the last release before Kepler left the wheels
+
+
+def test_without_an_nvidia_driver_a_missing_torch_comes_from_the_cpu_index() -> None:
+    """PyPI's Linux torch is the CUDA build (several GB of nvidia-* wheels). The torch-missing machine as
+    recorded (an A10, driver 535) gets the CUDA index its driver runs; the same machine with the NVML answer
+    recorded on cpu-laptop (no driver) gets PyTorch's CPU index, says why, and the replay installs a CPU torch."""
+    with_gpu = _report("torch-missing")
+    [recorded] = [c for f in with_gpu.findings if f.rule_id == "BNB201" for c in f.remediation.commands]
+    assert recorded.endswith("-m pip install torch --index-url https://download.pytorch.org/whl/cu121"), recorded
+
+    facts = _report("torch-missing").facts
+    facts.gpu = _report("cpu-laptop").facts.gpu
+    assert facts.gpu is not None and facts.gpu.nvml_available is False
+    finding = next(f for f in run_rules(facts, all_rules(), DOCTOR).findings if f.rule_id == "BNB201")
+    [install] = finding.remediation.commands
+    assert install.endswith("-m pip install torch --index-url https://download.pytorch.org/whl/cpu"), install
+    assert "No NVIDIA driver answers here" in finding.remediation.text
+    after = facts_after(facts, finding.remediation.commands).facts
+    assert after.python is not None and after.python.torch.installed
+    assert after.python.torch.cuda is None and (after.python.torch.version or "").endswith("+cpu")

@@ -6,6 +6,9 @@ from __future__ import annotations
 #: CUDA versions PyTorch publishes wheel indexes for (download.pytorch.org/whl/cuXYZ).
 TORCH_CUDA_INDEXES = ((11, 8), (12, 1), (12, 4), (12, 6), (12, 8), (12, 9), (13, 0))
 TORCH_INDEX_URL = "https://download.pytorch.org/whl/cu{major}{minor}"
+#: PyTorch's CPU-only wheels (pytorch.org/get-started/locally, "Compute Platform: CPU"). On Linux, PyPI's own
+#: torch is the CUDA build, which pulls the nvidia-* wheels (several GB) whether or not there is a GPU.
+TORCH_CPU_INDEX_URL = "https://download.pytorch.org/whl/cpu"
 
 #: No bitsandbytes release ships a library for CUDA below 11 (bnb_internals.md §7: the oldest build is
 #: cuda110; the legacy setup says "CUDA version lower than 11 are currently not supported").

@@ -26,6 +26,7 @@ from packaging.specifiers import SpecifierSet
 from bnbdoctor.derive import vendor_torch_version
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Finding, Severity
+from bnbdoctor.knowledge.cuda import TORCH_CPU_INDEX_URL
 from bnbdoctor.knowledge.published import (
     Published,
     published_releases,
@@ -179,6 +180,7 @@ def _fit_torch(commands: list[_Command], target: Target) -> str | None:
                 if _name(req) != "torch":
                     continue
                 installs = installs or ""
+                _cpu_build_without_a_driver(command, call, target)
                 pinned = [s.version for s in req.specifier if s.operator == "=="]
                 cuda = _cuda_of_index(call)
                 if pinned and cuda and torch_published_for(pinned[0], cuda) is not True:
@@ -189,6 +191,26 @@ def _fit_torch(commands: list[_Command], target: Target) -> str | None:
                 if pinned:
                     installs = pinned[0]
     return installs
+
+
+#: Options that choose where pip looks: a command that names one has chosen its torch build already.
+_INDEX_OPTIONS = ("--index-url", "-i", "--extra-index-url", "--find-links", "-f")
+
+
+def _cpu_build_without_a_driver(command: _Command, call: PipCall, target: Target) -> None:
+    """On Linux, PyPI's torch is the CUDA build (several GB of nvidia-* wheels). Where no NVIDIA driver answers,
+    a torch install from PyPI gets PyTorch's CPU index instead, and the fix says why and what an AMD or Intel GPU
+    needs instead; one that names an index is left as its rule chose it."""
+    if target.os != "linux" or target.nvidia_driver is not False:
+        return
+    if any(token.split("=")[0] in _INDEX_OPTIONS for token in call.tokens):
+        return
+    call.tokens += ["--index-url", TORCH_CPU_INDEX_URL]
+    _note(
+        command.finding,
+        "(No NVIDIA driver answers here, so torch comes from PyTorch's CPU index: PyPI's Linux torch is the CUDA "
+        "build. For an AMD or Intel GPU, choose the ROCm or XPU build on pytorch.org instead.)",
+    )
 
 
 def _fit_bnb(command: _Command, plan: _Plan, torch_pin: str | None) -> list[str]:
