@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -244,7 +244,9 @@ def _install_bnb(after: Aftermath, spec: SpecifierSet, *, no_deps: bool) -> str 
     python, platform = facts.python, facts.platform
     if python is None:
         return "pip runs in an interpreter the facts do not describe"
-    target = target_of(facts)
+    # pip's view: it knows platforms, Python and torch, not GPU kernels (a release without them installs, and
+    # the re-diagnosis says what then fails)
+    target = replace(target_of(facts), gpu_majors=())
     choices = installable(target, spec if str(spec) else None, keep_torch=not no_deps)
     if not choices:
         return f"no bitsandbytes{spec} release installs here, so pip would fail"

@@ -73,6 +73,12 @@ def _torch_fix(call: PipCall, facts: Facts) -> ChannelFix | None:
             "put PyPI's files over conda's); conda-forge picks the CUDA build the driver can run.",
         )
     if index is not None and not _PUBLIC_INDEX.search(index):
+        if channel.kind == SOURCE:  # the platform vendor's build (JetPack's index) over the user's own
+            return ChannelFix(
+                None,
+                f"{sentence(channel.why)}: the pip command replaces that build with the wheel of {index}; to keep "
+                "your build, rebuild it from that checkout with CUDA (USE_CUDA=1, this GPU in TORCH_CUDA_ARCH_LIST).",
+            )
         return None  # the vendor's own index (JetPack's, a company mirror): the owner's channel
     if channel.kind == VENDOR:
         return ChannelFix(
