@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -324,3 +326,61 @@ def test_explain_redacts_every_format(planted: tuple[Path, dict[str, str]]) -> N
         "OSError: libcusparse.so.11: cannot open shared object file: No such file or directory\n"
     )
     _assert_redacted_everywhere(["explain", str(log)], list(FORMATS), env)
+
+
+# --- explain: a pipe whose writer stalls ---------------------------------------------------------------
+
+
+def _fifo_writer(path: Path, data: bytes, hold: float) -> threading.Thread:
+    """A writer that opens the FIFO, writes ``data`` and keeps its end open for ``hold`` seconds (a stalled
+    ``tail -f``), then closes it."""
+
+    def write() -> None:
+        with open(path, "wb", buffering=0) as end:
+            end.write(data)
+            time.sleep(hold)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+LOG = b"OSError: libcusparse.so.11: cannot open shared object file: No such file or directory\n"
+
+
+@pytest.mark.parametrize(("data", "said"), [(b"", "nothing more arrived for"), (LOG, f"after {len(LOG)} bytes")])
+def test_a_fifo_whose_writer_stalls_is_refused_after_the_idle_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, said: str
+) -> None:
+    """explain waits READ_IDLE_S for the next bytes of a pipe, then says so: never blocked forever, never a
+    diagnosis of a log that has not ended."""
+    from bnbdoctor.explain import pipeline
+
+    monkeypatch.setattr(pipeline, "READ_IDLE_S", 0.5)
+    fifo = tmp_path / "log"
+    os.mkfifo(fifo)
+    writer = _fifo_writer(fifo, data, hold=30)
+    time.sleep(0.2)  # the writer opens its end first: a FIFO without a writer reads as an empty log
+    with pytest.raises(pipeline.ExplainError, match=said) as refused:
+        pipeline.explain_file(str(fifo))
+    assert writer.is_alive(), "refused while the writer still holds its end, not when it closed it"
+    assert "save it to a file first" in str(refused.value)
+
+
+def test_a_fifo_whose_writer_finishes_is_explained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bnbdoctor.explain import pipeline
+
+    monkeypatch.setattr(pipeline, "READ_IDLE_S", 3.0)
+    fifo = tmp_path / "log"
+    os.mkfifo(fifo)
+    _fifo_writer(fifo, LOG, hold=0.3)
+    time.sleep(0.1)
+    report = pipeline.explain_file(str(fifo))
+    assert any("libcusparse" in e.value for f in report.findings for e in f.evidence)
+
+
+def test_a_pipe_on_stdin_is_read_whole() -> None:
+    """The pipe path reads what has arrived each time (short reads), so a log piped in whole is the same log."""
+    run = bnbdoctor("explain", "-", "--json", stdin=LOG * 3)
+    assert run.returncode == 1, run.stderr
+    assert "libcusparse" in run.stdout

@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import os
 import re
+import select
+import stat
 import sys
 import time
 from collections.abc import Iterable
@@ -21,6 +23,9 @@ from bnbdoctor.rules.base import Rule
 #: An endless stream (``/dev/zero``, a FIFO that never closes its end) ends here.
 MAX_LOG_BYTES = 512 * 1024 * 1024
 _MIB = MAX_LOG_BYTES // (1024 * 1024)
+#: How long explain waits for the next bytes from a pipe or a FIFO: a writer that stalls without closing its end
+#: (a ``tail -f`` of a finished job, a FIFO held open) would otherwise keep it waiting forever.
+READ_IDLE_S = 30.0
 #: The start of a file that is judged text or not: a console log is text from its first line.
 TEXT_SAMPLE = 64 * 1024
 #: The share of the sample that may be NUL bytes, other control bytes or bytes that are not UTF-8 before a
@@ -61,14 +66,17 @@ class _Bounded:
     def __init__(self, stream: BinaryIO, label: str, limit: int = MAX_LOG_BYTES) -> None:
         self._stream, self._label, self._left = stream, label, limit
         self._checked = False
+        self._pipe = _pipe_descriptor(stream)
+        self._got = 0
 
     def read(self, size: int = -1) -> bytes:
         if self._left <= 0:
-            if self._stream.read(1):
+            if self._next(1):
                 raise ExplainError(f"{self._label}: longer than {_MIB} MiB; not a console log")
             return b""
-        data = self._stream.read(self._left if size is None or size < 0 else min(size, self._left))
+        data = self._next(self._left if size is None or size < 0 else min(size, self._left))
         self._left -= len(data)
+        self._got += len(data)
         if not self._checked and data:
             self._checked = True
             reason = not_text(data[:TEXT_SAMPLE])
@@ -79,6 +87,33 @@ class _Bounded:
     def isatty(self) -> bool:
         """Whether the stream is a terminal, where one Ctrl-D ends the input (``logs.clean`` stops there)."""
         return self._stream.isatty()
+
+    def _next(self, size: int) -> bytes:
+        """Up to ``size`` bytes; from a pipe, what has arrived (a short read is not its end: the reader reads
+        on until an empty one), waiting at most :data:`READ_IDLE_S` for it."""
+        if self._pipe is None:
+            return self._stream.read(size)
+        ready, _, _ = select.select([self._pipe], [], [], READ_IDLE_S)
+        if not ready:
+            after = f"after {self._got:,} bytes " if self._got else ""
+            raise ExplainError(
+                f"{self._label}: nothing more arrived {after}for {READ_IDLE_S:g} s (the writer is silent but has "
+                "not closed the pipe); explain reads a log that ends: save it to a file first"
+            )
+        return os.read(self._pipe, size)
+
+
+def _pipe_descriptor(stream: BinaryIO) -> int | None:
+    """The descriptor of a pipe, FIFO or socket to wait on with a time limit; None for a file, a terminal
+    (a person pasting takes their time) or where ``select`` takes only sockets (Windows)."""
+    if os.name == "nt":
+        return None
+    try:
+        descriptor = stream.fileno()
+        mode = os.fstat(descriptor).st_mode
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return descriptor if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else None
 
 
 def _printable(path: str) -> str:
