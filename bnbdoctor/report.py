@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from enum import IntEnum
 from typing import Protocol
 
@@ -99,6 +98,12 @@ class Report:
         return ExitCode.OK
 
 
+def created_now() -> str:
+    """Now in UTC as ``datetime.now(timezone.utc).isoformat(timespec="seconds")`` writes it
+    ("2026-01-31T09:05:00+00:00"), without importing datetime (a few ms of every run)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+
+
 def build_report(facts: Facts, diagnosis: Outcome, started: float | None = None) -> Report:
     """Assemble a report; ``started`` (a perf_counter value) adds the total wall time."""
     counts = {s: sum(1 for f in diagnosis.findings if f.severity is s) for s in Severity}
@@ -109,7 +114,7 @@ def build_report(facts: Facts, diagnosis: Outcome, started: float | None = None)
         tool="bnbdoctor",
         tool_version=__version__,
         schema_version=SCHEMA_VERSION,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created=created_now(),
         source={k: str(v) for k, v in facts.source.items()},
         interpreter=facts.python.executable if facts.python else None,
         summary=Summary(

@@ -169,6 +169,22 @@ def test_live_nvml_on_this_machine_is_a_fact_not_a_crash() -> None:
         assert answer.error and answer.error_kind
 
 
+def test_live_os_info_is_what_platform_and_socket_say() -> None:
+    """os_info reads os.uname() on Linux instead of importing platform and socket: the same answer."""
+    import platform
+    import socket
+
+    info = LiveHost().os_info()
+    assert (info.system, info.machine, info.release, info.version) == (
+        platform.system(),
+        platform.machine(),
+        platform.release(),
+        platform.version(),
+    )
+    assert info.hostname == (socket.gethostname() or None)
+    assert info.mac_version == (platform.mac_ver()[0] or None)
+
+
 @pytest.mark.parametrize("name", ["HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "HOME", "USER"])
 def test_env_outside_allowlist_is_refused(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(name, "s3cr3t")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 import pytest
 from conftest import ROOT, fixture_names
 
 from bnbdoctor.doctor import diagnose
 from bnbdoctor.hosts.fixture import FixtureHost
-from bnbdoctor.report import Report
+from bnbdoctor.report import Report, created_now
 from bnbdoctor.schema import report_schema
 from bnbdoctor.serde import DecodeError, from_dict, to_jsonable
 
@@ -32,3 +33,13 @@ def test_decode_errors_name_the_field() -> None:
     data["summary"]["errors"] = "many"
     with pytest.raises(DecodeError, match=r"Report.summary.errors: expected int, got str"):
         from_dict(Report, data)
+
+
+def test_created_is_written_as_datetime_writes_it() -> None:
+    """A report's ``created``: UTC, seconds, "+00:00", as datetime.isoformat(timespec="seconds") spells it."""
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    created = created_now()
+    after = datetime.now(timezone.utc)
+    parsed = datetime.fromisoformat(created)
+    assert before <= parsed <= after
+    assert created == parsed.isoformat(timespec="seconds")

@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
-import platform
-import socket
 import sys
 import threading
 from dataclasses import replace
@@ -133,19 +131,42 @@ def _read_os_info() -> OsInfo:
         user: str | None = getpass.getuser()
     except (KeyError, OSError):  # no passwd entry in some containers
         user = None
-    mac = platform.mac_ver()[0] or None
+    system, machine, release, version, hostname, mac = _uname()
     return OsInfo(
-        system=platform.system(),
-        machine=platform.machine(),
-        release=platform.release(),
-        version=platform.version(),
+        system=system,
+        machine=machine,
+        release=release,
+        version=version,
         libc_name=libc_name,
         libc_version=libc_version,
         mac_version=mac,
-        hostname=socket.gethostname() or None,
+        hostname=hostname or None,
         username=user,
         home=os.path.expanduser("~") or None,
     )
+
+
+#: Whether os_info reads os.uname() (a name, not a platform check mypy narrows: the other branch is checked too).
+_LINUX = sys.platform.startswith("linux")
+
+
+def _uname() -> tuple[str, str, str, str, str, str | None]:
+    """(system, machine, release, version, host name, macOS version) as ``platform.system()``, ``.machine()``,
+    ``.release()``, ``.version()``, ``socket.gethostname()`` and ``platform.mac_ver()[0]`` give them. On Linux
+    these are ``os.uname()``'s fields (platform reads them there, an "unknown" as "", and glibc's gethostname is
+    uname's node name), read without importing platform and socket (a few ms of every run); elsewhere (macOS,
+    Windows, where platform does more) they are asked of platform and socket themselves."""
+    if _LINUX:
+        name = os.uname()
+        blank = [
+            value if value != "unknown" else "" for value in (name.sysname, name.machine, name.release, name.version)
+        ]
+        return blank[0], blank[1], blank[2], blank[3], name.nodename, None
+    import platform
+    import socket
+
+    mac = platform.mac_ver()[0] or None
+    return platform.system(), platform.machine(), platform.release(), platform.version(), socket.gethostname(), mac
 
 
 _NVML_SONAME = "libnvidia-ml.so.1"
