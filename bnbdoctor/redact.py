@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from bnbdoctor.facts import OsInfo
@@ -212,8 +213,10 @@ class Redactor:
         for rule, name, marker in (("user", self.user, USER), *(("host", name, HOST) for name in self._hosts())):
             if not name or len(name) < 3 or name.lower() in _GENERIC_NAMES:
                 continue
-            word = _name_pattern(name, specific=rule == "host" and _specific_host(name))
-            out, count = word.subn(marker, out)
+            if len(name) > _LONGEST_NAME:  # no real user or host name; a pattern of it would cost seconds to build
+                out, count = out.replace(name, marker), out.count(name)
+            else:
+                out, count = _name_pattern(name, host=rule == "host").subn(marker, out)
             if count:
                 self._note(rule, name, count)
         return out
@@ -254,9 +257,15 @@ def _specific_host(name: str) -> bool:
     return len(name) >= 6 and any(c == "-" or c.isdigit() for c in name)
 
 
-def _name_pattern(name: str, specific: bool) -> re.Pattern[str]:
+#: Longer than any user name or DNS host name (253 characters): replaced as it stands, not as a word.
+_LONGEST_NAME = 255
+
+
+@lru_cache(maxsize=64)
+def _name_pattern(name: str, host: bool) -> re.Pattern[str]:
     """The user or host name as a word. A hyphen ends a word only for a :func:`specific <_specific_host>`
-    host name: a user called ``ai`` is not redacted out of ``qlora-ai-demo``."""
-    if specific:
+    host name: a user called ``ai`` is not redacted out of ``qlora-ai-demo``. Built once per name: a report
+    has hundreds of strings, and a recorded machine may hold a name of any length."""
+    if host and _specific_host(name):
         return re.compile(r"(?<![A-Za-z0-9_.])" + re.escape(name) + r"(?![A-Za-z0-9_])")
     return re.compile(r"(?<![A-Za-z0-9_.-])" + re.escape(name) + r"(?![A-Za-z0-9_-])")

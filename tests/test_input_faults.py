@@ -384,3 +384,33 @@ def test_a_pipe_on_stdin_is_read_whole() -> None:
     run = bnbdoctor("explain", "-", "--json", stdin=LOG * 3)
     assert run.returncode == 1, run.stderr
     assert "libcusparse" in run.stdout
+
+
+# --- a recorded machine with absurd values -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [300, 1_200_000])
+def test_a_recorded_machine_with_a_huge_host_name_is_diagnosed_and_redacted(tmp_path: Path, length: int) -> None:
+    """A user-supplied folder (``--fixture PATH``) whose manifest names a host of 1.2 MB: the redactor built a
+    pattern of it for every string of the report (minutes); now a name longer than any real one is replaced as
+    it stands, and the report never shows it."""
+    import shutil
+
+    machine = tmp_path / "machine"
+    shutil.copytree(ROOT / "platform_fixtures" / "a100-healthy", machine, symlinks=True)
+    manifest = json.loads((machine / "machine.json").read_text())
+    manifest["os"]["hostname"] = "node-" + "x" * length
+    (machine / "machine.json").write_text(json.dumps(manifest))
+    for fmt in ("--text", "--json", "--markdown"):
+        run = bnbdoctor("--fixture", str(machine), fmt, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert "x" * 200 not in run.stdout, fmt
+
+
+def test_a_name_longer_than_any_real_one_is_still_redacted() -> None:
+    from bnbdoctor.redact import HOST, Redactor
+
+    name = "node-" + "x" * 300
+    redactor = Redactor(host=name)
+    assert redactor.text(f"ssh {name}: done; {name}") == f"ssh {HOST}: done; {HOST}"
+    assert redactor.summary() == {"host": 2}
