@@ -196,12 +196,20 @@ def test_triton_ops_and_scipy_and_legacy() -> None:
     assert ids(make_facts(gpus=gpus, bnb="0.42.0", requires_torch=None))["BNB205"] is Severity.WARNING
 
 
-def test_rule_that_crashes_is_skipped_not_raised() -> None:
+def test_a_rule_that_crashes_is_an_error_of_the_report_not_raised_nor_skipped() -> None:
+    """A check that raises is a bnbdoctor bug: the report says so as an error under that check's id (never a
+    silent "skipped", never a green run), and the other checks still run."""
+    from bnbdoctor.rules.engine import crashed
+
     facts = make_facts()
     assert facts.gpu is not None
     facts.gpu.devices = None  # type: ignore[assignment]  # malformed facts, e.g. from a hostile report
     diagnosis = run_rules(facts, all_rules())
-    assert any(c.reason and c.reason.startswith("rule failed") for c in diagnosis.skipped)
+    failed = crashed(diagnosis)
+    assert failed and all(f.severity is Severity.ERROR for f in failed)
+    assert all("a bnbdoctor bug" in f.title and "TypeError" in f.evidence[0].value for f in failed)
+    assert not any(c.reason and "rule failed" in c.reason for c in diagnosis.skipped)
+    assert diagnosis.passed, "the checks that do not read the GPU list still ran"
 
 
 def test_missing_sections_skip_with_the_probe_error() -> None:

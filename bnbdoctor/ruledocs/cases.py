@@ -41,7 +41,7 @@ from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Severity
 from bnbdoctor.rules import get_rule
 from bnbdoctor.rules.base import Rule
-from bnbdoctor.rules.engine import Diagnosis, run_rules
+from bnbdoctor.rules.engine import Diagnosis, crashed, run_rules
 from bnbdoctor.serde import from_dict, to_jsonable
 
 #: The project's checkout (cases live with the tests; they are not part of the installed package).
@@ -228,9 +228,9 @@ def check_case(case: RuleCase) -> list[str]:
     findings = diagnosis.findings
     expect = case.expect
     problems: list[str] = []
-    crashed = [s.reason for s in diagnosis.skipped if s.reason and s.reason.startswith("rule failed")]
-    if crashed:
-        return [f"the rule crashed: {crashed[0]}"]
+    failed = crashed(diagnosis)
+    if failed:
+        return [f"the rule crashed: {failed[0].evidence[0].value}"]
     if not expect.fires:
         if findings:
             problems.append(f"expected no finding, got: {findings[0].title}")

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from bnbdoctor.facts import Facts
-from bnbdoctor.findings import CheckResult, Finding, Hit, Skip
+from bnbdoctor.findings import CheckResult, Evidence, Finding, Hit, Remediation, Severity, Skip
 from bnbdoctor.remedy import fit_remedies
 from bnbdoctor.rules.base import Rule
 
@@ -121,8 +121,38 @@ def _finding(rule: Rule, hit: Hit) -> Finding:
     )
 
 
+#: The title every finding of a check that crashed starts with (:func:`crashed` finds them by it).
+CRASHED = "bnbdoctor's check could not run on these facts"
+
+
+def _crash(rule: Rule, exc: Exception) -> Hit:
+    """A check that raised is a bnbdoctor bug, and an error of the report: nothing is known about what it
+    checks, which is not the same as nothing wrong (never a silent "skipped", never a green run)."""
+    said = f"{type(exc).__name__}: {exc}"[:500]
+    return Hit(
+        title=f"{CRASHED} ({type(exc).__name__}): a bnbdoctor bug",
+        explanation=(
+            f"The check '{rule.summary}' raised {said} on what bnbdoctor recorded, so it did not judge this "
+            "machine or log: the report is incomplete there. The machine may be fine."
+        ),
+        evidence=[Evidence("the check's error", said)],
+        remediation=Remediation(
+            "Rerun with --debug for the traceback and report it to bnbdoctor with the JSON report "
+            "(bnbdoctor --json -o report.json; redacted by default)."
+        ),
+        severity=Severity.ERROR,
+        covers=[],
+    )
+
+
+def crashed(diagnosis: Diagnosis) -> list[Finding]:
+    """The findings of checks that raised instead of judging."""
+    return [f for f in diagnosis.findings if f.title.startswith(CRASHED)]
+
+
 def run_checks(facts: Facts, rules: Iterable[Rule]) -> Judgement:
-    """Stage 1: run each rule on the facts; a rule that crashes is reported as skipped, never raised."""
+    """Stage 1: run each rule on the facts; a rule that crashes is a finding of its own (an error), never
+    raised and never "skipped"."""
     judgement = Judgement(facts, list(rules))
     for rule in judgement.rules:
         missing = _missing_sections(rule, facts)
@@ -138,9 +168,7 @@ def run_checks(facts: Facts, rules: Iterable[Rule]) -> Judgement:
             judgement.skipped.append(CheckResult(rule.id, rule.name, rule.summary, str(skip) or "not applicable"))
             continue
         except Exception as exc:  # noqa: BLE001 - a rule bug must not hide other findings
-            judgement.skipped.append(
-                CheckResult(rule.id, rule.name, rule.summary, f"rule failed: {type(exc).__name__}: {exc}")
-            )
+            judgement.found.append(Found(rule, _finding(rule, _crash(rule, exc))))
             continue
         if isinstance(output, Skip):
             judgement.skipped.append(CheckResult(rule.id, rule.name, rule.summary, str(output) or "not applicable"))

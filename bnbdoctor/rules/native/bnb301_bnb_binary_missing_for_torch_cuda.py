@@ -215,7 +215,13 @@ def binary_missing(facts: Facts) -> Hit | Skip | None:
             f"builds ({XPU_LIBRARY.first_text}+, versioned per oneAPI year from {XPU_PER_ONEAPI_YEAR.first_text})."
         )
         commands = [f'pip install -U "bitsandbytes{XPU_LIBRARY.pip_spec()}"']
-    elif sel.backend == "rocm" and wanted and ROCM_TAG_MISBUILT.contains(bnb.version) and _misbuilt(bnb, wanted):
+    elif (
+        sel.backend == "rocm"
+        and wanted
+        and "rocm" in sel.expected_file
+        and ROCM_TAG_MISBUILT.contains(bnb.version)
+        and _misbuilt(bnb, wanted)
+    ):
         right = f"libbitsandbytes_rocm{wanted[0]}{wanted[1]}"
         effect = (
             f"This release builds the ROCm tag as major*10+minor, so ROCm {wanted[0]}.{wanted[1]} becomes "

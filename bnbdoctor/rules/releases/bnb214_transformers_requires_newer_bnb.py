@@ -97,15 +97,16 @@ def transformers_requires_newer_bnb(facts: Facts) -> Hit | Skip | None:
     have, need = parse_version(installed), parse_version(minimum.minimum)
     if need is None:
         return Skip(f"transformers' minimum bitsandbytes {minimum.minimum!r} is not a version")
+    wanted = str(need)  # as a specifier takes it: a recorded "12.x" is read as 12, never a crash
     if have is not None and have >= need:
         return None
     if have is None and not from_log:
         return None if not (bnb and bnb.installed) else Skip("bitsandbytes version unknown")
     named = f"transformers {transformers}" if transformers else "transformers"
-    ceiling = _ceiling_below(facts, minimum.minimum)
+    ceiling = _ceiling_below(facts, wanted)
     pin = f'pip install "transformers<{TRANSFORMERS_WITH_BNB_MINIMUM.first_text}"'
-    commands = [f'pip install -U "bitsandbytes>={minimum.minimum}"']
-    fix = f"Upgrade bitsandbytes to {minimum.minimum} or newer"
+    commands = [f'pip install -U "bitsandbytes>={wanted}"']
+    fix = f"Upgrade bitsandbytes to {wanted} or newer"
     if ceiling:
         why, first = ceiling
         fix = f"Keep transformers below {TRANSFORMERS_WITH_BNB_MINIMUM.first_text} ({why}), or {first}"
@@ -117,13 +118,13 @@ def transformers_requires_newer_bnb(facts: Facts) -> Hit | Skip | None:
     where = "its ImportError names" if from_log else source
     evidence = [
         ev("transformers", transformers, "python.packages.transformers"),
-        ev("transformers needs bitsandbytes", f">={minimum.minimum} ({where})", "python.transformers_bnb_minimum"),
+        ev("transformers needs bitsandbytes", f">={wanted} ({where})", "python.transformers_bnb_minimum"),
         ev("bitsandbytes", installed or ("not shown in the log" if from_log else None), "python.bitsandbytes.version"),
     ]
     return Hit(
-        title=f"{named} needs bitsandbytes >= {minimum.minimum}, "
+        title=f"{named} needs bitsandbytes >= {wanted}, "
         + (f"found {installed}" if installed else "and refused the installed one"),
-        explanation=f"transformers treats a bitsandbytes older than {minimum.minimum} ({where}) as not installed: "
+        explanation=f"transformers treats a bitsandbytes older than {wanted} ({where}) as not installed: "
         "is_bitsandbytes_available() returns False, so loading with a BitsAndBytesConfig raises an ImportError "
         "although bitsandbytes is installed"
         + ("" if installed else " (or bitsandbytes is missing, or its metadata is)")
