@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from typing import BinaryIO
 
 from bnbdoctor.facts import Facts
@@ -94,7 +94,7 @@ class LogExtractor:
         found = self._candidates(block, REPEATS_CHECKED_AFTER, absent)
         if found is None or line_bytes(block, found.lines) > MAX_BYTES_PER_BLOCK // 2:
             # Many lines to match: blank the copies of repeated ones first (logs.repeats).
-            block, blanked = blank_repeats(block, self._holds_anchor)
+            block, blanked = blank_repeats(block, lambda line: self._holds_anchor(line, absent))
             self.state.repeated_lines += blanked
             if blanked or found is None:
                 found = self._candidates(block, None, absent) or Candidates()  # never None without a limit
@@ -131,10 +131,14 @@ class LogExtractor:
                 return None  # stopped by the room left, on lines already found: its later lines were not read
         return found
 
-    def _holds_anchor(self, line: bytes) -> bool:
-        """Whether a line holds an anchor some pattern still reads (only such lines reach a matcher)."""
+    def _holds_anchor(self, line: bytes, absent: Set[bytes] = frozenset()) -> bool:
+        """Whether a line holds an anchor some pattern still reads (only such lines reach a matcher).
+        Anchors in ``absent`` are in no line of the block: they are not looked for."""
         retired = self._retired
-        return any(anchor in line and any(i not in retired for i in indices) for anchor, indices in ANCHORS.items())
+        return any(
+            anchor not in absent and anchor in line and any(i not in retired for i in indices)
+            for anchor, indices in ANCHORS.items()
+        )
 
     def _budget(self, indices: list[int]) -> int:
         """How many more lines an anchor may bring: unlimited unless all its patterns are evidence-only."""

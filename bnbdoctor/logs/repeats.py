@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from itertools import compress
 
 #: Copies of one line that are matched before the rest of its copies (but the last) are blanked.
 KEPT_COPIES = 3
@@ -51,10 +52,10 @@ def blank_repeats(block: bytes, relevant: Callable[[bytes], bool]) -> tuple[byte
             chosen.append(line)
     if not chosen:
         return block, 0
-    # One pass over the lines finds every copy of the chosen ones; all but the first KEPT_COPIES and the
-    # last of each are left empty.
+    # One pass over the lines, at C speed, finds every copy of the chosen ones; all but the first
+    # KEPT_COPIES and the last of each are left empty.
     copies: dict[bytes, list[int]] = {line: [] for line in chosen}
-    for index in [i for i, line in enumerate(lines) if line in copies]:
+    for index in compress(range(len(lines)), map(copies.__contains__, lines)):
         copies[lines[index]].append(index)
     blanked = 0
     for where in copies.values():
