@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,30 @@ def test_explain_from_stdin_numbers_lines_alike_whatever_the_line_ends(ending: s
     assert report["facts"]["log"]["lines"] == len(text.splitlines()) == 16
     first = report["findings"][0]
     assert first["rule_id"] == "BNB306" and first["log_lines"] == [9, 14]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cr_and_crlf_ends_are_made_newlines_as_two_replaces_made_them(seed: int) -> None:
+    """One pass over a chunk (``\\r\\n?``) gives what ``replace(b"\\r\\n", b"\\n").replace(b"\\r", b"\\n")`` gave."""
+    from bnbdoctor.logs.clean import _CR_ENDS
+
+    rng = random.Random(seed)
+    chunk = bytes(rng.choice(b"\r\nab") for _ in range(20_000))
+    assert _CR_ENDS.sub(b"\n", chunk) == chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+@pytest.mark.parametrize("max_line", [4096, 600, 511, 40])
+def test_a_line_longer_than_the_limit_is_seen_wherever_it_lies(max_line: int) -> None:
+    """The windows that spare measuring every line miss no line over ``max_line``, at whatever offset it
+    starts: one of exactly ``max_line`` bytes is not over it, one byte more is."""
+    from bnbdoctor.logs.clean import _has_long_line
+
+    short = b"\n".join(b"x" * (i % (max_line // 2)) for i in range(300))
+    assert not _has_long_line(short, max_line)
+    for offset in range(max_line + 1):  # the long line starts at every offset of a window
+        for length in (max_line, max_line + 1):
+            data = b"p" * offset + b"\n" + b"y" * length + b"\n" + short
+            assert _has_long_line(data, max_line) == (length > max_line), (offset, length)
+            assert _has_long_line(short + b"\n" + b"p" * offset + b"\n" + b"y" * length, max_line) == (
+                length > max_line
+            )

@@ -10,7 +10,9 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import random
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import pytest
 from bnbdoctor.explain.pipeline import explain_stream
 from bnbdoctor.logs.clean import BLOCK
 from bnbdoctor.logs.extract import MAX_LINES_PER_BLOCK, REPEATS_CHECKED_AFTER, LogExtractor, extract
-from bnbdoctor.logs.repeats import KEPT_COPIES, blank_repeats
+from bnbdoctor.logs.repeats import KEPT_COPIES, MAX_BLANKED_LINES, MIN_REPEATS, blank_repeats
 
 FUZZ_LOGS = sorted((Path(__file__).parent / "data" / "fuzz" / "log").glob("*.json"))
 
@@ -169,3 +171,41 @@ def test_the_first_scan_gives_up_rather_than_miss_lines() -> None:
     full = LogExtractor()._candidates(block, None, set())
     assert full is not None and len(full.lines) == REPEATS_CHECKED_AFTER - 1
     assert quick is None or set(quick.lines) == set(full.lines)
+
+
+def _blank_repeats_by_replace(block: bytes, relevant: Callable[[bytes], bool]) -> tuple[bytes, int]:
+    """The blanking as it was first written (``bytes.replace`` over the block, twice per repeated line): the
+    reference the one-pass blanking is held to."""
+    lines = block.split(b"\n")
+    counts = Counter(lines)
+    repeats = len(lines) - len(counts)
+    if block.count(b"\n") < MIN_REPEATS or repeats < MIN_REPEATS or repeats * 64 < len(counts):
+        return block, 0
+    blanked, framed = 0, b"\n" + block + b"\n"
+    for line, count in counts.most_common(MAX_BLANKED_LINES):
+        if count <= KEPT_COPIES + 1:
+            break
+        if not line or not relevant(line):
+            continue
+        whole, start = b"\n" + line + b"\n", -1
+        for _ in range(KEPT_COPIES):
+            start = framed.find(whole, start + 1)
+        middle_from, last = start + len(whole) - 1, framed.rfind(whole)
+        middle = framed[middle_from : last + 1].replace(whole, b"\n\n").replace(whole, b"\n\n")
+        framed = framed[:middle_from] + middle + framed[last + 1 :]
+        blanked += count - KEPT_COPIES - 1
+    return (framed[1:-1], blanked) if blanked else (block, 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_blanking_is_the_replace_based_one(seed: int) -> None:
+    """Runs of adjacent copies, copies at the block's first and last line, empty lines repeated, more
+    repeated lines than are blanked, lines no pattern reads: blanked exactly as before."""
+    rng = random.Random(seed)
+    words = [b"", b"CUDA %d" % seed, b"KeyError: 'a'", b"plain", b"Error", b"ErrorError"] + [
+        b"Error %d" % i for i in range(40)
+    ]
+    lines = [rng.choice(words[: rng.choice([3, 6, len(words)])]) for _ in range(rng.randrange(70, 3000))]
+    block = b"\n".join(lines)
+    relevant = (lambda line: b"Error" in line) if seed % 2 else (lambda line: True)
+    assert blank_repeats(block, relevant) == _blank_repeats_by_replace(block, relevant)

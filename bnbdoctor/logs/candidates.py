@@ -15,6 +15,14 @@ what a diagnosis needs:
 
 What is left out is estimated in ``unread`` (``source.lines_not_matched``): the lines a dense anchor
 skipped, or the lines over budget, whichever is more.
+
+Before the anchors are searched one by one, :func:`absent_anchors` rules out at once those a block
+cannot hold: most anchors are in no line of a block, and a search that finds nothing reads the whole
+block. A long log is mostly lines that differ only in their numbers (a step, a loss, a progress bar),
+so the block's distinct lines, its digits made one digit, are a small text that holds every anchor the
+block holds; an anchor not in it is in no line of the block. (One alternation of all anchors in one
+``re`` pattern reads the block once, but at a tenth of ``bytes.find``'s speed per byte: slower than the
+separate searches.)
 """
 
 from __future__ import annotations
@@ -28,6 +36,11 @@ MAX_OCCURRENCES_PER_ANCHOR = 1000
 MAX_LINES_PER_BLOCK = 1000
 #: Bytes of lines of one block that are matched (a pattern's search costs per byte of its line).
 MAX_BYTES_PER_BLOCK = 256 * 1024
+#: Every digit made ``0``: lines that differ only in a counter or a loss are one line to the prefilter.
+_ONE_DIGIT = bytes.maketrans(b"123456789", b"000000000")
+#: The prefilter is used when the block's distinct lines are at most this share of its lines (else
+#: searching them would cost about as much as searching the block).
+_DISTINCT_SHARE = 0.5
 
 
 @dataclass
@@ -37,6 +50,22 @@ class Candidates:
     lines: dict[int, set[int]] = field(default_factory=dict)
     sparse: set[int] = field(default_factory=set)  # lines brought by an anchor that was not dense
     unread: int = 0  # lines a dense anchor did not bring (an estimate, from its occurrences)
+
+
+def absent_anchors(block: bytes, anchors: Iterable[bytes]) -> set[bytes]:
+    """Those of ``anchors`` that no line of ``block`` holds, as far as they can be told at once; an
+    anchor not returned may still be absent (each is then searched in the block itself).
+
+    An anchor found in the block lies in one of its lines (an anchor holding a newline is never
+    returned); with its digits made ``0`` it lies in that line with its digits made ``0``, one of the
+    block's distinct lines so made. So an anchor absent from those distinct lines is absent from the
+    block."""
+    lines = block.translate(_ONE_DIGIT).split(b"\n")
+    distinct = set(lines)
+    if len(distinct) > len(lines) * _DISTINCT_SHARE:
+        return set()  # few repeats: the distinct lines are about the block; the searches are as cheap there
+    text = b"\n".join(distinct)
+    return {a for a in anchors if b"\n" not in a and a.translate(_ONE_DIGIT) not in text}
 
 
 def scan_anchor(block: bytes, anchor: bytes, live: list[int], budget: int, found: Candidates) -> int:

@@ -33,6 +33,8 @@ BLOCK = 1 << 20
 _ANSI = re.compile(rb"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 #: Control characters other than tab (binary data, stray escape bytes left after the pass above).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]+")
+#: A line end other than ``\n``: ``\r\n``, or a lone ``\r``.
+_CR_ENDS = re.compile(rb"\r\n?")
 _ENTITIES = (("&#39;", "'"), ("&#x27;", "'"), ("&quot;", '"'), ("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
 
 
@@ -77,7 +79,7 @@ def _universal_newlines(chunks: Iterator[bytes]) -> Iterator[bytes]:
             continue  # after_cr stays as it was: the "\n" may still come
         chunk = raw[1:] if after_cr and raw.startswith(b"\n") else raw
         after_cr = chunk.endswith(b"\r")
-        yield chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in chunk else chunk
+        yield _CR_ENDS.sub(b"\n", chunk) if b"\r" in chunk else chunk  # one pass: each \r\n, then each \r
 
 
 def clean_line(text: str) -> str:
@@ -155,6 +157,18 @@ def _raw_chunks(stream: BinaryIO, stats: ReadStats, block: int) -> Iterator[byte
         stats.bytes += len(data)
 
 
+def _has_long_line(data: bytes, max_line: int) -> bool:
+    """Whether a line of ``data`` is longer than ``max_line`` bytes. Such a line holds a whole window of
+    ``(max_line + 2) // 2`` bytes that starts at a multiple of that size; when every such window holds a
+    newline, no line is, and the lines need not be split to be measured."""
+    window = (max_line + 2) // 2
+    if window >= 256:
+        find = data.find
+        if all(find(b"\n", start, start + window) != -1 for start in range(0, len(data) - window + 1, window)):
+            return False
+    return max(map(len, data.split(b"\n"))) > max_line
+
+
 def read_blocks(
     stream: BinaryIO, stats: ReadStats | None = None, max_line: int = MAX_LINE, block: int = BLOCK
 ) -> Iterator[tuple[int, bytes]]:
@@ -190,7 +204,7 @@ def read_blocks(
         if len(carry) > max_line:
             carry, skipping = carry[:max_line], True
             stats.truncated_lines += 1
-        if len(whole) > max_line and max(map(len, whole.split(b"\n"))) > max_line:
+        if len(whole) > max_line and _has_long_line(whole, max_line):
             lines = whole.split(b"\n")
             stats.truncated_lines += sum(1 for line in lines if len(line) > max_line)
             whole = b"\n".join(line[:max_line] for line in lines)

@@ -2,7 +2,8 @@
 
 :class:`LogExtractor` is fed blocks of cleaned lines (:func:`bnbdoctor.logs.clean.read_blocks`).
 The block prefilter searches each anchor of :data:`~bnbdoctor.logs.collectors.ANCHORS` over the
-whole block with ``bytes.find``; only the lines that hold one are decoded, and on them only the
+whole block with ``bytes.find`` (but those the block's distinct lines rule out,
+:func:`~bnbdoctor.logs.candidates.absent_anchors`); only the lines that hold one are decoded, and on them only the
 patterns that anchor calls for run. A pattern that matches hands the line to its handler in
 the collector that declares it (:mod:`bnbdoctor.logs.collectors`), which records the line's
 signature and fills the evidence in the shared :class:`~bnbdoctor.logs.state.LogState`.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from typing import BinaryIO
 
 from bnbdoctor.facts import Facts
@@ -30,6 +31,7 @@ from bnbdoctor.logs.candidates import (
     MAX_LINES_PER_BLOCK,
     MAX_OCCURRENCES_PER_ANCHOR,
     Candidates,
+    absent_anchors,
     line_bytes,
     scan_anchor,
     select,
@@ -86,11 +88,13 @@ class LogExtractor:
         if self._blocks > EVIDENCE_BLOCKS:
             self._retired.update(_EVIDENCE)  # the machine's facts are known by now
         lines_in_block = block.count(b"\n")
-        absent: set[bytes] = set()  # anchors the block does not hold: blanking lines cannot add them
+        # Anchors the block does not hold (blanking lines cannot add them): those its distinct lines
+        # do not hold, and those a search finds nowhere (added by _candidates).
+        absent = absent_anchors(block, ANCHORS)
         found = self._candidates(block, REPEATS_CHECKED_AFTER, absent)
         if found is None or line_bytes(block, found.lines) > MAX_BYTES_PER_BLOCK // 2:
             # Many lines to match: blank the copies of repeated ones first (logs.repeats).
-            block, blanked = blank_repeats(block, self._holds_anchor)
+            block, blanked = blank_repeats(block, lambda line: self._holds_anchor(line, absent))
             self.state.repeated_lines += blanked
             if blanked or found is None:
                 found = self._candidates(block, None, absent) or Candidates()  # never None without a limit
@@ -127,10 +131,14 @@ class LogExtractor:
                 return None  # stopped by the room left, on lines already found: its later lines were not read
         return found
 
-    def _holds_anchor(self, line: bytes) -> bool:
-        """Whether a line holds an anchor some pattern still reads (only such lines reach a matcher)."""
+    def _holds_anchor(self, line: bytes, absent: Set[bytes] = frozenset()) -> bool:
+        """Whether a line holds an anchor some pattern still reads (only such lines reach a matcher).
+        Anchors in ``absent`` are in no line of the block: they are not looked for."""
         retired = self._retired
-        return any(anchor in line and any(i not in retired for i in indices) for anchor, indices in ANCHORS.items())
+        return any(
+            anchor not in absent and anchor in line and any(i not in retired for i in indices)
+            for anchor, indices in ANCHORS.items()
+        )
 
     def _budget(self, indices: list[int]) -> int:
         """How many more lines an anchor may bring: unlimited unless all its patterns are evidence-only."""

@@ -28,6 +28,7 @@ anchors, and for the wrap width one pass over the line lengths.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -219,7 +220,9 @@ def wrap_width(lines: list[bytes], *, plain: bool | None = None) -> int | None:
         ascii_lines = list(map(bytes.isascii, lines))
         width = max(compress(lengths, ascii_lines), default=0)
         floor = max(width, MIN_WIDTH)
-        widths = {i: _width(lines[i]) for i, n in enumerate(lengths) if n >= floor and not ascii_lines[i]}
+        # The UTF-8 lines of at least that many bytes, picked at C speed (long > ascii: long and not ASCII).
+        long_utf8 = map(operator.gt, map(floor.__le__, lengths), ascii_lines)
+        widths = {i: _width(lines[i]) for i in compress(range(len(lines)), long_utf8)}
         width = max(width, *widths.values()) if widths else width
     if not MIN_WIDTH <= width <= MAX_WIDTH:
         return None
