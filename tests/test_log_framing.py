@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -482,3 +483,61 @@ def test_a_line_of_one_shape_costs_what_a_line_costs(filler: str) -> None:
     started = time.perf_counter()
     unframe(block)
     assert time.perf_counter() - started < 0.5
+
+
+def _first_bytes(items: Any) -> set[int] | None:
+    """The bytes a parsed expression can match first; None when any byte could (or it may match empty)."""
+    out: set[int] = set()
+    categories = {
+        "CATEGORY_DIGIT": b"0123456789",
+        "CATEGORY_WORD": b"0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+        "CATEGORY_SPACE": b" \t\n\r\f\v",
+    }
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            return out | {av}
+        if name == "IN":
+            for item, value in av:
+                if str(item) == "LITERAL":
+                    out.add(value)
+                elif str(item) == "RANGE":
+                    out.update(range(value[0], value[1] + 1))
+                elif str(item) == "CATEGORY" and str(value) in categories:
+                    out.update(categories[str(value)])
+                else:
+                    return None
+            return out
+        if name == "SUBPATTERN":
+            inner = _first_bytes(av[3])
+            return None if inner is None else out | inner
+        if name == "BRANCH":
+            for alternative in av[1]:
+                inner = _first_bytes(alternative)
+                if inner is None:
+                    return None
+                out |= inner
+            return out
+        if name in ("MAX_REPEAT", "MIN_REPEAT"):
+            low, _high, sub = av
+            inner = _first_bytes(sub)
+            if inner is None:
+                return None
+            out |= inner
+            if low == 0:
+                continue
+            return out
+        return None
+    return None
+
+
+@pytest.mark.parametrize("framing", [f for f in FRAMINGS if f.starts is not None], ids=lambda f: f.name)
+def test_a_framing_s_first_bytes_are_all_it_can_begin_with(framing: Framing) -> None:
+    """``starts`` lets the search skip lines at once: it must hold every byte the expression can match first
+    (read from the expression itself by Python's own parser), or framed lines would keep their framing."""
+    parser = pytest.importorskip("re._parser")
+    first = _first_bytes(parser.parse(framing.regex))
+    assert first is not None, "the expression can begin with any byte: declare no starts"
+    assert framing.starts is not None
+    assert first <= set(framing.starts), bytes(sorted(first - set(framing.starts)))
+    assert framing.example.encode()[0] in framing.starts

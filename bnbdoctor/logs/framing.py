@@ -45,6 +45,10 @@ class Framing:
     example: str
     regex: bytes
     hints: tuple[bytes, ...] = ()
+    #: The bytes a line it frames can begin with (None: any). Where every framing tried on a block says, the
+    #: search skips at once the lines that begin otherwise (most of a long log); a test checks each set
+    #: against what the expression can match first.
+    starts: bytes | None = None
 
 
 _DATE = rb"\d{4}-\d{2}-\d{2}"
@@ -52,6 +56,8 @@ _TIME = rb"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
 _ISO = _DATE + rb"[T ]" + _TIME + rb"(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?"
 _LEVELS = (b"DEBUG", b"INFO", b"NOTICE", b"WARNING", b"WARN", b"ERROR", b"CRITICAL", b"FATAL", b"TRACE")
 _LEVEL = rb"(?:" + rb"|".join(_LEVELS) + rb")"
+_LEVEL_STARTS = bytes(sorted({level[0] for level in _LEVELS}))
+DIGITS, ASCII_LETTERS = b"0123456789", b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 #: A logger's name as ``logging.getLogger(__name__)`` gives it: lower-case module parts (never an
 #: exception's class, ``torch.OutOfMemoryError``).
 _LOGGER = rb"(?:__main__|[a-z_][a-z0-9_]{0,40}(?:\.[a-z_][a-z0-9_]{0,40}){0,8})"
@@ -71,11 +77,13 @@ FRAMINGS: tuple[Framing, ...] = (
         "kubernetes",  # the CRI log format kubectl and crictl show: F a full line, P a partial one
         "2024-05-01T10:11:12.123456789Z stdout F ",
         _ISO + rb" (?:stdout|stderr) [FP] ",
+        starts=DIGITS,
     ),
     Framing(
         "timestamp",  # docker logs -t, GitHub Actions, journald exports, and any logging format's asctime
         "2024-05-01 10:11:12,345 - transformers.modeling_utils - WARNING - ",
         rb"\[?" + _ISO + rb"\]?(?: ?[-|] | |(?=\[))" + _AFTER_TIME,
+        starts=DIGITS + b"[",
     ),
     Framing(
         "syslog",  # journalctl and /var/log/syslog: the time, the host, the process and its pid
@@ -83,44 +91,52 @@ FRAMINGS: tuple[Framing, ...] = (
         rb"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d "
         + _TIME
         + rb" [\w.\-]{1,64} [^\s\[:]{1,64}(?:\[\d{1,9}\])?: ",
+        starts=b"ADFJMNOS",
     ),
     Framing(
         "vllm",  # vLLM's and SGLang's formatter, also behind a Ray worker's tag
         "INFO 12-01 10:11:12 model_runner.py:123] ",
         _LEVEL + rb" \d{2}-\d{2} " + _TIME + rb" (?:\[" + _SOURCE + rb"\]|" + _SOURCE + rb"\]) ",
+        starts=_LEVEL_STARTS,
     ),
     Framing(
         "glog",  # glog / absl / torch's C++ warnings (c10): I0501 10:11:12.123456 1234 file.cc:12]
         "[W501 10:11:12.123456 1234 ProcessGroupNCCL.cpp:1250] ",
         rb"\[?[IWEF](?:\d{3,4} " + _TIME + rb"(?: {1,8}\d{1,9})?)? {1,8}" + _SOURCE + rb"\] ?",
+        starts=b"EFIW[",
     ),
     Framing(
         "basic-logging",  # logging.basicConfig()'s default %(levelname)s:%(name)s:
         "WARNING:bitsandbytes.cextension:",
         _LEVEL + rb":" + _LOGGER + rb":",
+        starts=_LEVEL_STARTS,
     ),
     Framing(
         "rank",  # torch's [rank0]: and torchrun --tee's [default0]:, mpirun --tag-output, SageMaker's MPI tag
         "[rank0]: ",
         rb"\[rank\d{1,5}\]: ?|(?:\[default\d{1,5}\]|\[\d{1,5},\d{1,5}\]<std(?:out|err)>"
         rb"|\[\d{1,5},mpirank:\d{1,5},[\w.\-]{1,60}\]<std(?:out|err)>):",
+        starts=b"[",
     ),
     Framing(
         "process",  # a Ray or SkyPilot worker's tag: (RayWorkerWrapper pid=1234, ip=10.0.0.1)
         "(VllmWorkerProcess pid=1234) ",
         rb"\((?:[\w.\-]{1,60},? )?(?:(?:pid|rank|ip|node|tid)=[\w.:\-]{1,60},? ?){1,4}\) ",
+        starts=b"(",
     ),
     Framing(
         "compose",  # docker compose's service column: name-1  |
         "vllm-1  | ",
         rb"[A-Za-z0-9][\w.\-]{0,62}[-_]\d{1,3} +\| ",
         (b" | ",),
+        starts=DIGITS + ASCII_LETTERS,
     ),
     Framing(
         "columns",  # a job runner's columns before the message: step, pid, run or task uuid
         "step 12 | pid 4321 | 3f2a9c1e-7b4d-4e2a-9f1c-0a1b2c3d4e5f | ",
         rb"(?:(?:[Ss]tep|STEP)[ =:#]?\d{1,9}(?: *\| *|\t)|(?:pid|PID)[ =:]?\d{1,9}(?: *\| *|\t)"
         rb"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?: *\| *|\t| ))",
+        starts=DIGITS + b"PSabcdefps",
     ),
     Framing(
         "job-step",  # gh run view --log: the job and the step, tab-separated, before the timestamp
@@ -132,11 +148,13 @@ FRAMINGS: tuple[Framing, ...] = (
         "slurm",  # srun --label: the task number (right-aligned when there are ten tasks or more)
         "0: ",
         rb" {0,3}\d{1,5}: ",
+        starts=DIGITS + b" ",
     ),
     Framing(
         "quote",  # a quoted reply on GitHub, also HTML-escaped (> >>> keeps the prompt)
         "> ",
         rb"(?:>|&gt;)(?: |$)",
+        starts=b">&",
     ),
 )
 
@@ -149,7 +167,11 @@ def _expression(chosen: tuple[int, ...]) -> re.Pattern[bytes]:
     """The framings ``chosen`` (indices in :data:`FRAMINGS`) at the start of a line, after the newline
     that starts it (a literal first byte keeps the search at C speed)."""
     alternatives = rb"|".join(FRAMINGS[i].regex for i in chosen)
-    return re.compile(rb"\n(?:" + alternatives + rb"){1,%d}" % MAX_STACKED, re.MULTILINE)
+    starts = [FRAMINGS[i].starts for i in chosen]
+    first = b""
+    if chosen and all(s is not None for s in starts):
+        first = rb"(?=[" + re.escape(bytes(sorted(set(b"".join(s for s in starts if s))))) + rb"])"
+    return re.compile(rb"\n" + first + rb"(?:" + alternatives + rb"){1,%d}" % MAX_STACKED, re.MULTILINE)
 
 
 def _framed(block: bytes) -> re.Pattern[bytes]:
