@@ -73,10 +73,23 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] 
         re.compile(
             _NOT_WORD_BEFORE + r"(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255}"
             r"|hf_[A-Za-z0-9]{20,255}|sk-[A-Za-z0-9_-]{20,255}|xox[abprs]-[A-Za-z0-9-]{10,255}"
-            r"|(?:AKIA|ASIA)[0-9A-Z]{16})" + _NOT_WORD_AFTER
+            r"|(?:AKIA|ASIA)[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{20,255}|npm_[A-Za-z0-9]{20,255}"
+            r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,255}|AIza[0-9A-Za-z_-]{30,255})" + _NOT_WORD_AFTER
         ),
         "<redacted-token>",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "sk-", "xox", "akia", "asia"),
+        (
+            *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "sk-", "xox", "akia", "asia"),
+            *("glpat-", "npm_", "_live_", "_test_", "aiza"),
+        ),
+    ),
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----.{0,16384}?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----|$)",
+            re.DOTALL,
+        ),
+        "<redacted-private-key>",
+        ("private key-----",),
     ),
     (
         "key-value",
@@ -116,9 +129,34 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] 
     ),
     (
         "ipv6-address",
-        re.compile(r"(?<![A-Za-z0-9_:.])(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}(?![A-Za-z0-9_:])"),
+        # the full form, and the compressed one with two groups or more before its "::" (fd12:3456:789a::77),
+        # never a C++ scope (c10::Error) or a slice ([::2])
+        re.compile(
+            r"(?<![A-Za-z0-9_:.])(?:(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}"
+            r"|(?:[0-9a-fA-F]{1,4}:){2,6}:(?:[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4}){0,4})?)(?![A-Za-z0-9_:])"
+        ),
         "<ip>",
         (":",),
+    ),
+    (
+        "other-home",
+        # another user's home folder where a path starts (the user's own is ~): /home/bob, /Users/bob
+        re.compile(
+            r"(?<![^\s'\"`=:(\[,;])(?P<keep>/(?:home|Users)/)(?!<)[A-Za-z_][A-Za-z0-9_.-]{0,31}(?=/|$|[\s'\"`)\],;:])"
+        ),
+        r"\g<keep><user>",
+        ("/home/", "/users/"),
+    ),
+    (
+        "host-in-path",
+        # a file server's name as a folder of a path (/nfs/db7.internal.example/...), not a URL's host
+        re.compile(
+            r"(?<=[^/:]/)(?:[A-Za-z0-9-]{1,63}\.){2,8}"
+            r"(?:com|net|org|edu|gov|io|cloud|internal|local|lan|corp|intranet|example|arpa)(?=/)",
+            re.IGNORECASE,
+        ),
+        "<host>",
+        (".",),
     ),
     (
         "gpu-uuid",

@@ -76,7 +76,22 @@ def test_redactor_units() -> None:
     )
     assert r.text("/home/alice/venv/lib") == "~/venv/lib"
     assert r.text("/data/alice/models and alice@gpu-node-07:~$") == "/data/<user>/models and <user>@<host>:~$"
-    assert r.text("/home/alicesmith/x") == "/home/alicesmith/x"  # another user's folder is not ours
+    # another user's folder is not ours (not ~), and their name is an identity too (issue 25 item 17)
+    assert r.text("/home/alicesmith/x") == "/home/<user>/x"
+    assert r.text("ls /Users/bob_other/proj; cd /home/<user>/y") == "ls /Users/<user>/proj; cd /home/<user>/y"
+    for token in (
+        "glpat-ReproGitlab0000aaaaBB",
+        "npm_ReproNpm0000aaaaBBBBccccDDDDeeeeFF",
+        "sk_live_ReproStripe0000aaaaBBBBcc",
+        "AIzaSyReproGoogle0000aaaaBBBBccccDDD",
+    ):
+        assert r.text(f"a {token} b") == "a <redacted-token> b", token
+    assert r.text("peer fd12:3456:789a::77 up") == "peer <ip> up"
+    assert r.text("c10::Error at::Tensor x[::2] 12:34:56") == "c10::Error at::Tensor x[::2] 12:34:56"
+    assert r.text("/nfs/db7.internal-secret.example/lib") == "/nfs/<host>/lib"
+    assert r.text("https://download.pytorch.org/whl/cu121") == "https://download.pytorch.org/whl/cu121"
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----"
+    assert r.text(f"the key {key} done") == "the key <redacted-private-key> done"
     assert r.text("https://bob:pw@host/x") == "https://<redacted>@host/x"
     assert r.text("token=abc123 password: s3cret") == "token=<redacted> password: <redacted>"
     assert r.walk({"uuid": "GPU-1234", "name": "A100"}) == {"uuid": None, "name": "A100"}
