@@ -244,6 +244,8 @@ class PythonFacts:
     conda_packages: dict[str, str] = field(default_factory=dict)  # conda-meta/ records of the patients' owners
     pip_available: bool | None = None  # ``python -m pip`` can run (False in a uv env made without pip)
     venv_tool: str | None = None  # what made the virtualenv, from pyvenv.cfg: "uv", "virtualenv", "venv"
+    # activations passed over because no Python is there: "VIRTUAL_ENV=/gone/venv" (a deleted or moved env)
+    stale_activations: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -414,3 +414,45 @@ def test_a_name_longer_than_any_real_one_is_still_redacted() -> None:
     redactor = Redactor(host=name)
     assert redactor.text(f"ssh {name}: done; {name}") == f"ssh {HOST}: done; {HOST}"
     assert redactor.summary() == {"host": 2}
+
+
+# --- which interpreter was examined --------------------------------------------------------------------
+
+
+def test_a_stale_activation_is_reported_as_what_it_is(tmp_path: Path) -> None:
+    """VIRTUAL_ENV names a venv that was deleted: the choice passes over it, and the report says so (BNB003, a
+    warning naming the stale variable and what was examined instead), never silently."""
+    import shutil
+
+    machine = tmp_path / "machine"
+    shutil.copytree(ROOT / "platform_fixtures" / "a100-healthy", machine, symlinks=True)
+    manifest = json.loads((machine / "machine.json").read_text())
+    manifest["env"]["VIRTUAL_ENV"] = "/home/alice/venvs/gone"
+    (machine / "machine.json").write_text(json.dumps(manifest))
+    report = json.loads(bnbdoctor("--fixture", str(machine), "--json").stdout)
+    assert report["facts"]["python"]["stale_activations"] == ["VIRTUAL_ENV=~/venvs/gone"]
+    assert report["facts"]["python"]["selected_by"] == "current"
+    [finding] = [f for f in report["findings"] if f["rule_id"] == "BNB003"]
+    assert finding["severity"] == "warning" and "stale activation" in finding["title"]
+    text = bnbdoctor("--fixture", str(machine), "--text").stdout
+    assert "(the interpreter running bnbdoctor)" in text
+
+
+def test_bnbdoctor_s_own_empty_environment_is_the_root_and_its_installs_follow_from_it() -> None:
+    """No env active and bnbdoctor's own venv has neither patient: the error is that the wrong interpreter was
+    examined (BNB003); "PyTorch / bitsandbytes is not installed" follow from it (they would install into
+    bnbdoctor's venv), listed under it rather than as causes of their own."""
+    from bnbdoctor.doctor import diagnose
+    from bnbdoctor.facts import BnbFacts
+    from bnbdoctor.hosts.fixture import FixtureHost
+    from bnbdoctor.rules import all_rules, run_rules
+
+    facts = diagnose(FixtureHost.named("torch-missing")).facts
+    assert facts.python is not None
+    facts.python.selected_by = "current"
+    facts.python.bitsandbytes = BnbFacts(installed=False)
+    findings = run_rules(facts, all_rules()).findings
+    roots = [f.rule_id for f in findings if f.severity.value == "error"]
+    assert roots == ["BNB003"], roots
+    followers = {follow.rule_id for follow in findings[0].follows}
+    assert {"BNB201", "BNB203"} <= followers, followers

@@ -67,6 +67,17 @@ def which(host: Host, names: tuple[str, ...]) -> str | None:
     return None
 
 
+def stale_activations(host: Host) -> list[str]:
+    """The activation variables that name a folder with no Python in it ("VIRTUAL_ENV=/gone/venv"): an env that
+    was deleted or moved while a shell kept it active. The choice passes over them, and the report says so."""
+    out = []
+    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = host.getenv(variable)
+        if prefix and not _venv_python(host, prefix):
+            out.append(f"{variable}={prefix}")
+    return out
+
+
 def choose_interpreter(ctx: ProbeContext) -> tuple[str, str]:
     """(executable, why): --python, then the active venv/conda env, then PATH when bnbdoctor
     runs from an isolated tool venv (pipx/uv), else bnbdoctor's own interpreter."""
@@ -75,10 +86,9 @@ def choose_interpreter(ctx: ProbeContext) -> tuple[str, str]:
         return ctx.options.python, "--python"
     for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         prefix = host.getenv(variable)
-        if prefix:
-            found = _venv_python(host, prefix)
-            if found:
-                return found, variable
+        found = _venv_python(host, prefix) if prefix else None
+        if found:
+            return found, variable
     current = host.current_python()
     if current.isolated_tool_env:
         found = which(host, ("python3", "python"))
@@ -116,6 +126,7 @@ def gather_python(ctx: ProbeContext) -> PythonFacts:
     raw.pop("script_version", None)
     raw["executable"] = raw.get("executable") or executable
     raw["selected_by"] = why
+    raw["stale_activations"] = [] if why == "--python" else stale_activations(ctx.host)
     try:
         return from_dict(PythonFacts, raw)
     except DecodeError as exc:

@@ -19,7 +19,7 @@ from bnbdoctor.render.fit_lines import (
     request_line,
     size_line,
 )
-from bnbdoctor.render.text import finished_text, label_grid, print_finding, report_console
+from bnbdoctor.render.text import chosen_by, finished_text, label_grid, print_finding, report_console
 from bnbdoctor.report import Report
 from bnbdoctor.units import human
 
@@ -49,7 +49,7 @@ def render_fit_text(report: Report, *, color: bool = False, width: int | None = 
     )
     head.add_row("Request", request_line(fit))
     head.add_row("Engine", engine_line(fit))
-    head.add_row("Python", f"{fit.python} (chosen by {fit.python_selected_by})")
+    head.add_row("Python", f"{fit.python} ({chosen_by(fit.python_selected_by)})")
     console.print(head)
     console.print()
     line, style = VERDICT_LINE.get(fit.verdict, (fit.verdict, "bold"))

@@ -83,7 +83,7 @@ def machine_lines(report: Report) -> list[tuple[str, str]]:
         if torch.installed and torch.version:
             torch_text += f" ({torch.build} build)"
         bnb_text = package_text("bitsandbytes", bnb.installed, bnb.version, bnb.error)
-        rows.append(("Python", f"{py.executable} {py.version} (chosen by {py.selected_by})"))
+        rows.append(("Python", f"{py.executable} {py.version} ({chosen_by(py.selected_by)})"))
         rows.append(("Packages", f"{torch_text}, {bnb_text}"))
     return rows
 
@@ -208,3 +208,19 @@ class TextRenderer:
 
     def render(self, report: Report, *, color: bool = False) -> str:
         return render_text(report, color=color)
+
+
+#: How each way of choosing the examined interpreter reads to its user (``PythonFacts.selected_by``).
+_CHOSEN_BY = {
+    "--python": "named with --python",
+    "VIRTUAL_ENV": "the active virtualenv, VIRTUAL_ENV",
+    "CONDA_PREFIX": "the active conda env, CONDA_PREFIX",
+    "PATH": "python3 on PATH: bnbdoctor runs from its own tool environment",
+    "current": "the interpreter running bnbdoctor",
+    "log": "the one the log shows",
+}
+
+
+def chosen_by(selected_by: str | None) -> str:
+    """Why this interpreter was examined, in words a user knows."""
+    return _CHOSEN_BY.get(selected_by or "", f"chosen by {selected_by}")

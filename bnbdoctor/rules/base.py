@@ -49,6 +49,7 @@ PREMISES: dict[str, str] = {
     "driver-exposed": "the NVIDIA driver's libraries are where the loader looks for them",
     "torch-matches-gpu": "torch is a build for the GPU this machine has, not a CPU-only build beside it",
     "one-install": "the bitsandbytes package folder holds the files of one installed release",
+    "users-env-examined": "bnbdoctor examined the environment the user runs, not its own empty one",
     "override-fits-torch": "no BNB_CUDA_VERSION / BNB_ROCM_VERSION override makes bitsandbytes load a file other than "
     "one for torch's runtime",
 }

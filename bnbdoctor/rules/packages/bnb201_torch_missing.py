@@ -16,6 +16,7 @@ from bnbdoctor.rules.packages._shared import _not_installed
     Severity.ERROR,
     "PyTorch is installed in the examined interpreter",
     needs=("python",),
+    requires=("users-env-examined",),
     covers=(),
     references=(TORCH_GET_STARTED,),
     log_gate=LogGate(

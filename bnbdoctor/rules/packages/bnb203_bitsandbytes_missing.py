@@ -14,6 +14,7 @@ from bnbdoctor.rules.packages._shared import _not_installed
     Severity.ERROR,
     "bitsandbytes is installed in the examined interpreter",
     needs=("python",),
+    requires=("users-env-examined",),
     covers=("bitsandbytes_not_installed",),
     references=(BNB_DOCS_INSTALL,),
     log_gate=LogGate(
