@@ -795,7 +795,7 @@ TRANSFORMERS_LACKS_BNB_CONFIG = _declare(
     ROOT,
     "workflow",
     ("transformers_too_old_for_bnb_config",),
-    "the transformers that runs is older than BitsAndBytesConfig (4.27)",
+    "the transformers that runs is older than its BitsAndBytesConfig class",
 )
 STATE_DICT_STR_NUMEL = _declare(
     "kbit_save_pretrained_str_numel",

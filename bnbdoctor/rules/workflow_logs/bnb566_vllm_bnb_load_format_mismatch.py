@@ -15,8 +15,8 @@ FINDING = log.LogFinding(
     title="vLLM was given only one of the two bitsandbytes settings (quantization, load format)",
     explanation="vLLM loads a bitsandbytes model only with both quantization=bitsandbytes and "
     "load_format=bitsandbytes; its config check refuses one without the other. Nothing is wrong with bitsandbytes.",
-    fix="Pass both: `--quantization bitsandbytes --load-format bitsandbytes` (LLM(quantization=\"bitsandbytes\", "
-    "load_format=\"bitsandbytes\")); in a wrapper such as RunPod's worker-vllm, set both of its options.",
+    fix='Pass both: `--quantization bitsandbytes --load-format bitsandbytes` (LLM(quantization="bitsandbytes", '
+    'load_format="bitsandbytes")); in a wrapper such as RunPod\'s worker-vllm, set both of its options.',
     commands=(VLLM_VERSION,),
     limit=2,
 )

@@ -39,13 +39,13 @@ def vllm_model_lacks_bnb_support(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on vLLM's `AttributeError: Model LlavaForConditionalGeneration does not support BitsAndBytes
-    quantization yet.` (any model class: `Qwen2ForCausalLM`, `Qwen2VLForConditionalGeneration`, ...; vLLM 0.5.4
-    printed its loader's name, `Model BitsAndBytesModelLoader ...`).
+    quantization yet.` (any model class: `Qwen2ForCausalLM`, `Qwen2VLForConditionalGeneration`, ...; one 2024
+    release printed its loader's name, `Model BitsAndBytesModelLoader ...`).
 
     ## Why it matters
 
     vLLM's bitsandbytes loader reads a checkpoint's separate projections into vLLM's fused layers, and each model class
-    has to declare that mapping. bitsandbytes support arrived model by model over the 0.5-0.6 releases (Qwen2,
+    has to declare that mapping. bitsandbytes support arrived model by model over the 2024 releases (Qwen2,
     Gemma 2, LLaVA, Qwen2-VL came later), so a model a newer vLLM serves with bitsandbytes fails on an older one
     before any weight is loaded. Nothing is wrong with bitsandbytes, the GPU or the pre-quantized checkpoint.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.features import TRANSFORMERS_BNB_CONFIG
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -12,12 +13,12 @@ TRANSFORMERS_VERSION = 'python -c "import sys, transformers; print(sys.executabl
 
 FINDING = log.LogFinding(
     (S.TRANSFORMERS_LACKS_BNB_CONFIG,),
-    title="The transformers that runs is older than BitsAndBytesConfig (4.27)",
-    explanation="BitsAndBytesConfig, transformers' class for bitsandbytes settings, exists from transformers 4.27.0; "
+    title="The transformers that runs is older than BitsAndBytesConfig ({first})",
+    explanation="BitsAndBytesConfig, transformers' class for bitsandbytes settings, exists from transformers {first}; "
     "the application imports it, and the Python that runs it has an older transformers (often another Python than "
     "the one the application set up).",
     fix="Upgrade transformers in the Python that runs the application (or install the version it pins).",
-    commands=("pip install -U transformers", TRANSFORMERS_VERSION),
+    commands=(f'pip install -U "transformers{TRANSFORMERS_BNB_CONFIG.pip_spec()}"', TRANSFORMERS_VERSION),
     also_quoted=(S.PACKAGE_VERSION,),
     limit=2,
 )
@@ -43,20 +44,21 @@ def transformers_too_old_for_bnb_config(facts: Facts) -> Hit | None:
 
     ## Why it matters
 
-    `BitsAndBytesConfig` is how transformers takes bitsandbytes quantization settings; it was added in transformers
-    4.27.0 (March 2023). An application that imports it stops at start when its Python has an older transformers:
-    often a system Python (`C:\\Python\\Python310`) rather than the environment the application's installer made,
-    or an old pin kept by a reinstall. bitsandbytes has not even been imported yet.
+    `BitsAndBytesConfig` is how transformers takes bitsandbytes quantization settings; it was added in
+    transformers {{ features.TRANSFORMERS_BNB_CONFIG.first_text }} (March 2023). An application that imports it
+    stops at start when its Python has an older transformers: often a system Python (`C:\\Python\\Python310`)
+    rather than the environment the application's installer made, or an old pin kept by a reinstall. bitsandbytes
+    has not even been imported yet.
 
     ## How to fix
 
     Upgrade transformers in the Python that runs the application (or install the version the application pins):
 
     ```bash
-    <that python> -m pip install -U transformers
+    <that python> -m pip install -U "transformers>={{ features.TRANSFORMERS_BNB_CONFIG.first_text }}"
     ```
 
     and check which Python that is (`where python` on Windows, `which python`, or the application's own
     environment).
     """
-    return FINDING.hit(facts)
+    return FINDING.hit(facts, first=TRANSFORMERS_BNB_CONFIG.first_text)

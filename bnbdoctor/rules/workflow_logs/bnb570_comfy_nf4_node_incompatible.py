@@ -43,7 +43,7 @@ def comfy_nf4_node_incompatible(facts: Facts) -> Hit | None:
     when ComfyUI loads the Flux model onto the GPU (`model_patcher.patch_model` → `model.to(device)`).
 
     `'ForgeParams4bit' object has no attribute 'quant_storage'` is another failure (a bitsandbytes older than
-    0.43.0, BNB529).
+    {{ features.BNB_QUANT_STORAGE.first_text }}, BNB529).
 
     ## Why it matters
 
@@ -51,7 +51,7 @@ def comfy_nf4_node_incompatible(facts: Facts) -> Hit | None:
     rebuilds the parameter with `module=self.module` (the layer whose `quant_state` it keeps in step). A
     `ForgeParams4bit` without that attribute, made by a code path or a release the node was not written for, fails
     on the first move of the model. The threads have no maintainer answer: one reporter had already updated ComfyUI
-    and bitsandbytes and ran a torch 2.5 nightly, so the log alone cannot say which of the node, ComfyUI, torch and
+    and bitsandbytes and ran a torch nightly, so the log alone cannot say which of the node, ComfyUI, torch and
     bitsandbytes is the odd one.
 
     ## How to fix

@@ -40,7 +40,7 @@ FINDING = log.LogFinding(
 def meta_device_weight_needs_value(facts: Facts) -> Hit | None:
     """## What it detects
 
-    The rule fires on accelerate's `ValueError: weight is on the meta device, we need a `value` to put in on 0.`
+    The rule fires on accelerate's ``ValueError: weight is on the meta device, we need a `value` to put in on 0.``
     (any tensor name and device: `prompt ... on 0`, `... on cpu`), raised by `set_module_tensor_to_device` while
     `from_pretrained` dispatches a model with a `device_map`. `Cannot copy out of meta tensor; no data!` is a
     different failure.
