@@ -4,7 +4,8 @@ AttributeError, a TypeError or its own version gate.
 
 Each boundary names its source: the bitsandbytes CHANGELOG (0.37.0 int8 backward on all GPUs, which
 transformers' Trainer gates 8-bit training on; 0.38.0 8-bit Lion; 0.39.0 4-bit layers and paged
-optimizers; 0.43.0 ``quant_storage`` for FSDP) and transformers' 4-bit serialization (PR #26037).
+optimizers; 0.43.0 ``quant_storage`` for FSDP), transformers' 4-bit serialization (PR #26037) and its
+``BitsAndBytesConfig`` (4.27.0 release notes).
 """
 
 from __future__ import annotations
@@ -26,3 +27,5 @@ BNB_8BIT_TRAINING = VersionRange("0.37.0", None, "transformers Trainer: 8-bit tr
 TRANSFORMERS_4BIT_SERIALIZATION = VersionRange("4.36", None, "transformers PR #26037 (4-bit serialization, 4.36)")
 #: bitsandbytes releases whose 4-bit weights transformers can serialize.
 BNB_4BIT_SERIALIZATION = VersionRange("0.41.3", None, "transformers PR #26037: 4-bit serialization needs 0.41.3")
+#: transformers releases with ``BitsAndBytesConfig`` (its class for the bitsandbytes quantization settings).
+TRANSFORMERS_BNB_CONFIG = VersionRange("4.27.0", None, "transformers 4.27.0 release notes: BitsAndBytesConfig")

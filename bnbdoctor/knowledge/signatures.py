@@ -776,6 +776,48 @@ PEFT_BNB_API_MISMATCH = _declare(
     ("peft_bnb_api_mismatch",),
     "peft's LoRA layers and the quantized layers of transformers/bitsandbytes disagree on their API",
 )
+VLLM_BNB_LOAD_FORMAT_MISMATCH = _declare(
+    "vllm_bnb_load_format_mismatch",
+    ROOT,
+    "workflow",
+    ("vllm_bnb_load_format_mismatch",),
+    "vLLM was given the bitsandbytes quantization without the bitsandbytes load format, or the other way round",
+)
+VLLM_MODEL_LACKS_BNB = _declare(
+    "vllm_model_lacks_bnb_support",
+    ROOT,
+    "workflow",
+    ("vllm_model_lacks_bnb_support",),
+    "this vLLM cannot load the model class with bitsandbytes quantization",
+)
+TRANSFORMERS_LACKS_BNB_CONFIG = _declare(
+    "transformers_too_old_for_bnb_config",
+    ROOT,
+    "workflow",
+    ("transformers_too_old_for_bnb_config",),
+    "the transformers that runs is older than its BitsAndBytesConfig class",
+)
+STATE_DICT_STR_NUMEL = _declare(
+    "kbit_save_pretrained_str_numel",
+    ROOT,
+    "workflow",
+    ("kbit_save_pretrained_str_numel",),
+    "saving a model whose state dict holds a string (the 8-bit weight_format) where transformers sizes tensors",
+)
+FORGE_PARAMS4BIT_NO_MODULE = _declare(
+    "comfy_nf4_node_incompatible",
+    ROOT,
+    "workflow",
+    ("comfy_nf4_node_incompatible",),
+    "the ComfyUI NF4 node's ForgeParams4bit lacks the module attribute its .to() reads",
+)
+META_DEVICE_WEIGHT_NEEDS_VALUE = _declare(
+    "meta_device_weight_needs_value",
+    ROOT,
+    "workflow",
+    ("meta_device_weight_needs_value",),
+    "accelerate found a weight still on the meta device (never loaded) when placing the model",
+)
 
 
 def signature(sig_id: str) -> Signature:

@@ -11,6 +11,7 @@ import re
 
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.logs.collectors.base import Collector
+from bnbdoctor.logs.patterns import Q
 from bnbdoctor.logs.state import LogState
 
 COLLECTOR = Collector("imports")
@@ -142,6 +143,22 @@ recognises(
     S.PARAMS4BIT_NO_QUANT_STORAGE,
     "Params4bit",
     r"'(?P<cls>\w{0,40}Params4bit)' object has no attribute 'quant_storage'",
+)
+
+
+# The ComfyUI NF4 node's ForgeParams4bit.to() reads self.module, which its parameter lacks.
+recognises(
+    S.FORGE_PARAMS4BIT_NO_MODULE,
+    "Params4bit",
+    r"'(?P<cls>\w{0,40}Params4bit)' object has no attribute 'module'",
+)
+
+
+# An application importing BitsAndBytesConfig (transformers 4.27+) under an older transformers.
+recognises(
+    S.TRANSFORMERS_LACKS_BNB_CONFIG,
+    "BitsAndBytesConfig",
+    rf"cannot import name {Q}BitsAndBytesConfig{Q} from {Q}transformers{Q}",
 )
 
 

@@ -200,3 +200,37 @@ recognises(
     r"'Linear(?:4bit|8bitLt)' object has no attribute "
     r"'(?P<attr>compute_dtype|quant_type|compress_statistics|has_fp16_weights)'",
 )
+
+
+# vLLM's config check: the bitsandbytes quantization and the bitsandbytes load format go together (a paste may lose the
+# first letter of the message).
+recognises(
+    S.VLLM_BNB_LOAD_FORMAT_MISMATCH,
+    "and QLoRA adapter only support",
+    rf"itsAndBytes load format and QLoRA adapter only support {Q}bitsandbytes{Q} quantization",
+    rf"itsAndBytes quantization and QLoRA adapter only support {Q}bitsandbytes{Q} load format",
+)
+
+
+# vLLM's bitsandbytes loader and a model class without a bitsandbytes weight mapping in that release.
+recognises(
+    S.VLLM_MODEL_LACKS_BNB,
+    "does not support BitsAndBytes quantization",
+    r"Model (?P<model>\w{1,100}) does not support BitsAndBytes quantization",
+)
+
+
+# transformers' checkpoint sharding sizing a string of the state dict (the 8-bit weight_format) as a tensor.
+recognises(
+    S.STATE_DICT_STR_NUMEL,
+    "numel",
+    rf"{Q}str{Q} object has no attribute {Q}numel{Q}",
+)
+
+
+# accelerate placing a parameter that was never loaded (still on the meta device).
+recognises(
+    S.META_DEVICE_WEIGHT_NEEDS_VALUE,
+    "is on the meta device",
+    r"(?P<tensor>[\w.]{1,100}) is on the meta device, we need a `?value`? to put in on (?P<device>[\w:]{1,20})",
+)
