@@ -6,9 +6,13 @@ has none of these facts (they happen in the user's script). The message families
 ``logs/collectors/kbit.py``; the release boundaries in ``knowledge/kbit.py``. BNB549 reports an
 exception line that no family names, so that an unknown error is never "no known failure".
 
-BNB541-BNB548, BNB552 and BNB555 are families found in real threads (issue 24, ``tests/data/corpus``): a 4-bit
+BNB541-BNB548, BNB552, BNB555 and BNB556-BNB562 are families found in real threads (issue 24,
+``tests/data/corpus``): a 4-bit
 weight without its quantization state, the load_in_kbit keyword next to a quantization_config, saving a
 4-bit model with a transformers that cannot, vLLM refusing to shard a bitsandbytes model, the Trainer's
 8-bit gate, quantized weights quantized again, made trainable or multiplied as floats, a quantized
-model trained without adapters, and a peft that does not match the quantized layers it wraps.
+model trained without adapters, a peft that does not match the quantized layers it wraps, two crashes of the
+legacy CUDA setup in its own messages (a NULL error string decoded, 0.38.0's CUDA_RUNTIME_LIB), ROCm's HIP version
+taken for CUDA's and its missing 4-bit blocksize 64, a paged optimizer without managed memory, a 4-bit weight that
+is no longer a Params4bit, and transformers' multi-backend check altering a frozenset.
 """
