@@ -375,7 +375,7 @@ def legacy_marker(state: LogState, m: re.Match[str], number: int, line: str) -> 
 # leaves for a code the driver cannot name; the rule asks for bitsandbytes in the log (the message alone is Python's).
 recognises(
     S.LEGACY_SETUP_NONETYPE_DECODE,
-    "attribute 'decode'",
+    "decode",
     rf"{Q}NoneType{Q} object has no attribute {Q}decode{Q}",
 )
 

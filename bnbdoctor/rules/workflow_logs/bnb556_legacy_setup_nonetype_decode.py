@@ -5,6 +5,7 @@ from __future__ import annotations
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.loader import UNCHECKED_CUDA_ERROR_STRING as UNCHECKED
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -13,11 +14,12 @@ CHECK = 'nvidia-smi && python -c "import torch; print(torch.cuda.is_available(),
 FINDING = log.LogFinding(
     (S.LEGACY_SETUP_NONETYPE_DECODE,),
     title="bitsandbytes' legacy CUDA setup crashed while printing a CUDA error, so the error itself is hidden",
-    explanation="A CUDA call of the old CUDA setup (bitsandbytes 0.35-0.37) failed, and its error printer decoded the "
+    explanation=f"A CUDA call of the old CUDA setup (bitsandbytes {UNCHECKED.last_text}) failed, and its error printer "
+    "decoded the "
     "NULL string the driver gives for a code it cannot name: `'NoneType' object has no attribute 'decode'` replaces "
     "the CUDA error. Usually the CUDA runtime it found is newer than the driver supports, or no GPU is usable.",
-    fix="Upgrade bitsandbytes (0.38.0 reports the error instead of crashing; later releases take the CUDA version "
-    "from torch), then check the GPU and driver and the CUDA runtime bitsandbytes finds.",
+    fix=f"Upgrade bitsandbytes ({UNCHECKED.below_text} reports the error instead of crashing; later releases take the "
+    "CUDA version from torch), then check the GPU and driver and the CUDA runtime bitsandbytes finds.",
     commands=("pip install -U bitsandbytes", CHECK),
     also_quoted=(S.CUDA_RUNTIME_PATH,),
     limit=2,
@@ -40,7 +42,7 @@ def legacy_setup_nonetype_decode(facts: Facts) -> Hit | None:
 
     The rule fires on `AttributeError: 'NoneType' object has no attribute 'decode'` (also as `Exception importing
     8bit adam: 'NoneType' object has no attribute 'decode'`) in a log that shows bitsandbytes: the import of an old
-    bitsandbytes (0.35-0.37) dying in its CUDA setup. Without bitsandbytes in the log the message is only Python's,
+    bitsandbytes ({{ loader.UNCHECKED_CUDA_ERROR_STRING.last_text }}) dying in its CUDA setup. Without bitsandbytes in the log the message is only Python's,
     and the rule passes.
 
     ## Why it matters
@@ -51,7 +53,7 @@ def legacy_setup_nonetype_decode(facts: Facts) -> Hit | None:
     decode raises, so the import fails with an error that says nothing about the CUDA failure behind it. In the
     threads the setup had just found a CUDA runtime (`CUDA SETUP: CUDA runtime path found:
     /usr/local/cuda-11.8/lib64/libcudart.so`); a runtime newer than the driver, or no usable GPU, makes that call
-    fail. bitsandbytes 0.38.0 prints `Unknown CUDA exception! Please check your CUDA install` instead; later releases
+    fail. bitsandbytes {{ loader.UNCHECKED_CUDA_ERROR_STRING.below_text }} prints `Unknown CUDA exception! Please check your CUDA install` instead; later releases
     no longer load the CUDA runtime themselves. The threads (bitsandbytes #86, #457) have no maintainer answer.
 
     ## How to fix

@@ -8,7 +8,7 @@ from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
-CHECK = "python -c \"import torch; print(torch.__version__, torch.version.hip)\" && python -m bitsandbytes"
+CHECK = 'python -c "import torch; print(torch.__version__, torch.version.hip)" && python -m bitsandbytes'
 
 FINDING = log.LogFinding(
     (S.ROCM_HIP_VERSION_READ_AS_CUDA,),
@@ -50,10 +50,10 @@ def rocm_hip_version_read_as_cuda(facts: Facts) -> Hit | None:
     ## Why it matters
 
     On a ROCm build of torch `torch.version.cuda` is None and `torch.version.hip` holds the ROCm version. bitsandbytes'
-    diagnostics put the HIP version into their CUDA specs and compare it with CUDA's: HIP 6.1 reads as "CUDA 6.1",
+    diagnostics put the HIP version into their CUDA specs and compare it with CUDA's: ROCm 6.1 (HIP) reads as "CUDA 61",
     below 11, so they warn that LLM.int8() is unsupported, and print AMD gfx numbers (gfx90a as `(9, 0)`, gfx1030 as
     `(10, 3)`) as compute capabilities. The warning and those numbers say nothing about the machine (the reporter of
-    bitsandbytes #1245: "CUDA_VERSION here is not 61, that's the ROCm version (6.1)"). bnbdoctor does not take them
+    bitsandbytes #1245: its `CUDA_VERSION=61` is the ROCm version). bnbdoctor does not take them
     for CUDA facts either.
 
     ## How to fix

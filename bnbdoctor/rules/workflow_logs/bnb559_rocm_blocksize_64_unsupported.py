@@ -5,6 +5,7 @@ from __future__ import annotations
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.kbit import ROCM_BLOCKSIZE_64_REFUSED, ROCM_BLOCKSIZE_64_WAVE32, ROCM_BLOCKSIZE_64_WAVE64
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 
@@ -15,8 +16,10 @@ FINDING = log.LogFinding(
     title="bitsandbytes on ROCm refuses the 4-bit blocksize 64 that this checkpoint was quantized with",
     explanation="bitsandbytes' ROCm kernels for 4-bit (de)quantization lacked blocksize 64, the blocksize of most "
     "4-bit checkpoints (NF4 Flux, Hub bnb-4bit models); the ROCm build refuses it (the multi-backend preview: 'The "
-    "blockwise of 64 is not supported'; 0.47-0.48: a failed torch._check on the blocksize).",
-    fix="Upgrade bitsandbytes (0.49.0 adds blocksize 64 on Radeon GPUs, 0.49.2 on Instinct GPUs), or quantize the "
+    f"blockwise of 64 is not supported'; from {ROCM_BLOCKSIZE_64_REFUSED.first_text}: a failed torch._check on the "
+    "blocksize).",
+    fix=f"Upgrade bitsandbytes ({ROCM_BLOCKSIZE_64_WAVE32.first_text} adds blocksize 64 on Radeon GPUs, "
+    f"{ROCM_BLOCKSIZE_64_WAVE64.first_text} on Instinct GPUs), or quantize the "
     "model on load from its 16-bit checkpoint instead of loading one pre-quantized with blocksize 64.",
     commands=("pip install -U bitsandbytes", CHECK),
     limit=2,
@@ -39,9 +42,9 @@ def rocm_blocksize_64_unsupported(facts: Facts) -> Hit | None:
 
     The rule fires on the two forms of bitsandbytes' ROCm build refusing 4-bit blocksize 64:
 
-    - `The blockwise of 64 is not supported.` (the multi-backend preview, 0.44.1.dev0);
+    - `The blockwise of 64 is not supported.` (the multi-backend preview);
     - a traceback through `torch._check(blocksize in [4096, 2048, 1024, 512, 256, 128])` in
-      `bitsandbytes/backends/cuda/ops.py` (0.47-0.48 on ROCm), whose message is only torch's `RuntimeError: Expected
+      `bitsandbytes/backends/cuda/ops.py` ({{ kbit.ROCM_BLOCKSIZE_64_REFUSED.first_text }}-{{ kbit.ROCM_BLOCKSIZE_64_REFUSED.last_text }} on ROCm), whose message is only torch's `RuntimeError: Expected
       cond to be True, but got False`.
 
     ## Why it matters
@@ -50,8 +53,8 @@ def rocm_blocksize_64_unsupported(facts: Facts) -> Hit | None:
     (the NF4 Flux checkpoints of Forge, Hub `bnb-4bit` models). Its ROCm kernels did not support that blocksize, so
     loading or running such a checkpoint on an AMD GPU fails at the first 4-bit layer (Forge #2462 on a Radeon RX
     6600; unsloth #3279, where a commenter notes that 4-bit is broken on CDNA GPUs as they do not support 64 block
-    size). bitsandbytes 0.49.0 added blocksize 64 on GPUs with 32-wide wavefronts (Radeon/RDNA), 0.49.2 on 64-wide
-    ones (Instinct/CDNA).
+    size). bitsandbytes {{ kbit.ROCM_BLOCKSIZE_64_WAVE32.first_text }} added blocksize 64 on GPUs with 32-wide wavefronts (Radeon/RDNA),
+    {{ kbit.ROCM_BLOCKSIZE_64_WAVE64.first_text }} on 64-wide ones (Instinct/CDNA).
 
     ## How to fix
 

@@ -38,13 +38,13 @@ def paged_optimizer_operation_not_supported(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on bitsandbytes' CUDA check in `csrc/pythonInterface.c` reporting `Error operation not supported
-    at line N in file .../pythonInterface.c` (line 380 in 0.41, 351 in another build), and on a GPU pooling layer's
+    at line N in file .../pythonInterface.c` (line 380 or 351, by release), and on a GPU pooling layer's
     `cuMemAllocManaged() is not supported`, which comes just before it.
 
     ## Why it matters
 
     bitsandbytes' paged optimizers keep their state in CUDA managed (unified) memory so that it can be paged out to
-    the CPU: `cget_managed_ptr` calls `cudaMallocManaged` (pythonInterface.c line 380 in 0.41) and aborts with the CUDA
+    the CPU: `cget_managed_ptr` calls `cudaMallocManaged` (line 380 of pythonInterface.c in xtuner's release) and aborts with the CUDA
     error text when it fails. `operation not supported` (cudaErrorNotSupported) means the GPU environment does not
     offer managed memory: in Firefly #185 a GPU pooling layer says `cuMemAllocManaged() is not supported in the
     current version`; in xtuner #247 PagedAdamW32bit failed the same way on a CUDA 11.8 machine. Nothing is wrong with

@@ -5,21 +5,26 @@ from __future__ import annotations
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.transformers import BNB_CHECK_WITHOUT_CUDA, FROZENSET_DISCARD_BUG
 from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import rule
 from bnbdoctor.rules.workflow_logs._shared import VERSIONS_CHECK
 
 FINDING = log.LogFinding(
     (S.BNB_MULTIBACKEND_PREVIEW_TRANSFORMERS_MISMATCH,),
-    title="transformers' bitsandbytes multi-backend check fails on a frozenset (a transformers bug); upgrade "
-    "transformers",
-    explanation="With a multi-backend build of bitsandbytes installed, transformers 4.49's "
-    "_validate_bnb_multi_backend_availability calls discard() on bitsandbytes' frozenset of supported devices, which "
-    "has none, so every model load with a BitsAndBytesConfig fails before quantizing. transformers PR #36975 fixed "
-    "it.",
-    fix="Upgrade transformers past the fix, or install a regular bitsandbytes release instead of the multi-backend "
-    "preview where the platform has one.",
-    commands=("pip install -U transformers", VERSIONS_CHECK),
+    title="transformers' bitsandbytes device check crashes on a frozenset (a transformers bug) where torch sees only "
+    "the CPU",
+    explanation=f"transformers {FROZENSET_DISCARD_BUG.first_text}-{FROZENSET_DISCARD_BUG.last_text}, with a "
+    "multi-backend bitsandbytes installed, check torch's devices in _validate_bnb_multi_backend_availability; where "
+    "torch sees only the CPU they call discard() on a frozenset, which has none, so every model load with a "
+    "BitsAndBytesConfig fails before quantizing (fixed by transformers PR #36975).",
+    fix=f"Upgrade transformers ({BNB_CHECK_WITHOUT_CUDA.first_text} accepts a CPU-only machine), or make torch see the "
+    "GPU (a CUDA build of torch, a visible device) if the model was meant to run on one.",
+    commands=(
+        f'pip install -U "transformers>={BNB_CHECK_WITHOUT_CUDA.first_text}"',
+        'python -c "import torch; print(torch.__version__, torch.cuda.is_available())"',
+        VERSIONS_CHECK,
+    ),
     limit=2,
 )
 
@@ -45,23 +50,28 @@ def bnb_multibackend_preview_transformers_mismatch(facts: Facts) -> Hit | None:
 
     ## Why it matters
 
-    When the installed bitsandbytes is a multi-backend build (the 0.44.1.dev0 preview wheels, ROCm builds),
-    transformers 4.49 checks the devices it supports: it takes bitsandbytes' set of supported devices, a `frozenset`,
-    and removes `"cpu"` from it with `discard()`, which a frozenset does not have. Loading any model with a
-    `BitsAndBytesConfig` fails there, before anything is quantized (transformers #36371 on Windows, #36949 on Linux
-    with a ROCm build). It is a bug of transformers that only multi-backend previews of bitsandbytes reach; the
-    reporter of #36949 fixed it in transformers PR #36975, which builds a new frozenset instead.
+    transformers {{ transformers.FROZENSET_DISCARD_BUG.first_text }}-{{ transformers.FROZENSET_DISCARD_BUG.last_text }}
+    check, when the installed bitsandbytes is a multi-backend one (its preview wheels, ROCm builds, and the releases
+    that declare the `multi_backend` feature), which of torch's devices it supports. Where torch sees only the CPU
+    (a CPU build of torch, no visible GPU) they take bitsandbytes' set of supported devices, a `frozenset`, and remove
+    `"cpu"` from it with `discard()`, which a frozenset does not have: loading any model with a `BitsAndBytesConfig`
+    fails there, before anything is quantized (transformers #36371 on Windows, #36949 on Linux with a ROCm build;
+    bnbdoctor's replay of every transformers release, `tools/oracle_transformers.py`, shows the same crash). The
+    reporter of #36949 fixed it in transformers PR #36975; releases up to
+    {{ transformers.CPU_DISCARDED.last_text }} then discard the CPU and refuse, and
+    {{ transformers.BNB_CHECK_WITHOUT_CUDA.first_text }} accepts a CPU-only machine.
 
     ## How to fix
 
-    Upgrade transformers past the fix:
+    Upgrade transformers, and check what torch sees:
 
     ```bash
-    pip install -U transformers
+    pip install -U "transformers>={{ transformers.BNB_CHECK_WITHOUT_CUDA.first_text }}"
+    python -c "import torch; print(torch.__version__, torch.cuda.is_available())"
     ```
 
-    or, where the platform has a regular bitsandbytes release (CUDA on Linux and Windows), install that instead of the
-    multi-backend preview (`pip install -U bitsandbytes`).
+    If the model was meant to run on a GPU, the crash hides that torch does not see it: install a CUDA (or ROCm) build
+    of torch, or make the device visible.
     """
     if facts.log is None:
         return None
