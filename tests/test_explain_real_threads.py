@@ -84,8 +84,8 @@ def said(report: Report) -> str:
         ("bitsandbytes-foundation/bitsandbytes/issues/571", "BNB216", "mixed_bnb_distributions_stale_files"),
         # CUDA 10.0 detected on the paths beside a compute capability 8.0 GPU: another install's runtime
         ("bitsandbytes-foundation/bitsandbytes/issues/234", "BNB516", "conda_env_vs_system_cuda_mixup"),
-        # torch's own CUDA version (CUDASpecs) below 11 is no other install's runtime (a ROCm torch read as CUDA)
-        ("huggingface/transformers/issues/35442", "BNB516", "cuda_lt_11_unsupported"),
+        # a "CUDA version" of 6.2 in bitsandbytes' CUDASpecs is a ROCm torch's HIP version read as CUDA's (issue 24)
+        ("huggingface/transformers/issues/35442", "BNB558", "rocm_hip_version_read_as_cuda"),
         # the library for the CUDA version missing from a source checkout (not site-packages): not built for it
         ("bitsandbytes-foundation/bitsandbytes/issues/427", "BNB516", "source_build_native_lib_missing"),
         # compute capability 8.7 (only a Jetson Orin has it) and no library for its CUDA: no build is for L4T

@@ -315,6 +315,11 @@ def test_every_kept_log_is_left_as_it_is_but_its_own_framing() -> None:
         "0000-00-00 00:00:00.000 | INFO     | __main__:main:00 - ",
         "[0000-00-00 00:00:00] INFO  ",
         "WARNING 00-00 00:00:00 config.py:000] ",  # the vLLM line quoted in the corpus near-miss log
+        # the GPU pooling layer's log around the paged optimizer's error (Firefly #185)
+        "0000-00-00 00:00:00 [ERROR] ",
+        "0000-00-00 00:00:00 [INFO] ",
+        "0000-00-00 00:00:00 [WARNING] ",
+        "> ",  # the 8-bit Adam import error quoted in bitsandbytes #86
     }, prefixes
 
 

@@ -27,3 +27,14 @@ BARE_KBIT_KWARGS = VersionRange(
 BNB_4BIT_MOVE = VersionRange("0.43.2", None, "transformers PreTrainedModel.to: 4-bit moves need bitsandbytes 0.43.2")
 #: bitsandbytes releases with which transformers lets an 8-bit model move.
 BNB_8BIT_MOVE = VersionRange("0.48", None, "transformers PreTrainedModel.to: 8-bit moves need bitsandbytes 0.48.0")
+
+#: bitsandbytes on ROCm refused the 4-bit blocksize 64 (backends/cuda/ops.py: ``torch._check(blocksize in [4096, ...,
+#: 128])`` under HIP, PR #1683); 0.49.0 added it on GPUs with 32-wide wavefronts (PR #1748), 0.49.2 on 64-wide ones,
+#: the CDNA/Instinct GPUs (PR #1856). Forge#2462 shows the multi-backend preview's own refusal.
+ROCM_BLOCKSIZE_64_REFUSED = VersionRange(
+    "0.47.0", "0.49.2", "bitsandbytes PRs #1683 (0.47.0), #1748 (0.49.0), #1856 (0.49.2); unsloth#3279", last="0.49.1"
+)
+ROCM_BLOCKSIZE_64_WAVE32 = VersionRange(
+    "0.49.0", None, "bitsandbytes PR #1748: blocksize 64 on 32-wide wavefront AMD GPUs"
+)
+ROCM_BLOCKSIZE_64_WAVE64 = VersionRange("0.49.2", None, "bitsandbytes PR #1856: kQuantizeBlockwise64 for ROCm")

@@ -180,3 +180,22 @@ IMPORT_CRASHES = (UNPACK_WITHOUT_GPU, ROCM_TORCH_WITHOUT_CUDA_VERSION)
 def import_crash(message: str | None) -> ImportCrash | None:
     """The release bug a predicted message is, or None (the message of a missing binary, say)."""
     return next((crash for crash in IMPORT_CRASHES if message == crash.message), None)
+
+
+#: The legacy CUDA setup's check_cuda_result decoded cuGetErrorString's text unchecked in 0.35.x (a NULL string for a
+#: code the driver cannot name raises AttributeError); 0.36.0 checks it and logs "Unknown CUDA exception!" instead.
+UNCHECKED_CUDA_ERROR_STRING = VersionRange(
+    "0.35.0",
+    "0.36.0",
+    "bitsandbytes cuda_setup/main.py at tags 0.35.0 and 0.36.0 (commit b3de1921, 'Added error message for unexpected "
+    "CUDA exception'); bitsandbytes#86, #457",
+    last="0.35.x",
+)
+#: Commit 4cd63de renamed CUDA_RUNTIME_LIB to CUDA_RUNTIME_LIBS and left four uses of the old name (bitsandbytes#300);
+#: the first 0.38.0 wheel shipped it, "Fixing #300" (659a7dfc) shipped in 0.38.0.post1.
+CUDA_RUNTIME_LIB_NAMEERROR = VersionRange(
+    "0.38.0",
+    "0.38.0.post1",
+    "bitsandbytes#300; commits 4cd63def and 659a7dfc of cuda_setup/main.py; bitsandbytes#338, #557",
+    last="0.38.0",
+)

@@ -819,6 +819,57 @@ META_DEVICE_WEIGHT_NEEDS_VALUE = _declare(
     "accelerate found a weight still on the meta device (never loaded) when placing the model",
 )
 
+# --- families found in the development corpus (issue 24, item 3) --------------------------
+LEGACY_SETUP_NONETYPE_DECODE = _declare(
+    "legacy_setup_nonetype_decode",
+    ROOT,
+    "loader",
+    ("legacy_setup_nonetype_decode",),
+    "bitsandbytes' legacy CUDA setup crashed printing a CUDA error it could not name",
+)
+LEGACY_SETUP_NAMEERROR_CUDA_RUNTIME_LIB = _declare(
+    "legacy_setup_nameerror_cuda_runtime_lib",
+    ROOT,
+    "loader",
+    ("legacy_setup_nameerror_cuda_runtime_lib",),
+    "bitsandbytes 0.38.0's CUDA setup names a constant it no longer has (CUDA_RUNTIME_LIB)",
+)
+ROCM_HIP_VERSION_READ_AS_CUDA = _declare(
+    "rocm_hip_version_read_as_cuda",
+    ROOT,
+    "loader",
+    ("rocm_hip_version_read_as_cuda",),
+    "on ROCm, bitsandbytes took the HIP version (6.x) for a CUDA version",
+)
+ROCM_BLOCKSIZE_64_UNSUPPORTED = _declare(
+    "rocm_blocksize_64_unsupported",
+    ROOT,
+    "gpu",
+    ("rocm_blocksize_64_unsupported",),
+    "bitsandbytes' ROCm kernels refuse the 4-bit blocksize 64",
+)
+PAGED_OPTIMIZER_OPERATION_NOT_SUPPORTED = _declare(
+    "paged_optimizer_operation_not_supported",
+    ROOT,
+    "gpu",
+    ("paged_optimizer_operation_not_supported",),
+    "the GPU environment has no CUDA managed memory for a paged optimizer",
+)
+PARAMS4BIT_DEGRADED_TO_PARAMETER = _declare(
+    "params4bit_degraded_to_parameter",
+    ROOT,
+    "workflow",
+    ("params4bit_degraded_to_parameter",),
+    "a Linear4bit's weight is a plain Parameter/DTensor, not a bitsandbytes Params4bit",
+)
+BNB_MULTIBACKEND_PREVIEW_TRANSFORMERS_MISMATCH = _declare(
+    "bnb_multibackend_preview_transformers_mismatch",
+    ROOT,
+    "workflow",
+    ("bnb_multibackend_preview_transformers_mismatch",),
+    "transformers' multi-backend check calls discard() on bitsandbytes' frozenset of devices",
+)
+
 
 def signature(sig_id: str) -> Signature:
     return SIGNATURES[sig_id]

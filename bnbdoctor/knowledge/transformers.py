@@ -295,7 +295,10 @@ GATE_KINDS: dict[str, tuple[SignatureId | None, str]] = {
     "old_bnb_needs_cuda": (S.QUANTIZER_NO_GPU, "a bitsandbytes older than 0.43.1 without CUDA, named as such"),
     "cuda_backend_required": (S.QUANTIZER_NO_GPU, "a bitsandbytes without multi-backend support and no CUDA"),
     "no_supported_device": (S.QUANTIZER_NO_GPU, "none of torch's devices is one bitsandbytes supports"),
-    "frozenset_bug": (None, "transformers 4.45-4.49 crash on a machine with only a CPU"),
+    "frozenset_bug": (
+        S.BNB_MULTIBACKEND_PREVIEW_TRANSFORMERS_MISMATCH,
+        "transformers 4.45-4.49 crash on a machine with only a CPU",
+    ),
     "offload_needs_fp32": (None, "a dict device_map with cpu/disk entries, before the quantizers"),
     "dispatch_cpu_disk": (S.DISPATCH_CPU_DISK_VALUEERROR, "a dict device_map with cpu/disk entries"),
     "bnb_8bit_minimum": (None, "the 8-bit quantizer refuses a bitsandbytes below 0.37.2"),

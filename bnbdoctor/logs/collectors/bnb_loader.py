@@ -15,7 +15,7 @@ import re
 from bnbdoctor.knowledge import signatures as S
 from bnbdoctor.knowledge.shipped import legacy_libraries
 from bnbdoctor.logs.collectors.base import Collector
-from bnbdoctor.logs.patterns import LIB
+from bnbdoctor.logs.patterns import LIB, Q
 from bnbdoctor.logs.state import MAX_TEXT, LogState, keep
 from bnbdoctor.logs.tokens import BNB_LIB, basename, cuda_from_digits, heads_before
 
@@ -26,9 +26,27 @@ collects = COLLECTOR.collects
 recognises = COLLECTOR.recognises
 
 
+#: CUDA majors no bitsandbytes or torch build ever had, and ROCm's: bitsandbytes' CUDA specs hold torch.version.hip
+#: on a ROCm torch (``cuda_version_string='61'`` is HIP 6.1).
+_HIP_MAJORS = range(5, 8)
+
+
 def _cuda_version_seen(state: LogState, cuda: str | None, number: int, line: str) -> None:
     if cuda and cuda[0].isdigit() and int(cuda.split(".")[0]) < 11:
         state.match(S.CUDA_OLDER_THAN_11, number, line)
+
+
+def _specs_version(state: LogState, digits: str, number: int, line: str) -> bool:
+    """The CUDA version of bitsandbytes' specs line: torch's CUDA, or on ROCm the HIP version taken for one (then
+    True: the line's "compute capability" is an AMD gfx number, not CUDA's)."""
+    version = cuda_from_digits(digits)
+    if version and int(version.split(".")[0]) in _HIP_MAJORS:
+        state.match(S.ROCM_HIP_VERSION_READ_AS_CUDA, number, line)
+        state.torch.hip = state.torch.hip or version
+        return True
+    state.torch.cuda = version
+    _cuda_version_seen(state, version, number, line)
+    return False
 
 
 def _selected(state: LogState, path: str, number: int, line: str) -> None:
@@ -291,9 +309,8 @@ recognises(
     bnb=True,
 )
 def torch_settings(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.torch.cuda = cuda_from_digits(m.group("cuda"))
-    _cuda_version_seen(state, state.torch.cuda, number, line)
-    state.gpu_cc((int(m.group("major")), int(m.group("minor"))), number, line, highest=True)
+    if not _specs_version(state, m.group("cuda"), number, line):
+        state.gpu_cc((int(m.group("major")), int(m.group("minor"))), number, line, highest=True)
     state.bnb.set_era("legacy" if "(" not in line.rsplit("Capability:", maxsplit=1)[-1] else "fallback")
 
 
@@ -306,9 +323,8 @@ def torch_settings(state: LogState, m: re.Match[str], number: int, line: str) ->
 def cuda_specs(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.bnb.set_era("fallback")
     state.match(S.TORCH_CUDA_SETTINGS, number, line)
-    state.torch.cuda = cuda_from_digits(m.group("cuda"))
-    _cuda_version_seen(state, state.torch.cuda, number, line)
-    state.gpu_cc((int(m.group("major")), int(m.group("minor"))), number, line, highest=True)
+    if not _specs_version(state, m.group("cuda"), number, line):
+        state.gpu_cc((int(m.group("major")), int(m.group("minor"))), number, line, highest=True)
 
 
 @collects(
@@ -353,3 +369,22 @@ def legacy_marker(state: LogState, m: re.Match[str], number: int, line: str) -> 
                 break
     if state.count(S.BNB_LEGACY_LOADER) < 3:
         state.match(S.BNB_LEGACY_LOADER, number, line)
+
+
+# The legacy CUDA setup's error printer (check_cuda_result, 0.35-0.37) decoding the NULL string cuGetErrorString
+# leaves for a code the driver cannot name; the rule asks for bitsandbytes in the log (the message alone is Python's).
+recognises(
+    S.LEGACY_SETUP_NONETYPE_DECODE,
+    "decode",
+    rf"{Q}NoneType{Q} object has no attribute {Q}decode{Q}",
+)
+
+
+# bitsandbytes 0.38.0 renamed CUDA_RUNTIME_LIB to CUDA_RUNTIME_LIBS but kept four uses of the old name (#300).
+recognises(
+    S.LEGACY_SETUP_NAMEERROR_CUDA_RUNTIME_LIB,
+    "CUDA_RUNTIME_LIB",
+    rf"name {Q}CUDA_RUNTIME_LIB{Q} is not defined",
+    bnb=True,
+    era="legacy",
+)

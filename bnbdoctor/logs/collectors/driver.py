@@ -134,3 +134,25 @@ def kernel_launch_error(state: LogState, m: re.Match[str], number: int, line: st
         state.match(S.BNB_KERNEL_INVALID_CONFIGURATION, number, line)
     else:
         state.match(S.BNB_KERNEL_ILLEGAL_ACCESS if ours else S.CUDA_ILLEGAL_ACCESS, number, line)
+
+
+# A paged optimizer's managed memory refused (issue 24): cget_managed_ptr's cudaMallocManaged in pythonInterface.c
+# fails its CUDA check with cudaErrorNotSupported; a GPU pooling layer may say so itself just before.
+recognises(
+    S.PAGED_OPTIMIZER_OPERATION_NOT_SUPPORTED,
+    ("operation not supported", "cuMemAllocManaged"),
+    r"Error operation not supported at line \d{1,6} in file \S{0,500}?pythonInterface\.c",
+    r"cuMemAllocManaged\(\) is not supported",
+    bnb=True,
+)
+
+
+# bitsandbytes' ROCm kernels without the 4-bit blocksize 64 (issue 24): the multi-backend preview's message, and
+# 0.47-0.48's check as a traceback shows its source line (its message is only "Expected cond to be True").
+recognises(
+    S.ROCM_BLOCKSIZE_64_UNSUPPORTED,
+    ("blockwise of 64", "blocksize in [4096, 2048, 1024, 512, 256, 128]"),
+    r"The blockwise of 64 is not supported",
+    r"torch\._check\(blocksize in \[4096, 2048, 1024, 512, 256, 128\]\)",
+    bnb=True,
+)

@@ -234,3 +234,24 @@ recognises(
     "is on the meta device",
     r"(?P<tensor>[\w.]{1,100}) is on the meta device, we need a `?value`? to put in on (?P<device>[\w:]{1,20})",
 )
+
+
+# A bitsandbytes 4-bit layer whose weight is a plain Parameter or DTensor, not a Params4bit (issue 24): whatever reads
+# its quantization attributes (peft wrapping the layer) fails.
+recognises(
+    S.PARAMS4BIT_DEGRADED_TO_PARAMETER,
+    "object has no attribute",
+    r"'(?P<kind>Parameter|DTensor)' object has no attribute '(?P<attr>compress_statistics|quant_type)'",
+)
+
+
+# transformers 4.49's multi-backend check calling discard() on bitsandbytes' frozenset of devices (issue 24): the
+# exception is Python's, so alone it counts only next to bitsandbytes (the rule asks); the source line transformers
+# prints, or a title saying it alters a frozenset in that check, are its own.
+recognises(
+    S.BNB_MULTIBACKEND_PREVIEW_TRANSFORMERS_MISMATCH,
+    ("frozenset", "available_devices.discard"),
+    rf"{Q}frozenset{Q} object has no attribute {Q}discard{Q}",
+    r"available_devices\.discard\(",
+    r"alter (?:a )?frozenset in \W?_validate_bnb_multi_backend_availability",
+)

@@ -46,7 +46,8 @@ def legacy_libcudart(facts: Facts) -> Hit | None:
     Searching in backup paths...` (and the {{ loader.CPU_FALLBACK_ERA.first_text }}–{{ loader.CPU_FALLBACK_ERA.last_text }} diagnostics' `CUDA runtime files not found in any environmental
     path`), citing the `did not contain ['libcudart.so', …]` lines before it. It is the log twin of [BNB205](BNB205.md)
     and [BNB303](BNB303.md); when BNB205 fires on the same log (it does whenever the log shows the legacy setup and
-    torch's CUDA), its finding carries these lines.
+    torch's CUDA), its finding carries these lines. On ROCm, where the log shows bitsandbytes taking the HIP version
+    for a CUDA one ([BNB558](BNB558.md)), there is no libcudart to find and the rule passes.
 
     ## Why it matters
 
@@ -65,5 +66,7 @@ def legacy_libcudart(facts: Facts) -> Hit | None:
 
     On the legacy releases, add the folder of a `libcudart.so` matching torch's CUDA to `LD_LIBRARY_PATH`.
     """
+    if log.seen(facts, S.ROCM_HIP_VERSION_READ_AS_CUDA):
+        return None  # a ROCm torch: the CUDA runtime search is beside the point (BNB558)
     windows = " On Windows the search looks for Linux file names and cannot succeed." if log.is_windows(facts) else ""
     return FINDING.hit(facts, windows=windows)
