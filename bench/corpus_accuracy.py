@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 CORPUS = ROOT / "tests" / "data" / "corpus" / "threads.jsonl"
 
 from bnbdoctor.explain import explain_text  # noqa: E402  (after the path insert: runs from a checkout)
+from bnbdoctor.logs.framing import unframe  # noqa: E402
 from bnbdoctor.report import Report  # noqa: E402
 
 
@@ -69,7 +70,9 @@ def names_error(report: Report, family: str, error_line: str) -> bool:
     """Whether the report quotes an outside error: its exception's name or the start of its error line."""
     said = _report_text(report)
     exception = family.split(":", 1)[1].rsplit(".", 1)[-1].lower()
-    return exception in said or _squash(error_line)[:60] in said
+    # the line as a reader takes it: a logger's timestamp and level in front are framing, not the error
+    unframed = unframe(error_line.encode("utf-8", "replace"))[0].decode("utf-8", "replace")
+    return exception in said or _squash(error_line)[:60] in said or _squash(unframed)[:60] in said
 
 
 def score(record: dict[str, Any]) -> Outcome:

@@ -410,3 +410,22 @@ def test_a_missing_openmp_runtime_is_a_system_library() -> None:
 
 def test_truncated_nvidia_smi_names_still_give_a_compute_capability() -> None:
     assert find_gpus("|   0  GeForce GTX 108...  Off  | 00000000:01:00.0  On |")[0].cc == (6, 1)
+
+
+def test_pip_s_error_lines_are_errors() -> None:
+    """pip prints its failures as ``ERROR: ...`` with no exception (bitsandbytes#104, a misspelt package): the log
+    is never "no error", and the line is quoted; its resolver's notice about conflicts it ignored is not one."""
+    pasted = (
+        "Looking in indexes: https://pypi.org/simple, https://us-python.pkg.dev/colab-wheels/public/simple/\n"
+        "ERROR: Could not find a version that satisfies the requirement bitsandbyte (from versions: none)\n"
+        "ERROR: No matching distribution found for bitsandbyte\n"
+    )
+    report = explain_text(pasted)
+    assert report.findings, "a pip error is an error"
+    quoted = [e.value for f in report.findings for e in f.evidence]
+    assert "ERROR: No matching distribution found for bitsandbyte" in quoted
+    notice = (
+        "ERROR: pip's dependency resolver does not currently take into account all the packages that are installed.\n"
+        "Successfully installed bitsandbytes-0.45.5\n"
+    )
+    assert explain_text(notice).findings == []

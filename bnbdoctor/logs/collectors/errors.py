@@ -9,6 +9,7 @@
   Aborted``, ``SIGKILL``, ``signal 9``), a non-zero exit status (``exit code 1``, ``exited with
   code 137``, ``returned non-zero exit status 1``, torchrun's ``exitcode: -9``).
 - ComfyUI's ``!!! Exception during processing !!! <message>`` (the message without the exception's name).
+- An installer's ``ERROR: ...`` line (pip prints its failures without an exception).
 - ``Traceback (most recent call last):``, kept apart: it is the error only when no exception line
   follows it (a paste cut before its last line).
 
@@ -81,6 +82,15 @@ def comfyui_exception(state: LogState, m: re.Match[str], number: int, line: str)
 def process_ended(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """A line that says the process died or exited with an error: an error line, named or not."""
     state.error_line(number, _PREFIX.sub("", line.strip()).strip(), ending=True)
+
+
+# pip's own errors (it prints no exception): "ERROR: No matching distribution found for bitsandbyte", "ERROR: Failed
+# building wheel for ...", "ERROR: Cannot install ... conflicting dependencies"; its resolver's notice about packages
+# it did not take into account ends in a working install, so it is not one.
+@collects("ERROR: ", r"^\s{0,8}ERROR: (?!pip's dependency resolver)\S.{0,300}")
+def installer_error(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """An installer's error line (pip's ``ERROR:``): the run failed, whether or not a family names it."""
+    state.error_line(number, _PREFIX.sub("", line.strip()).strip())
 
 
 @collects("Traceback (most recent call last)", r"Traceback \(most recent call last\)")
