@@ -1,4 +1,5 @@
-"""Fuzz campaign for the non-native parsers: logs, saved reports, fit's model input, machine manifests.
+"""Fuzz campaign for the non-native parsers (logs, saved reports, fit's model input, machine manifests) and for
+every rule over typed facts (``facts``: recorded machines' facts with fields changed to odd values of their types).
 
 Each parser is fed mutated copies of real seeds (the logs in ``tests/data/*_logs``, the recorded
 machines' reports, the configs in ``tests/data/fit`` laid out as model folders, index files,
@@ -443,11 +444,42 @@ def _feed_manifest(data: bytes, iteration: int) -> None:
         diagnose(host)
 
 
+_FACTS: dict[str, Any] = {}
+
+
+def _facts_seeds() -> list[bytes]:
+    """A recorded machine's name and a number: the variant of its facts (:func:`random_variant`) is drawn from it."""
+    return [f"{m.parent.name}\n0".encode() for m in sorted((ROOT / "platform_fixtures").glob("*/machine.json"))]
+
+
+def _mutate_facts(rng: random.Random, data: bytes, seeds: list[bytes]) -> bytes:
+    return data.partition(b"\n")[0] + b"\n" + str(rng.randrange(1 << 62)).encode()
+
+
+def _feed_facts(data: bytes, iteration: int) -> None:
+    """Every rule, through the doctor's pipeline, on a recorded machine's facts with up to three fields changed to
+    odd values of their types; a check that raises fails the input (the report would state a bnbdoctor bug)."""
+    from bnbdoctor.doctor import diagnose
+    from bnbdoctor.hosts.fixture import FixtureHost
+    from bnbdoctor.ruledocs.fuzz import random_variant
+    from bnbdoctor.rules import all_rules
+    from bnbdoctor.rules.engine import DOCTOR, crashed, run_rules
+
+    name, _, number = data.decode().partition("\n")
+    if name not in _FACTS:
+        _FACTS[name] = diagnose(FixtureHost.named(name)).facts
+    said, facts = random_variant(random.Random(int(number)), _FACTS[name]) if int(number) else ([], _FACTS[name])
+    failed = crashed(run_rules(facts, all_rules(), DOCTOR))
+    if failed:
+        raise RuntimeError(f"{failed[0].rule_id} raised {failed[0].evidence[0].value} on {name} with {said}")
+
+
 TARGETS: dict[str, Target] = {
     "log": Target("log", _log_seeds, _feed_log),
     "report": Target("report", _report_seeds, _feed_report, (ReportError,), json=True),
     "model": Target("model", _model_seeds, _feed_model, (FitInputError,), mutate=_mutate_model),
     "manifest": Target("manifest", _manifest_seeds, _feed_manifest, (FixtureError,), mutate=_mutate_manifest),
+    "facts": Target("facts", _facts_seeds, _feed_facts, mutate=_mutate_facts),
 }
 
 
