@@ -120,6 +120,16 @@ def test_kill_started_kills_what_still_runs_with_its_group(tmp_path: Path) -> No
     assert box and not box[0].ok and _gone(grandchild)
 
 
+#: bnbdoctor as started from a terminal: under nohup, or as a background job, the test runner inherits SIGHUP and
+#: SIGINT ignored, and bnbdoctor rightly keeps a signal its caller ignores; the dispositions are put back to their
+#: defaults before exec (which keeps them), so the test sees what a user's terminal sends.
+AS_ON_A_TERMINAL = (
+    "import os, signal, sys\n"
+    "for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT): signal.signal(s, signal.SIG_DFL)\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+)
+
+
 @pytestmark_posix
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_stopping_bnbdoctor_stops_the_patient_it_runs(tmp_path: Path, signum: int) -> None:
@@ -131,9 +141,15 @@ def test_stopping_bnbdoctor_stops_the_patient_it_runs(tmp_path: Path, signum: in
     python.chmod(0o755)
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    command = [sys.executable, "-m", "bnbdoctor", "--python", str(python), "--json", "--no-load"]
+    bnbdoctor = ["-m", "bnbdoctor", "--python", str(python), "--json", "--no-load"]
+    command = [sys.executable, "-c", AS_ON_A_TERMINAL, *bnbdoctor]
     proc = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=tmp_path
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=tmp_path,
     )
     try:
         patient = _pid_from(pid_file)
