@@ -436,6 +436,12 @@ def test_a_stale_activation_is_reported_as_what_it_is(tmp_path: Path) -> None:
     assert finding["severity"] == "warning" and "stale activation" in finding["title"]
     text = bnbdoctor("--fixture", str(machine), "--text").stdout
     assert "(the interpreter running bnbdoctor)" in text
+    # a stale variable the choice never reached (the active venv comes first) is not what was passed over
+    manifest["env"].update(VIRTUAL_ENV="/home/alice/venvs/llm", CONDA_PREFIX="/home/alice/miniconda3/envs/gone")
+    (machine / "machine.json").write_text(json.dumps(manifest))
+    report = json.loads(bnbdoctor("--fixture", str(machine), "--json").stdout)
+    assert report["facts"]["python"]["stale_activations"] == []
+    assert not [f for f in report["findings"] if f["rule_id"] == "BNB003"]
 
 
 def test_bnbdoctor_s_own_empty_environment_is_the_root_and_its_installs_follow_from_it() -> None:

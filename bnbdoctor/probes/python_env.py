@@ -67,34 +67,35 @@ def which(host: Host, names: tuple[str, ...]) -> str | None:
     return None
 
 
-def stale_activations(host: Host) -> list[str]:
-    """The activation variables that name a folder with no Python in it ("VIRTUAL_ENV=/gone/venv"): an env that
-    was deleted or moved while a shell kept it active. The choice passes over them, and the report says so."""
-    out = []
-    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        prefix = host.getenv(variable)
-        if prefix and not _venv_python(host, prefix):
-            out.append(f"{variable}={prefix}")
-    return out
-
-
 def choose_interpreter(ctx: ProbeContext) -> tuple[str, str]:
     """(executable, why): --python, then the active venv/conda env, then PATH when bnbdoctor
     runs from an isolated tool venv (pipx/uv), else bnbdoctor's own interpreter."""
+    executable, why, _stale = _choose(ctx)
+    return executable, why
+
+
+def _choose(ctx: ProbeContext) -> tuple[str, str, list[str]]:
+    """:func:`choose_interpreter`'s answer, and the activations it passed over because no Python is in their
+    folder ("VIRTUAL_ENV=/gone/venv": an env deleted or moved while a shell kept it active), which the report
+    names."""
     host = ctx.host
     if ctx.options.python:
-        return ctx.options.python, "--python"
+        return ctx.options.python, "--python", []
+    stale: list[str] = []
     for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         prefix = host.getenv(variable)
-        found = _venv_python(host, prefix) if prefix else None
+        if not prefix:
+            continue
+        found = _venv_python(host, prefix)
         if found:
-            return found, variable
+            return found, variable, stale
+        stale.append(f"{variable}={prefix}")
     current = host.current_python()
     if current.isolated_tool_env:
         found = which(host, ("python3", "python"))
         if found:
-            return found, "PATH"
-    return current.executable, "current"
+            return found, "PATH", stale
+    return current.executable, "current", stale
 
 
 def _failure(result: CommandResult) -> str:
@@ -111,7 +112,7 @@ def _failure(result: CommandResult) -> str:
 
 
 def gather_python(ctx: ProbeContext) -> PythonFacts:
-    executable, why = choose_interpreter(ctx)
+    executable, why, stale = _choose(ctx)
     result = ctx.host.run_python(executable, patient_script(), timeout=PATIENT_TIMEOUT_S)
     if not result.ok:
         raise ProbeError(f"could not examine {executable} (chosen by {why}): {_failure(result)}")
@@ -126,7 +127,7 @@ def gather_python(ctx: ProbeContext) -> PythonFacts:
     raw.pop("script_version", None)
     raw["executable"] = raw.get("executable") or executable
     raw["selected_by"] = why
-    raw["stale_activations"] = [] if why == "--python" else stale_activations(ctx.host)
+    raw["stale_activations"] = stale
     try:
         return from_dict(PythonFacts, raw)
     except DecodeError as exc:

@@ -73,9 +73,9 @@ def bnb_multibackend_preview_transformers_mismatch(facts: Facts) -> Hit | None:
     If the model was meant to run on a GPU, the crash hides that torch does not see it: install a CUDA (or ROCm) build
     of torch, or make the device visible.
     """
-    if facts.log is None:
+    lines = [m.text for m in log.matches(facts, S.BNB_MULTIBACKEND_PREVIEW_TRANSFORMERS_MISMATCH)]
+    if not lines:
         return None
-    lines = [m.text for m in facts.log.matches if m.signature == S.BNB_MULTIBACKEND_PREVIEW_TRANSFORMERS_MISMATCH]
     own = any("available_devices" in text or "_validate_bnb_multi_backend" in text for text in lines)
     bnb = facts.python.bitsandbytes if facts.python else None
     if not own and not (bnb is not None and bnb.installed):

@@ -13,8 +13,9 @@ TRANSFORMERS_VERSION = 'python -c "import sys, transformers; print(sys.executabl
 
 FINDING = log.LogFinding(
     (S.TRANSFORMERS_LACKS_BNB_CONFIG,),
-    title="The transformers that runs is older than BitsAndBytesConfig ({first})",
-    explanation="BitsAndBytesConfig, transformers' class for bitsandbytes settings, exists from transformers {first}; "
+    title=f"The transformers that runs is older than BitsAndBytesConfig ({TRANSFORMERS_BNB_CONFIG.first_text})",
+    explanation="BitsAndBytesConfig, transformers' class for bitsandbytes settings, exists from transformers "
+    f"{TRANSFORMERS_BNB_CONFIG.first_text}; "
     "the application imports it, and the Python that runs it has an older transformers (often another Python than "
     "the one the application set up).",
     fix="Upgrade transformers in the Python that runs the application (or install the version it pins).",
@@ -61,4 +62,4 @@ def transformers_too_old_for_bnb_config(facts: Facts) -> Hit | None:
     and check which Python that is (`where python` on Windows, `which python`, or the application's own
     environment).
     """
-    return FINDING.hit(facts, first=TRANSFORMERS_BNB_CONFIG.first_text)
+    return FINDING.hit(facts)
