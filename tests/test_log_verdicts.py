@@ -85,6 +85,8 @@ def test_a_kept_log_that_shows_a_failure_is_never_no_error(path: Path) -> None:
         "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero exit status 1.",
         "app-1 exited with code 1",
         "Traceback (most recent call last):",
+        # torch's message quoted without the exception's name (InvokeAI#7371, a GUI's error text)
+        "Image generation fails with `Error(s) in loading state_dict for Flux`.",
     ],
 )
 def test_how_a_run_ended_badly_is_never_no_error(ending: str) -> None:

@@ -176,6 +176,8 @@ def python_facts(state: LogState) -> PythonFacts | None:
         bnb.version = _bnb_version(state)
         bnb.location = bnb_seen.location
         bnb.has_metadata = bool(bnb_seen.location and re.search(r"[\\/](?:site|dist)-packages[\\/]", bnb_seen.location))
+        # setup.py install/develop leaves an egg folder (``bitsandbytes-0.43.2.dev0-py3.10-linux-x86_64.egg``)
+        bnb.dist_format = "egg" if re.search(r"\.egg[\\/]", bnb_seen.location or "") else None
         bnb.native_libraries = [n for n in bnb_seen.existing if n not in bnb_seen.absent]
         bnb.legacy_cuda_setup = bnb_seen.legacy
     else:

@@ -10,6 +10,9 @@
   code 137``, ``returned non-zero exit status 1``, torchrun's ``exitcode: -9``).
 - ComfyUI's ``!!! Exception during processing !!! <message>`` (the message without the exception's name).
 - An installer's ``ERROR: ...`` line (pip prints its failures without an exception).
+- A message torch raises, quoted without its exception's name (a GUI's error box, a wrapper's re-raise, prose):
+  ``Error(s) in loading state_dict for Flux`` (:func:`raised_message`); the whole line is kept, as the user
+  pasted it. (Others, such as ``Expected all tensors to be on the same device``, are families of their own.)
 - ``Traceback (most recent call last):``, kept apart: it is the error only when no exception line
   follows it (a paste cut before its last line).
 
@@ -90,6 +93,13 @@ def process_ended(state: LogState, m: re.Match[str], number: int, line: str) -> 
 @collects("ERROR: ", r"^\s{0,8}ERROR: (?!pip's dependency resolver)\S.{0,300}")
 def installer_error(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """An installer's error line (pip's ``ERROR:``): the run failed, whether or not a family names it."""
+    state.error_line(number, _PREFIX.sub("", line.strip()).strip())
+
+
+@collects("Error(s) in loading", r"Error\(s\) in loading state_dict for \w")
+def raised_message(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """torch's ``load_state_dict`` RuntimeError (torch/nn/modules/module.py), quoted without the exception's name: an
+    error line, as the log shows it (an exception line holding it is kept once, by :func:`exception_line`)."""
     state.error_line(number, _PREFIX.sub("", line.strip()).strip())
 
 

@@ -5,8 +5,18 @@ from __future__ import annotations
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity
 from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.rules import log_evidence as log
 from bnbdoctor.rules.base import LogGate, rule
 from bnbdoctor.rules.common import BNB_DOCS_INSTALL, bnb_of, ev
+
+
+def _log_names_the_gpu_library(facts: Facts) -> bool:
+    """A log that names the GPU library bitsandbytes wanted shows only that it and the CPU fallback are missing,
+    not an empty folder: a build for one backend (CMake's ``COMPUTE_BACKEND=cuda`` or ``hip``, as conda-forge, the
+    ROCm fork and most own builds make) ships no CPU library, so the two misses are what a build for another
+    CUDA or ROCm version looks like. BNB516 reads that case. (The later "Forgot to compile" and ``str2optimizer``
+    errors follow any library that did not load, so they do not tell the two apart.)"""
+    return facts.python is not None and facts.python.selected_by == "log" and log.seen(facts, S.BNB_LIBRARY_NOT_FOUND)
 
 
 @rule(
@@ -24,7 +34,11 @@ def no_library(facts: Facts) -> Hit | None:
     r"""## What it detects
 
     The rule reads the `python` facts. It fires when bitsandbytes is importable but its package folder holds no
-    `libbitsandbytes_*` file at all: no CPU library, no CUDA, ROCm or XPU library.
+    `libbitsandbytes_*` file at all: no CPU library, no CUDA, ROCm or XPU library. Read from a log, it fires on the
+    CPU library's absence only when the log names no GPU library that was wanted: a build for one backend (CMake's
+    `COMPUTE_BACKEND=cuda` or `hip`, which conda-forge, the ROCm fork and most own builds use) ships no CPU library,
+    so "the CUDA or ROCm library for this version is missing, and so is the CPU one" is a build for another version,
+    which [BNB516](BNB516.md) reads.
 
     The wording depends on whether the package has installation metadata. Without metadata it is a source checkout
     reached through `sys.path`: the current directory, `PYTHONPATH`, or an editable setup whose build never ran. With
@@ -74,7 +88,7 @@ def no_library(facts: Facts) -> Hit | None:
     - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1524 (`libbitsandbytes_cpu.dll` missing on Windows)
     """
     bnb = bnb_of(facts)
-    if not (bnb and bnb.installed) or bnb.native_libraries:
+    if not (bnb and bnb.installed) or bnb.native_libraries or _log_names_the_gpu_library(facts):
         return None
     source = not bnb.has_metadata
     return Hit(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.derive import built_locally
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Severity, Skip
 from bnbdoctor.knowledge import signatures as S
@@ -100,23 +101,23 @@ NO_JETSON_BUILD = _branch(
     covers=("jetson_l4t_aarch64_wheel_mismatch", "cuda_binary_missing_for_torch_cuda_version"),
 )
 UNBUILT_SOURCE_CHECKOUT = _branch(
-    title="The bitsandbytes source checkout has no library built for this CUDA version{missing}",
-    explanation="bitsandbytes runs from {location}, a source checkout on sys.path (not an installed package), and its "
-    "folder holds no library for the CUDA version in use: the native half was never compiled there, or it was "
-    "compiled for another CUDA version.",
-    fix="Build the native library in the checkout for the CUDA version torch uses (cmake -DCOMPUTE_BACKEND=cuda -S . "
-    "&& make, then pip install -e .), or uninstall the checkout and install the release from PyPI.",
+    title="The bitsandbytes source build has no library built for this {backend} version{missing}",
+    explanation="bitsandbytes runs from {location} ({built}), and its folder holds no library for the {backend} "
+    "version in use: the native half was never compiled there, or it was compiled for another {backend} version.",
+    fix="Build the native library in the checkout for the {backend} version torch uses (cmake "
+    "-DCOMPUTE_BACKEND={cmake_backend} -S . && make, then pip install -e .), or uninstall the build and install the "
+    "release from PyPI.",
     commands=("pip install -U bitsandbytes", PYTHON_M_BNB),
     covers=("source_build_native_lib_missing", "cuda_binary_missing_for_torch_cuda_version"),
 )
 NO_LIBRARY_FOR_CUDA = _branch(
-    title="bitsandbytes has no library for this CUDA version{missing}",
-    explanation="bitsandbytes picks libbitsandbytes_cuda<version> from torch's CUDA version (the detected runtime on "
-    f"releases before {CUDA_VERSION_FROM_TORCH.first_text}). The installed package has no such file: the release "
-    "predates that CUDA version, or it is a third-party build for another CUDA (conda-forge packages are not "
-    "supported upstream). It then falls back to its CPU library or fails on the first GPU call.",
+    title="bitsandbytes has no library for this {backend} version{missing}",
+    explanation="bitsandbytes picks its library by torch's {backend} version{legacy}. The installed package has no such file: the release "
+    "predates that {backend} version, or it is a build for another version (conda-forge packages, the ROCm fork and "
+    "own builds ship one GPU library and often no CPU library; they are not supported upstream). It then falls back "
+    "to its CPU library or fails on the first GPU call.",
     fix="Install the current bitsandbytes from PyPI, keeping torch and bitsandbytes from the same channel (pip with "
-    "pip), or build bitsandbytes from source for your CUDA version.",
+    "pip), or build bitsandbytes from source for your {backend} version.",
     commands=("pip install -U bitsandbytes", PYTHON_M_BNB),
     covers=("cuda_binary_missing_for_torch_cuda_version",),
 )
@@ -155,8 +156,10 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     capability only Jetsons' integrated GPUs have, `knowledge.gpus.JETSON_CCS`) that no published build is for L4T's CUDA. A missing
     `libbitsandbytes_rocmNN.so` of {{ loader.ROCM_TAG_MISBUILT.first_text }}–{{ loader.ROCM_TAG_MISBUILT.last_text }} whose tag no ROCm has (`rocm80`…`rocm84`, or torch's ROCm 7.10+ spelled
     `major*10+minor` when the log shows it) is that release's tag-building bug: the fix is {{ loader.ROCM_TAG_MISBUILT.below_text }}+. It stays
-    silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)) and when not even the CPU library exists
-    ([BNB309](BNB309.md)). It is the log twin of [BNB301](BNB301.md).
+    silent when `BNB_CUDA_VERSION` chose the file ([BNB302](BNB302.md)). A missing CPU library beside the missing GPU
+    one does not silence it (nor does [BNB309](BNB309.md) fire then): a build for one backend (conda-forge's, the ROCm
+    fork's, most own builds) ships no CPU library, and the later `Forgot to compile` and `str2optimizer` errors follow
+    any library that did not load. It is the log twin of [BNB301](BNB301.md).
 
     ## Why it matters
 
@@ -182,8 +185,6 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
         return None
     if log.seen(facts, S.BNB_CUDA_VERSION_OVERRIDE):
         return Skip("BNB_CUDA_VERSION chose the library (BNB302 judges the override)")
-    if log.seen(facts, S.BNB_CPU_LIBRARY_NOT_FOUND, S.BNB_NOT_COMPILED):
-        return Skip("not even the CPU library exists: nothing was compiled (BNB309)")
     missing = facts.native.selection.expected_file if facts.native and facts.native.selection else None
     is_missing = f": {missing} is missing" if missing else ""
     rocm = _misbuilt_rocm(facts, missing)
@@ -205,7 +206,13 @@ def library_missing(facts: Facts) -> Hit | Skip | None:
     if jetson is not None or (facts.platform is not None and facts.platform.jetson_release):
         seen = f"a GPU of compute capability {jetson.cc_text}, which only Jetsons have" if jetson else "a Jetson"
         return NO_JETSON_BUILD.hit(facts, seen=seen, missing=is_missing)
+    rocm_library = bool(missing and re.match(r"libbitsandbytes_(?:rocm|hip)", missing))
+    words = {"backend": "ROCm" if rocm_library else "CUDA", "missing": is_missing}
+    legacy = "" if rocm_library else f" (the detected runtime on releases before {CUDA_VERSION_FROM_TORCH.first_text})"
     bnb = facts.python.bitsandbytes if facts.python else None
-    if bnb is not None and bnb.location and not bnb.has_metadata:
-        return UNBUILT_SOURCE_CHECKOUT.hit(facts, location=bnb.location, missing=is_missing)
-    return NO_LIBRARY_FOR_CUDA.hit(facts, missing=is_missing)
+    built = built_locally(bnb) if bnb is not None and bnb.location else None
+    if bnb is not None and bnb.location and built is not None:
+        return UNBUILT_SOURCE_CHECKOUT.hit(
+            facts, location=bnb.location, built=built, cmake_backend="hip" if rocm_library else "cuda", **words
+        )
+    return NO_LIBRARY_FOR_CUDA.hit(facts, legacy=legacy, **words)
