@@ -87,6 +87,31 @@ def test_a_kept_log_that_shows_a_failure_is_never_no_error(path: Path) -> None:
         "Traceback (most recent call last):",
         # torch's message quoted without the exception's name (InvokeAI#7371, a GUI's error text)
         "Image generation fails with `Error(s) in loading state_dict for Flux`.",
+        'Error loading "C:\\venv\\lib\\site-packages\\torch\\lib\\cudnn_adv_train64_8.dll" or one of its dependencies.',
+        # a build's failures (pip building bitsandbytes from source, its CMake and nvcc)
+        "error: subprocess-exited-with-error",
+        "  \u2570\u2500> error: command '/usr/bin/gcc' failed with exit code 1",
+        "CMake Error at CMakeLists.txt:10 (project):",
+        "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
+        "/usr/bin/ld: cannot find -lcudart: No such file or directory",
+        "csrc/ops.cu:1:10: fatal error: cuda_runtime.h: No such file or directory",
+        "LINK : fatal error LNK1181: cannot open input file 'cublas.lib'",
+        "make: *** [Makefile:25: cuda12x] Error 1",
+        "ninja: build stopped: subprocess failed.",
+        "fatal: unable to access 'https://github.com/bitsandbytes-foundation/bitsandbytes.git/': Could not resolve",
+        # a native program's and a thread's failures
+        "terminate called after throwing an instance of 'c10::Error'",
+        "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
+        "Exception in thread Thread-1:",
+        "FAILED tests/test_quant.py::test_nf4 - RuntimeError",
+        "Process finished with exit code -1073741819 (0xC0000005)",
+        # a record an application logged at an error level, framed and not
+        "2024-05-01 10:00:00,123 - llamafactory.model - ERROR - Model loading failed",
+        "[rank0]: ERROR 12-01 10:11:12 model_runner.py:123] Engine background task failed",
+        "CRITICAL:root:Failed to quantize the model",
+        "[ERROR] Failed to load model: bitsandbytes",
+        "ERROR:Failed to load the model.",
+        "ERROR conda.cli.main_run:execute(49): `conda run python train.py` failed. (See above for error)",
     ],
 )
 def test_how_a_run_ended_badly_is_never_no_error(ending: str) -> None:
@@ -110,6 +135,14 @@ def test_how_a_run_ended_badly_is_never_no_error(ending: str) -> None:
         "the OOM killer is configured with vm.overcommit_memory=2",
         "signal handlers installed",
         "KeyboardInterrupt",
+        "ERROR: pip's dependency resolver does not currently take into account all the packages that are installed.",
+        # TensorFlow's start-up notice at glog's E level, harmless, in many Colab logs
+        (
+            "E0000 00:00:1730000000.123456    1234 cuda_dnn.cc:8310] Unable to register cuDNN factory: Attempting to "
+            "register factory for plugin cuDNN when one has already been registered"
+        ),
+        "2024-05-01 10:00:00,123 - app - INFO - ERROR handling is enabled",
+        "Process finished with exit code 0 (0x0)",
     ],
 )
 def test_what_is_not_a_failure_stays_no_error(line: str) -> None:

@@ -38,7 +38,7 @@ from bnbdoctor.logs.candidates import (
 )
 from bnbdoctor.logs.clean import ReadStats, decode_line, read_blocks
 from bnbdoctor.logs.collectors import ANCHORS, HANDLERS, PATTERNS
-from bnbdoctor.logs.framing import unframe
+from bnbdoctor.logs.framing import error_levelled, unframe
 from bnbdoctor.logs.gpus import compute_capability
 from bnbdoctor.logs.patterns import EXCEPTION
 from bnbdoctor.logs.repeats import blank_repeats
@@ -56,6 +56,31 @@ REPEATS_CHECKED_AFTER = 256
 _EVIDENCE: dict[int, int] = {i: p.evidence for i, p in enumerate(PATTERNS) if p.evidence is not None}
 #: An anchor none of whose patterns is evidence-only may bring any number of lines.
 _UNLIMITED = 1 << 62
+
+
+#: Records marked ERROR that one block feeds as error lines: the first ones and the last (the state keeps no more).
+MAX_LEVELLED_PER_BLOCK = 16
+_NONE: set[int] = set()  # read only: the indices of a line no anchor brought
+
+
+def _first_and_last(indices: list[int]) -> list[int]:
+    if len(indices) <= MAX_LEVELLED_PER_BLOCK:
+        return indices
+    return indices[: MAX_LEVELLED_PER_BLOCK - 1] + indices[-1:]
+
+
+def _line_starts(block: bytes, indices: list[int]) -> list[int]:
+    """Where the lines of ``block`` numbered ``indices`` (from 0, ascending) start."""
+    starts: list[int] = []
+    line, position = 0, 0
+    for index in indices:
+        while line < index:
+            position = block.find(b"\n", position) + 1
+            if position == 0:
+                return starts
+            line += 1
+        starts.append(position)
+    return starts
 
 
 class LogExtractor:
@@ -82,6 +107,7 @@ class LogExtractor:
         self._blocks += 1
         if not self.state.content and block and not block.isspace():
             self.state.content = True
+        levelled = _first_and_last(error_levelled(block))  # records a logging format marks ERROR, before it goes
         block, emptied = unframe(block)  # framing off, hard wraps joined: as many lines as before
         if emptied:
             self.state.joined_lines([first + offset for offset in emptied])
@@ -101,13 +127,19 @@ class LogExtractor:
         self._last_exception(block)
         starts, cut = select(block, found)
         self.state.lines_not_matched += max(cut, found.unread)  # an estimate: see docs/explain.md
+        marked = set(_line_starts(block, levelled))
+        if marked:
+            starts = sorted(marked.union(starts))
         find, lines = block.find, found.lines
         number, previous = first, 0
         for start in starts:
             number += block.count(b"\n", previous, start)
             previous = start
             end = find(b"\n", start)
-            self._feed_line(number, decode_line(block[start:] if end == -1 else block[start:end]), lines[start])
+            text = decode_line(block[start:] if end == -1 else block[start:end])
+            self._feed_line(number, text, lines.get(start, _NONE))
+            if start in marked and text.strip():
+                self.state.error_line(number, text.strip())  # the app said ERROR: a failure, named or not
         self.state.lines = max(self.state.lines, first + lines_in_block)
 
     def _candidates(self, block: bytes, give_up_after: int | None, absent: set[bytes]) -> Candidates | None:

@@ -63,14 +63,37 @@ DIGITS, ASCII_LETTERS = b"0123456789", b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm
 _LOGGER = rb"(?:__main__|[a-z_][a-z0-9_]{0,40}(?:\.[a-z_][a-z0-9_]{0,40}){0,8})"
 #: A source location: ``model_runner.py:123``, ``ProcessGroupNCCL.cpp:1250``.
 _SOURCE = rb"[\w.\-/]{1,160}\.(?:py|cpp|cc|cu|cxx|h|hpp):\d{1,6}"
-#: After a timestamp: the level and the logger's name, in the shapes logging formats give them.
-_AFTER_TIME = (
-    rb"(?:[\w.\-]{1,120} - " + _LEVEL + rb" - "  # %(name)s - %(levelname)s -
-    rb"|\[" + _LEVEL + rb"\] ?(?:\[" + _SOURCE + rb"(?::\w{1,80})?\] ?)?"  # [INFO] [file.py:12:func] (DeepSpeed)
-    rb"|\[[\w.\-]{1,120}\]\[" + _LEVEL + rb"\] - "  # [name][INFO] - (Hydra)
-    rb"|" + _LEVEL + rb" {1,8}\| " + _LOGGER + rb":[\w<>]{1,80}:\d{1,6} - "  # INFO | name:func:12 - (loguru)
-    rb"|" + _LEVEL + rb"(?: - | {1,8}" + _LOGGER + rb": | {1,8}))?"  # INFO - / INFO name: / INFO
-)
+#: The levels of a record that says something failed.
+_ERROR_LEVEL = rb"(?:ERROR|CRITICAL|FATAL)"
+
+
+def _after_time(level: bytes, *, required: bool = False) -> bytes:
+    """After a timestamp: the level and the logger's name, in the shapes logging formats give them (optional in a
+    framing, since a timestamp alone frames a line too; ``required`` to find the records of one level)."""
+    return (
+        rb"(?:[\w.\-]{1,120} - " + level + rb" - "  # %(name)s - %(levelname)s -
+        rb"|\[" + level + rb"\] ?(?:\[" + _SOURCE + rb"(?::\w{1,80})?\] ?)?"  # [INFO] [file.py:12:func] (DeepSpeed)
+        rb"|\[[\w.\-]{1,120}\]\[" + level + rb"\] - "  # [name][INFO] - (Hydra)
+        rb"|" + level + rb" {1,8}\| " + _LOGGER + rb":[\w<>]{1,80}:\d{1,6} - "  # INFO | name:func:12 - (loguru)
+        rb"|" + level + rb"(?: - | {1,8}" + _LOGGER + rb": | {1,8}))" + (b"" if required else b"?")  # INFO - / INFO
+    )
+
+
+def _timestamped(level: bytes, *, required: bool = False) -> bytes:
+    return rb"\[?" + _ISO + rb"\]?(?: ?[-|] | |(?=\[))" + _after_time(level, required=required)
+
+
+def _vllm(level: bytes) -> bytes:
+    return level + rb" \d{2}-\d{2} " + _TIME + rb" (?:\[" + _SOURCE + rb"\]|" + _SOURCE + rb"\]) "
+
+
+def _glog(letters: bytes) -> bytes:
+    return rb"\[?[" + letters + rb"](?:\d{3,4} " + _TIME + rb"(?: {1,8}\d{1,9})?)? {1,8}" + _SOURCE + rb"\] ?"
+
+
+def _basic_logging(level: bytes) -> bytes:
+    return level + rb":" + _LOGGER + rb":"
+
 
 FRAMINGS: tuple[Framing, ...] = (
     Framing(
@@ -82,7 +105,7 @@ FRAMINGS: tuple[Framing, ...] = (
     Framing(
         "timestamp",  # docker logs -t, GitHub Actions, journald exports, and any logging format's asctime
         "2024-05-01 10:11:12,345 - transformers.modeling_utils - WARNING - ",
-        rb"\[?" + _ISO + rb"\]?(?: ?[-|] | |(?=\[))" + _AFTER_TIME,
+        _timestamped(_LEVEL),
         starts=DIGITS + b"[",
     ),
     Framing(
@@ -96,19 +119,19 @@ FRAMINGS: tuple[Framing, ...] = (
     Framing(
         "vllm",  # vLLM's and SGLang's formatter, also behind a Ray worker's tag
         "INFO 12-01 10:11:12 model_runner.py:123] ",
-        _LEVEL + rb" \d{2}-\d{2} " + _TIME + rb" (?:\[" + _SOURCE + rb"\]|" + _SOURCE + rb"\]) ",
+        _vllm(_LEVEL),
         starts=_LEVEL_STARTS,
     ),
     Framing(
         "glog",  # glog / absl / torch's C++ warnings (c10): I0501 10:11:12.123456 1234 file.cc:12]
         "[W501 10:11:12.123456 1234 ProcessGroupNCCL.cpp:1250] ",
-        rb"\[?[IWEF](?:\d{3,4} " + _TIME + rb"(?: {1,8}\d{1,9})?)? {1,8}" + _SOURCE + rb"\] ?",
+        _glog(b"IWEF"),
         starts=b"EFIW[",
     ),
     Framing(
         "basic-logging",  # logging.basicConfig()'s default %(levelname)s:%(name)s:
         "WARNING:bitsandbytes.cextension:",
-        _LEVEL + rb":" + _LOGGER + rb":",
+        _basic_logging(_LEVEL),
         starts=_LEVEL_STARTS,
     ),
     Framing(
@@ -312,6 +335,35 @@ def dewrap(lines: list[bytes], *, plain: bool | None = None, partial: bool | Non
                 emptied.append(k)
         index = last + 1
     return emptied
+
+
+#: A line whose framing gives the record an error level (``2024-05-01 10:11:12 - app - ERROR - ``, vLLM's ``ERROR
+#: 12-01 …]``, ``CRITICAL:root:``), behind any other framings (a rank, a container's time). Not glog's ``E`` lines:
+#: TensorFlow and XLA log harmless start-up notices at that level (``Unable to register cuDNN factory``), pasted in
+#: countless Colab logs; torch's real ones say how a process ended, which is an error line of its own.
+_ERROR_LEVELLED = re.compile(
+    rb"\n(?:"
+    + rb"|".join(f.regex for f in FRAMINGS)
+    + rb"){0,%d}?(?:" % (MAX_STACKED - 1)
+    + rb"|".join((_timestamped(_ERROR_LEVEL, required=True), _vllm(_ERROR_LEVEL), _basic_logging(_ERROR_LEVEL)))
+    + rb")"
+)
+
+
+def error_levelled(block: bytes) -> list[int]:
+    """The indices of the lines of ``block`` (counted from 0) whose framing says the record is an error: the
+    framing :func:`unframe` takes off carries the level, and a failure an application logs (``… - ERROR - Model
+    loading failed``) often names no exception. A block without the words is passed over at C speed."""
+    if not (b"ERROR" in block or b"CRITICAL" in block or b"FATAL" in block):
+        return []
+    framed = b"\n" + block
+    found: list[int] = []
+    line, counted = 0, 0
+    for m in _ERROR_LEVELLED.finditer(framed):
+        line += framed.count(b"\n", counted, m.start() + 1)
+        counted = m.start() + 1
+        found.append(line - 1)
+    return found
 
 
 def unframe(block: bytes) -> tuple[bytes, list[int]]:

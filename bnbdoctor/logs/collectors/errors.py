@@ -10,6 +10,12 @@
   code 137``, ``returned non-zero exit status 1``, torchrun's ``exitcode: -9``).
 - ComfyUI's ``!!! Exception during processing !!! <message>`` (the message without the exception's name).
 - An installer's ``ERROR: ...`` line (pip prints its failures without an exception).
+- A build's or a native program's failure, which bitsandbytes' source builds and pip's builds of it print:
+  pip's and setuptools' lower-case ``error: ...``, ``CMake Error``, ``nvcc fatal``, a compiler's ``fatal error:``
+  and MSVC's ``error C2065:``/``LNK1181``, the linker's ``cannot find -lcudart`` and ``undefined reference``,
+  ``make: *** [...] Error 1`` and ``ninja: build stopped``, git's ``fatal:``, C++'s ``terminate called after
+  throwing an instance of``, the CUDA driver API's ``CUDA_ERROR_*`` names, and Python's ``Exception in thread``
+  header (:func:`tool_error`).
 - A message torch raises, quoted without its exception's name (a GUI's error box, a wrapper's re-raise, prose):
   ``Error(s) in loading state_dict for Flux`` (:func:`raised_message`); the whole line is kept, as the user
   pasted it. (Others, such as ``Expected all tensors to be on the same device``, are families of their own.)
@@ -45,7 +51,7 @@ _EMBEDDED = re.compile(
 #: Markdown left around an exception taken from inside a line.
 _MARKDOWN_END = re.compile(r"[\s`*]+$")
 #: A non-zero status: a number other than 0 (and -0).
-_NONZERO = r"-?(?!0+\b)\d{1,4}\b"
+_NONZERO = r"-?(?!0+\b)\d{1,10}\b"  # Windows' NTSTATUS codes too (-1073741819, 3221225477: an access violation)
 
 
 @collects(("Error", "Exception"), r"(?:Error|Exception)(?::|\s*$)")
@@ -96,10 +102,57 @@ def installer_error(state: LogState, m: re.Match[str], number: int, line: str) -
     state.error_line(number, _PREFIX.sub("", line.strip()).strip())
 
 
-@collects("Error(s) in loading", r"Error\(s\) in loading state_dict for \w")
+@collects(
+    (
+        "error",
+        "Error",
+        "fatal",
+        "cannot find",
+        "undefined reference",
+        "***",
+        "ninja",
+        "terminate called",
+        "CUDA_ERROR_",
+        "Exception in thread",
+        "FAILED ",
+        "ERROR",
+        "CRITICAL",
+        "FATAL",
+    ),
+    # pip's / setuptools' / cargo's lower-case "error: ...", also after pip's box-drawing and multiplication-sign
+    # markers
+    r"^\s{0,8}(?:[\u00d7\u2570\u2500>|]\s{0,4}){0,3}error(?:\[E\d{1,5}\])?: \S",
+    r"\bCMake Error\b|\bnvcc fatal\s{0,8}:|\bfatal error(?: [A-Z]{1,4}\d{1,5})?\s?:|\berror [A-Z]{1,3}\d{3,5}\s?:",
+    r"\bld(?:\.\w{1,10})?: cannot find -?\S|\bundefined reference to [`']",
+    r"^\s{0,8}(?:g?make|ninja)(?:\[\d{1,4}\])?: \*\*\* .{0,300}\bError \d{1,4}",
+    r"^\s{0,8}ninja: build stopped: subprocess failed",
+    # pytest's short summary of a failed test
+    r"^\s{0,8}FAILED \S{1,300}::\S",
+    # a record an application logged at an error level, with no timestamp before it (which framing takes off):
+    # "[ERROR] Failed to load model", "ERROR:Failed to load the model.", "ERROR conda.cli.main_run:execute(49): …"
+    r"^\s{0,8}(?:\[(?:ERROR|CRITICAL|FATAL)\] ?|(?:ERROR|CRITICAL|FATAL)(?::|\s{1,8}[-|]\s|\s{1,8}[\w.]{1,80}:))"
+    r"(?! ?pip's dependency resolver)\s{0,4}\S",
+    r"^\s{0,8}fatal: \S",
+    r"terminate called after throwing an instance of",
+    r"\bCUDA_ERROR_[A-Z_]{3,40}\b",
+    r"^\s{0,8}Exception in thread \S.{0,120}:\s*$",
+)
+def tool_error(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """A build tool's, a native program's or a thread's failure (see the module's list): an error line, as the log
+    shows it, whether or not a family names it."""
+    state.error_line(number, _PREFIX.sub("", line.strip()).strip())
+
+
+@collects(
+    ("Error(s) in loading", "Error loading"),
+    r"Error\(s\) in loading state_dict for \w",
+    r'Error loading "[^"\n]{1,400}" or one of its dependencies',
+)
 def raised_message(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    """torch's ``load_state_dict`` RuntimeError (torch/nn/modules/module.py), quoted without the exception's name: an
-    error line, as the log shows it (an exception line holding it is kept once, by :func:`exception_line`)."""
+    """A message torch raises, quoted without its exception's name: ``load_state_dict``'s RuntimeError
+    (torch/nn/modules/module.py), and the OSError torch/__init__.py gives when a DLL of its own fails to load on
+    Windows. An error line, as the log shows it (an exception line holding it is kept once, by
+    :func:`exception_line`)."""
     state.error_line(number, _PREFIX.sub("", line.strip()).strip())
 
 
