@@ -51,10 +51,10 @@ def main() -> int:
             if value is not None:
                 setattr(facts, probe.section, value)
             mark(f"probe {probe.name}")
-    from bnbdoctor.rules import all_rules, run_rules
+    from bnbdoctor.rules import rules_for, run_rules
     from bnbdoctor.rules.engine import DOCTOR
 
-    rules = all_rules()
+    rules = rules_for({"probes"})  # as bnbdoctor.doctor.diagnose: a machine's facts, no log, fit or lint rules
     mark("load the rules")
     from bnbdoctor.report import build_report
 

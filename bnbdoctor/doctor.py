@@ -13,7 +13,7 @@ from bnbdoctor.probes import PROBES, ProbeContext, ProbeOptions, run_probes
 from bnbdoctor.probes.native import warm_up
 from bnbdoctor.probes.runner import ProgressCallback
 from bnbdoctor.report import Report, build_report
-from bnbdoctor.rules import all_rules, run_rules
+from bnbdoctor.rules import mode_sections, rules_for, run_rules
 from bnbdoctor.rules.base import Rule
 from bnbdoctor.rules.engine import DOCTOR, Pipeline
 
@@ -30,7 +30,8 @@ def diagnose_facts(
 ) -> Report:
     """Run ``pipeline`` (the doctor's, by default) on facts gathered earlier (live, recorded, from a saved
     report, a log, a fit run or lint) over ``rules`` (default: all of them, as the pipeline selects)."""
-    return build_report(facts, run_rules(facts, list(rules) if rules is not None else all_rules(), pipeline), started)
+    chosen = list(rules) if rules is not None else rules_for(mode_sections(facts))
+    return build_report(facts, run_rules(facts, chosen, pipeline), started)
 
 
 class Cancelled(Exception):
@@ -77,6 +78,6 @@ def diagnose(
     ``cancelled`` lets a caller (the app) abandon a run whose probes hang."""
     started = time.perf_counter()
     wait = in_background(lambda: gather(host, options, progress), name="bnbdoctor-probes")
-    chosen = list(rules) if rules is not None else all_rules()
+    chosen = list(rules) if rules is not None else rules_for({"probes"})  # a machine's facts: no log, fit or lint
     warm_up()
     return diagnose_facts(wait(cancelled), chosen, started)

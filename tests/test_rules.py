@@ -224,3 +224,32 @@ def test_rule_ids_are_unique_stable_and_cover_known_catalog_ids() -> None:
     rules = all_rules()
     assert len({r.id for r in rules}) == len(rules) and len({r.name for r in rules}) == len(rules)
     assert all(r.id.startswith("BNB") and len(r.id) == 6 for r in rules)
+
+
+def test_rules_for_loads_exactly_the_rules_a_diagnosis_with_those_sections_runs() -> None:
+    """The doctor imports only the rules it can run (bnbdoctor.rules.mode_index): for every combination of
+    mode sections, the rules it gets are those of all_rules() whose mode needs the facts hold."""
+    from bnbdoctor.rules import rules_for
+    from bnbdoctor.rules.engine import MODE_SECTIONS
+
+    everything = all_rules()
+    for present in ({"probes"}, {"log"}, {"fit"}, {"lint"}, set(), set(MODE_SECTIONS)):
+        expected = [r.id for r in everything if set(r.needs) & MODE_SECTIONS <= present]
+        assert [r.id for r in rules_for(present)] == expected, present
+    doctor = [r.id for r in rules_for({"probes"})]
+    assert "BNB101" in doctor and "BNB001" in doctor and not any(i.startswith(("BNB5", "BNB6")) for i in doctor)
+
+
+def test_a_diagnosis_of_a_recorded_machine_is_the_same_with_only_its_rules() -> None:
+    """The same findings, passed and skipped checks with every rule as with the ones the doctor loads."""
+    from bnbdoctor.doctor import diagnose_facts, gather
+    from bnbdoctor.hosts.fixture import FixtureHost
+
+    for name in ("a100-healthy", "kepler-k80"):
+        facts = gather(FixtureHost.named(name))
+        every = diagnose_facts(facts, all_rules())
+        loaded = diagnose_facts(facts)
+        assert (loaded.findings and every.findings) or name == "a100-healthy"
+        assert loaded.findings == every.findings, name
+        assert [p.rule_id for p in loaded.passed] == [p.rule_id for p in every.passed], name
+        assert [s.rule_id for s in loaded.skipped] == [s.rule_id for s in every.skipped], name

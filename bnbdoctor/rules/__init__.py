@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from functools import cache
 
+from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Finding, Severity
 from bnbdoctor.rules.base import RULE_FILE, Rule, registered, registered_rules, rule_identity
-from bnbdoctor.rules.engine import Diagnosis, run_rules
+from bnbdoctor.rules.engine import MODE_SECTIONS, Diagnosis, run_rules
 
-__all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "run_rules"]
+__all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "rules_for", "run_rules"]
 
 
 class RuleLayoutError(RuntimeError):
@@ -75,6 +77,27 @@ def _discover() -> tuple[Rule, ...]:
 def all_rules() -> list[Rule]:
     """Every rule, ordered by id."""
     return list(_discover())
+
+
+def rules_for(present: Iterable[str]) -> list[Rule]:
+    """The rules a diagnosis whose facts hold the mode sections ``present`` (``log``, ``fit``, ``lint``,
+    ``probes``: :data:`~bnbdoctor.rules.engine.MODE_SECTIONS`) can run, ordered by id: the same findings,
+    passed and skipped checks as :func:`all_rules` gives it (a rule that needs an absent mode section is not part
+    of a diagnosis), without importing the others. The doctor on a machine imports no log rule this way, half of
+    them all. Which modules need which section is ``mode_index.MODE_NEEDS``, generated from the rules."""
+    from bnbdoctor.rules.mode_index import MODE_NEEDS
+
+    have = set(present)
+    modules = [m for m in rule_modules() if set(MODE_NEEDS.get(m, ())) <= have]
+    for module_name in modules:
+        importlib.import_module(module_name)
+    wanted = set(modules)
+    return [rule for rule in registered_rules() if rule.module in wanted]
+
+
+def mode_sections(facts: Facts) -> set[str]:
+    """The mode sections ``facts`` hold (what :func:`rules_for` needs to know of them)."""
+    return {section for section in MODE_SECTIONS if getattr(facts, section, None) not in (None, [])}
 
 
 def select_rules(ids: list[str]) -> list[Rule]:
