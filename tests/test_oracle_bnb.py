@@ -64,3 +64,57 @@ def test_a_rotating_sample_of_releases_still_does_what_the_table_says() -> None:
         check=False,
     )
     assert done.returncode == 0, f"{sample}: {done.stdout[-3000:]}{done.stderr[-2000:]}"
+
+
+# ------------------------------------------------------------------ what the releases print, read back by explain
+#: Python's last-resort logging handler prints records of these levels, bare, when an app configures none.
+_SHOWN_LEVELS = ("WARNING", "ERROR", "CRITICAL")
+
+
+def console_of(outcome: dict[str, object]) -> str:
+    """What a user's console shows of one oracle outcome: the release's prints, its warnings as ``warnings``
+    shows them, its log records of level WARNING and above as Python's last-resort handler prints them, then the
+    exception that import or the first native call raised, under a traceback header."""
+    lines: list[str] = []
+    for message in outcome.get("messages") or []:  # type: ignore[attr-defined]
+        kind, rest = str(message).split(":", 1)
+        if kind == "print":
+            lines.append(rest)
+        elif kind == "warn":
+            category, text = rest.split(":", 1)
+            lines.append(f"/venv/lib/python3.11/site-packages/bitsandbytes/cextension.py:34: {category}: {text}")
+        elif kind == "log":
+            level, text = rest.split(":", 1)
+            if level in _SHOWN_LEVELS:
+                lines.append(text)
+    for key in ("import", "first_call"):
+        raised = outcome.get(key)
+        if isinstance(raised, str) and raised not in ("ok", "no library object"):
+            lines += ["Traceback (most recent call last):", '  File "/work/train.py", line 3, in <module>', raised]
+    return "\n".join(lines) + "\n"
+
+
+def failing(outcome: dict[str, object]) -> bool:
+    return outcome.get("import") != "ok" or outcome.get("first_call") not in ("ok", None)
+
+
+def test_what_every_release_prints_when_it_fails_is_never_no_error() -> None:
+    """Every failure the releases' own code produced on the simulated machines (import raising, the first native
+    call raising), as a console shows it, is reported by explain as an error or a warning, never 'no error'; and
+    almost all of them by a finding that names the failure, not only the unrecognised-error fallback (BNB549).
+    The few that stay generic show no more than a bare exception the harness raised (a traceback's frames, which
+    a real console shows, are not in the table)."""
+    from bnbdoctor.explain import explain_text
+
+    consoles = {console_of(row["outcome"]) for row in TABLE["rows"] if failing(row["outcome"])}
+    assert len(consoles) > 300
+    generic, silent = [], []
+    for text in sorted(consoles):
+        report = explain_text(text, label="console.log")
+        said = {f.rule_id for f in report.findings if f.severity.value in ("error", "warning")}
+        if not said:
+            silent.append(text[-200:])
+        elif said <= {"BNB549"}:
+            generic.append(text[-200:])
+    assert silent == []
+    assert len(generic) <= len(consoles) // 50, generic

@@ -70,12 +70,21 @@ def seen_lines(facts: Facts) -> list[tuple[str, str]]:
                 "Library",
                 sel.expected_file
                 + ("" if sel.exists else " (missing)")
-                + (f", BNB_CUDA_VERSION={sel.override}" if sel.override else ""),
+                + (f", {_override_variable(facts)}={sel.override}" if sel.override else ""),
             )
         )
     if facts.log and facts.log.exception:
         rows.append(("Raised", facts.log.exception))
     return rows
+
+
+def _override_variable(facts: Facts) -> str:
+    """The override the log shows set: BNB_ROCM_VERSION on ROCm releases that read it, else BNB_CUDA_VERSION."""
+    return (
+        "BNB_ROCM_VERSION"
+        if "BNB_ROCM_VERSION" in facts.env and "BNB_CUDA_VERSION" not in facts.env
+        else ("BNB_CUDA_VERSION")
+    )
 
 
 def render_explain_text(report: Report, *, color: bool = False, width: int | None = None) -> str:

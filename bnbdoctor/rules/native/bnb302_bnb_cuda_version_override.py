@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.loader import EMPTY_OVERRIDE_IGNORED, NEAREST_BUILD, ROCM_REJECTS_CUDA_OVERRIDE
@@ -125,7 +127,10 @@ def override(facts: Facts) -> Hit | Skip | None:
     """
     native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
     release = release_tuple(bnb.version if bnb else None) or (0,)
-    rocm = bool(torch and torch.hip)
+    # a log may not show torch's HIP version: BNB_ROCM_VERSION set (and no CUDA torch) says ROCm too
+    rocm = bool(torch and torch.hip) or (
+        "BNB_ROCM_VERSION" in facts.env and "BNB_CUDA_VERSION" not in facts.env and not (torch and torch.cuda)
+    )
     strict = NEAREST_BUILD.contains(release)
     variable = "BNB_ROCM_VERSION" if rocm and strict else "BNB_CUDA_VERSION"
     value = facts.env.get(variable)
@@ -164,13 +169,17 @@ def override(facts: Facts) -> Hit | Skip | None:
         )
     evidence.append(ev("selected", sel.expected_file, "native.selection.expected_file"))
     if sel.outcome == "override_error":
+        if re.fullmatch(r"\d{1,2}\.\d", value):  # '6.2', '12.4': the release wants '62', '124'
+            unset = _unset_remediation(
+                facts, variable, gap, f", or write it in digits: {variable}={value.replace('.', '')}"
+            )
         return Hit(
             title=f"{variable}={value!r} is rejected by {versioned(facts, 'bitsandbytes', bnb.version)}",  # type: ignore[union-attr]
             explanation=f"bitsandbytes raises '{sel.message}'"
             + (
                 f": on ROCm builds {ROCM_REJECTS_CUDA_OVERRIDE.first_text}–{ROCM_REJECTS_CUDA_OVERRIDE.last_text} "
                 "refuse any non-empty BNB_CUDA_VERSION."
-                if rocm
+                if rocm and variable == "BNB_CUDA_VERSION"
                 else "."
             )
             + (
