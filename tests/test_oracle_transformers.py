@@ -169,3 +169,42 @@ def test_no_message_in_the_table_cites_a_held_out_thread() -> None:
     assert done.stdout.strip() == "", done.stdout
     held = [m for m in TABLE["messages"] if oracle_transformers.HELD_OUT in m[2]]
     assert held, "the 4.30-4.37 ImportError names the placeholder where its index URL stood"
+
+
+#: Refusals whose line alone is restated (BNB550) rather than diagnosed: BNB562 wants the log to show it is
+#: transformers' check (the ``available_devices.discard`` source line a real traceback prints) or bitsandbytes.
+_NEEDS_MORE_THAN_THE_LINE = ("'frozenset' object has no attribute 'discard'",)
+
+
+def test_every_refusal_a_release_raised_is_explained_by_the_finding_for_its_family() -> None:
+    """Each message a transformers release raised in the table (its exception, under a traceback whose last frame
+    is the raise site), read by explain, is reported first by a finding that names the family the model gives that
+    refusal; a refusal the model has no family for is still never 'no error'."""
+    from bnbdoctor.explain import explain_text
+    from bnbdoctor.knowledge import transformers as model
+    from bnbdoctor.knowledge.signatures import SIGNATURES
+
+    families: dict[tuple[str, ...], set[str]] = {}
+    for row in TABLE["rows"]:
+        if row[2] != "fail" or len(row) < 5 or row[4] is None:
+            continue
+        refusal = model.bnb_gate(oracle_transformers.gate_input(TABLE, row[0], row[1]))
+        if refusal is not None:
+            families.setdefault(tuple(TABLE["messages"][row[4]]), set()).add(refusal.family or "")
+    assert len(families) >= 30
+    wrong = []
+    for (exc, site, text), family in sorted(families.items()):
+        path, _, function = site.partition(":")
+        log = (
+            "Traceback (most recent call last):\n"
+            f'  File "/venv/lib/python3.11/site-packages/transformers/{path}", line 120, in {function}\n'
+            f"    raise {exc}(\n{exc}: {text}\n"
+        )
+        report = explain_text(log, label="console.log")
+        top = report.findings[0] if report.findings else None
+        expected = {c for f in family if f for c in SIGNATURES[f].catalog}
+        if top is None or top.severity.value not in ("error", "warning"):
+            wrong.append(f"no error: {exc}: {text[:80]}")
+        elif expected and not expected & set(top.covers) and text not in _NEEDS_MORE_THAN_THE_LINE:
+            wrong.append(f"{top.rule_id} {top.covers} for {sorted(expected)}: {exc}: {text[:80]}")
+    assert not wrong, "\n".join(wrong)

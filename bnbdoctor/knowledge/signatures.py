@@ -797,6 +797,20 @@ TRANSFORMERS_LACKS_BNB_CONFIG = _declare(
     ("transformers_too_old_for_bnb_config",),
     "the transformers that runs is older than its BitsAndBytesConfig class",
 )
+TRANSFORMERS_TORCH_UNAVAILABLE = _declare(
+    "transformers_torch_unavailable",
+    ROOT,
+    "workflow",
+    ("transformers_torch_unavailable",),
+    "transformers found no torch it accepts: torch is missing from that Python or older than this transformers allows",
+)
+DEVICE_MAP_NEEDS_ACCELERATE = _declare(
+    "device_map_requires_accelerate",
+    ROOT,
+    "workflow",
+    ("device_map_requires_accelerate",),
+    "a device_map (or low_cpu_mem_usage) without an accelerate transformers accepts in the Python that runs",
+)
 STATE_DICT_STR_NUMEL = _declare(
     "kbit_save_pretrained_str_numel",
     ROOT,

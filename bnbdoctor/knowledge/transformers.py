@@ -179,6 +179,10 @@ TORCH_MINIMUM_BY_RELEASE: tuple[tuple[str, str | None], ...] = (
     ("5.15", "2.5"),
     ("5.20", "2.6"),
 )
+#: The oldest torch the oracle ran every release with (its stand-in torches: 2.1.2, 2.2.0, 2.5.1, 2.6.0): a minimum
+#: below it was never observed (the threads show later 4.x releases refusing torch 2.0), so no bound is derived
+#: for an older torch.
+TORCH_LOWEST_TRIED = "2.1.2"
 #: is_bitsandbytes_available() requires torch.cuda.is_available() (PR #24995) from 4.32; from 4.45 only for a
 #: bitsandbytes older than IMPORTERROR_FOR_OLD_BNB.bnb_below; 5.0 compares the version with BITSANDBYTES_MIN_VERSION
 #: (knowledge/dependents.py) and no longer asks torch.
@@ -277,7 +281,10 @@ class GateRefusal:
 
 #: Every refusal the model knows: kind -> (family, why). The message and site depend on the release (below).
 GATE_KINDS: dict[str, tuple[SignatureId | None, str]] = {
-    "torch_missing": (None, "torch is missing, or older than this transformers accepts"),
+    "torch_missing": (S.TRANSFORMERS_TORCH_UNAVAILABLE, "torch is missing (4.30-4.37's requires_backends ImportError)"),
+    # 4.38+: BitsAndBytesConfig's bare NameError, which alone the log reader cannot tell from a script that forgot
+    # `import torch`; the "Disabling PyTorch" warning 5.x prints before it is what names the family in a log.
+    "torch_missing_nameerror": (None, "torch is missing, or older than this transformers accepts"),
     "config_no_bnb": (
         S.BNB_METADATA_NOT_FOUND,
         "BitsAndBytesConfig(load_in_4bit=True) reads the metadata of a bitsandbytes not installed",
@@ -286,7 +293,10 @@ GATE_KINDS: dict[str, tuple[SignatureId | None, str]] = {
         S.BNB_LACKS_4BIT,
         "BitsAndBytesConfig(load_in_4bit=True) refuses a bitsandbytes below 0.39.0",
     ),
-    "device_map_needs_accelerate": (None, "a device_map without (a recent enough) accelerate"),
+    "device_map_needs_accelerate": (
+        S.DEVICE_MAP_NEEDS_ACCELERATE,
+        "a device_map without (a recent enough) accelerate",
+    ),
     "accelerate_and_bnb": (S.TRANSFORMERS_BNB_IMPORTERROR, "one ImportError for accelerate and bitsandbytes"),
     "accelerate": (S.TRANSFORMERS_BNB_IMPORTERROR, "accelerate missing or older than the release's minimum"),
     "bitsandbytes": (S.TRANSFORMERS_BNB_IMPORTERROR, "is_bitsandbytes_available() is False"),
@@ -299,9 +309,12 @@ GATE_KINDS: dict[str, tuple[SignatureId | None, str]] = {
         S.BNB_MULTIBACKEND_PREVIEW_TRANSFORMERS_MISMATCH,
         "transformers 4.45-4.49 crash on a machine with only a CPU",
     ),
-    "offload_needs_fp32": (None, "a dict device_map with cpu/disk entries, before the quantizers"),
+    "offload_needs_fp32": (
+        S.DISPATCH_CPU_DISK_VALUEERROR,
+        "a dict device_map with cpu/disk entries, before the quantizers",
+    ),
     "dispatch_cpu_disk": (S.DISPATCH_CPU_DISK_VALUEERROR, "a dict device_map with cpu/disk entries"),
-    "bnb_8bit_minimum": (None, "the 8-bit quantizer refuses a bitsandbytes below 0.37.2"),
+    "bnb_8bit_minimum": (S.TRANSFORMERS_BNB_MINIMUM, "the 8-bit quantizer refuses a bitsandbytes below 0.37.2"),
 }
 
 
@@ -348,7 +361,7 @@ def bnb_gate(g: GateInput) -> GateRefusal | None:
     t, bits = g.transformers, g.bits
     quantizer = "quantizer_bnb_{bits}bit.validate_environment"
     if _in(QUANTIZERS, t) and not _torch_usable(g):
-        return _refusal("torch_missing", "name 'torch' is not defined", "quantization_config.__init__", bits)
+        return _refusal("torch_missing_nameerror", "name 'torch' is not defined", "quantization_config.__init__", bits)
     if bits == 4 and _in(CONFIG_CHECKS_BNB_4BIT, t):
         if g.bitsandbytes is None:
             return _refusal(

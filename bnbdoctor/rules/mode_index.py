@@ -90,6 +90,8 @@ MODE_NEEDS: dict[str, tuple[str, ...]] = {
     "bnbdoctor.rules.workflow_logs.bnb560_paged_optimizer_operation_not_supported": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb561_params4bit_degraded_to_parameter": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb562_bnb_multibackend_preview_transformers_mismatch": ("log",),
+    "bnbdoctor.rules.workflow_logs.bnb563_transformers_torch_unavailable": ("log",),
+    "bnbdoctor.rules.workflow_logs.bnb564_device_map_requires_accelerate": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb566_vllm_bnb_load_format_mismatch": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb567_vllm_model_lacks_bnb_support": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb568_transformers_too_old_for_bnb_config": ("log",),

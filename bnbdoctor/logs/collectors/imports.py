@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from bnbdoctor.knowledge import signatures as S
+from bnbdoctor.knowledge.transformers import BNB_8BIT_MINIMUM
 from bnbdoctor.logs.collectors.base import Collector
 from bnbdoctor.logs.patterns import Q
 from bnbdoctor.logs.state import LogState
@@ -98,6 +99,17 @@ def transformers_bnb_minimum(state: LogState, m: re.Match[str], number: int, lin
     state.match(S.TRANSFORMERS_BNB_MINIMUM, number, line)
 
 
+@collects(
+    "not compatible with 8bit",
+    r"You have a version of `?bitsandbytes`? that is not compatible with 8bit inference and training",
+)
+def transformers_bnb_8bit_minimum(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    """transformers' 8-bit gate (from_pretrained, then the 8-bit quantizer): a bitsandbytes below its 8-bit minimum,
+    which the message does not name (knowledge.transformers.BNB_8BIT_MINIMUM, read from the releases' code)."""
+    state.python.bnb_minimum = state.python.bnb_minimum or BNB_8BIT_MINIMUM
+    state.match(S.TRANSFORMERS_BNB_MINIMUM, number, line)
+
+
 # --- families found in real threads (issue 24) ------------------------------------------------------
 # importlib.metadata finds no bitsandbytes distribution (transformers' and diffusers' version checks).
 recognises(
@@ -159,6 +171,26 @@ recognises(
     S.TRANSFORMERS_LACKS_BNB_CONFIG,
     "BitsAndBytesConfig",
     rf"cannot import name {Q}BitsAndBytesConfig{Q} from {Q}transformers{Q}",
+)
+
+
+# transformers turning torch off: older than its minimum (transformers 5: "Disabling PyTorch because PyTorch >= 2.4 is
+# required but found 2.2.0"), or none in that Python; a model class then says it "requires the PyTorch library".
+recognises(
+    S.TRANSFORMERS_TORCH_UNAVAILABLE,
+    ("Disabling PyTorch", "PyTorch library", "None of PyTorch", "PyTorch was not found"),
+    r"Disabling PyTorch because PyTorch >= ?\d[\w.]{0,20} is required but found \d[\w.+]{0,40}",
+    r"requires the PyTorch library but it was not found in your environment",
+    r"None of PyTorch, TensorFlow >= 2\.0, or Flax have been found",
+    r"PyTorch was not found\. Models won't be available",
+)
+
+
+# transformers' from_pretrained with a device_map (or low_cpu_mem_usage) when is_accelerate_available() is False.
+recognises(
+    S.DEVICE_MAP_NEEDS_ACCELERATE,
+    "requires Accelerate",
+    r"Using `?low_cpu_mem_usage=True`? or a `?device_map`? requires Accelerate",
 )
 
 

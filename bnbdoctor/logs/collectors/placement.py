@@ -18,7 +18,12 @@ collects = COLLECTOR.collects
 recognises = COLLECTOR.recognises
 
 
-@collects("dispatched", r"Some modules are dispatched on the CPU or the disk")
+@collects(
+    ("dispatched", "offload some keys"),
+    r"Some modules are dispatched on the CPU or the disk",
+    # transformers 4.30-4.37 (modeling_utils.from_pretrained) for a device_map with cpu/disk entries
+    r"If you want to offload some keys to `?cpu`? or `?disk`?, you need to set `?llm_int8_enable_fp32_cpu_offload",
+)
 def dispatch(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.recent.dispatch = number
     state.match(S.DISPATCH_CPU_DISK_VALUEERROR, number, line)
