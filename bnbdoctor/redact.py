@@ -159,6 +159,19 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] 
         (".",),
     ),
     (
+        "private-host",
+        # a host name under a top-level domain kept for private or documentation use (RFC 2606, RFC 6761, ICANN's
+        # .internal; .lan/.corp/.intranet/.localdomain by custom), wherever it stands: it names a machine of the
+        # user's network, never a public site a report needs (db7.internal-secret.example, gpu07.corp)
+        re.compile(
+            r"(?<![A-Za-z0-9_.@/-])(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}"
+            r"(?:internal|local|lan|corp|intranet|localdomain|example|test|invalid|home\.arpa)(?![A-Za-z0-9_-]|\.[A-Za-z0-9])",
+            re.IGNORECASE,
+        ),
+        "<host>",
+        (".internal", ".local", ".lan", ".corp", ".intranet", ".example", ".test", ".invalid", ".home.arpa"),
+    ),
+    (
         "gpu-uuid",
         re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"),
         r"\1-<uuid>",

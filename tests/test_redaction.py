@@ -90,6 +90,11 @@ def test_redactor_units() -> None:
     assert r.text("c10::Error at::Tensor x[::2] 12:34:56") == "c10::Error at::Tensor x[::2] 12:34:56"
     assert r.text("/nfs/db7.internal-secret.example/lib") == "/nfs/<host>/lib"
     assert r.text("https://download.pytorch.org/whl/cu121") == "https://download.pytorch.org/whl/cu121"
+    # a private network's host names in prose (a pasted log's line), never a module, a file or ~/.local
+    assert r.text("connect to db7.internal-secret.example failed") == "connect to <host> failed"
+    assert r.text("gpu07.corp:8080 and host.docker.internal") == "<host>:8080 and <host>"
+    kept = "~/.local/bin/pip torch.testing settings.local.py pytest.ini huggingface.co"
+    assert r.text(kept) == kept
     key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----"
     assert r.text(f"the key {key} done") == "the key <redacted-private-key> done"
     assert r.text("https://bob:pw@host/x") == "https://<redacted>@host/x"
