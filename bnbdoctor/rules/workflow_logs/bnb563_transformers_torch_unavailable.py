@@ -72,21 +72,21 @@ def transformers_torch_unavailable(facts: Facts) -> Hit | None:
     The rule fires on transformers' own words when it cannot use torch: `Disabling PyTorch because PyTorch >= X is
     required but found Y` (a torch older than the release allows), `… requires the PyTorch library but it was not
     found in your environment` (a model class with torch off), and the import-time notices `None of PyTorch,
-    TensorFlow >= 2.0, or Flax have been found` / `PyTorch was not found. Models won't be available`. These texts
+    TensorFlow … or Flax have been found` / `PyTorch was not found. Models won't be available`. These texts
     were taken from every transformers release's own code (`tests/data/oracle/transformers_gates.json`).
 
     ## Why it matters
 
-    transformers decides at import whether torch is usable; below the release's minimum (2.2 for 5.0, 2.4 for 5.1,
-    2.5 for 5.15, 2.6 for 5.20, per the oracle; later 4.x releases already refuse torch 2.0 in the threads) it turns
-    torch off, and then no model loads and nothing of bitsandbytes runs. The usual history: transformers was upgraded
+    transformers decides at import whether torch is usable; below the release's minimum (rising release by release:
+    `knowledge.transformers.TORCH_MINIMUM_BY_RELEASE`, from the oracle; the threads show earlier releases refusing an
+    older torch too) it turns torch off, and then no model loads and nothing of bitsandbytes runs. The usual history: transformers was upgraded
     while torch stayed pinned for the GPU's CUDA or driver. Without torch in that Python at all (an embedded Python,
     a second interpreter) the same refusal follows.
 
     ## How to fix
 
-    - Keep torch and install a transformers that accepts it; where the table proves the bound, the finding names it
-      (`pip install "transformers<5.1"` for torch 2.2).
+    - Keep torch and install a transformers that accepts it; where the oracle's table proves the bound, the finding
+      names it (`pip install "transformers<…"`).
     - Or upgrade torch to the minimum from the index of your CUDA build (the driver must support that CUDA).
     - Where torch is missing, install it into the Python that runs the application.
 

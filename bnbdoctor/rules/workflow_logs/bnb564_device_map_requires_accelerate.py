@@ -47,22 +47,23 @@ def device_map_requires_accelerate(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on transformers' `ImportError: Using low_cpu_mem_usage=True or a device_map requires Accelerate:
-    pip install accelerate` (from 4.45 naming the minimum: `pip install 'accelerate>=0.26.0'`), raised by
+    pip install accelerate` (later releases name the minimum: `pip install 'accelerate>=…'`), raised by
     `from_pretrained` with a `device_map`.
 
     ## Why it matters
 
     4-bit and 8-bit loading goes with `device_map="auto"`, which needs accelerate; transformers asks
-    `is_accelerate_available()`, which requires a minimum that rises with transformers (0.21.0 from 4.36, 0.26.0 from
-    4.45, 1.1.0 from 5.0, per `tests/data/oracle/transformers_gates.json`; where the log shows transformers' and
-    accelerate's versions, the finding compares them). The threads show accelerate installed and
-    the error anyway: too old for the release (accelerate 0.20.3 under transformers 4.37), installed by another
+    `is_accelerate_available()`, which requires a minimum that rises with transformers
+    (`knowledge.transformers.ACCELERATE_MINIMUM_BY_RELEASE`, read from every release by
+    `tests/data/oracle/transformers_gates.json`; where the log shows transformers' and accelerate's versions, the
+    finding compares them). The threads show accelerate installed and the error anyway: older than the release's
+    minimum, installed by another
     Python's pip (a ComfyUI portable's `python_embeded`), or installed into a running notebook kernel.
 
     ## How to fix
 
     ```bash
-    python -m pip install -U "accelerate>=0.26.0"   # the minimum the message names
+    python -m pip install -U "accelerate>=X"   # X: the minimum the message names
     python -c "import sys, accelerate; print(sys.executable, accelerate.__version__)"
     ```
 
