@@ -32,8 +32,10 @@ def _facts_read(facts: Facts) -> list[Evidence]:
 def unrecognised_error(facts: Facts) -> Hit | None:
     """## What it detects
 
-    The rule fires when the log holds an exception line (`KeyError: 'lm_head'`, `torch.OutOfMemoryError: CUDA out of
-    memory ...`, `[rank0]: RuntimeError: ...`) and no known message family names a failure anywhere in the log. It
+    The rule fires when the log holds an error line (an exception: `KeyError: 'lm_head'`, `torch.OutOfMemoryError: CUDA
+    out of memory ...`, `[rank0]: RuntimeError: ...`; how a process ended: `Killed`, `exit code 137`; a build's or an
+    installer's failure: `CMake Error`, `nvcc fatal`, pip's `ERROR:`; a record logged at `ERROR`; the list is in
+    [explain's documentation](../explain.md)) and no known message family names a failure anywhere in the log. It
     quotes the error lines with their numbers and the facts the log shows, and says what to run on the machine. When
     another finding reports an error, `bnbdoctor explain` leaves this one out: the log's failure is named.
 
@@ -63,7 +65,7 @@ def unrecognised_error(facts: Facts) -> Hit | None:
     last = matches[-1]
     return Hit(
         title=f"The log shows an error bnbdoctor does not recognise (line {last.line}): {last.text[:120]}",
-        explanation=f"The exception line{'s' if len(matches) > 1 else ''} at log line{'s' if len(matches) > 1 else ''} "
+        explanation=f"The error line{'s' if len(matches) > 1 else ''} at log line{'s' if len(matches) > 1 else ''} "
         f"{lines} match{'es' if len(matches) == 1 else ''} no known bitsandbytes, CUDA, torch, transformers, "
         "accelerate or PEFT failure family. It may be unrelated to bitsandbytes (a bug in the script, memory "
         "exhausted by the workload) or a failure bnbdoctor does not know yet. The facts below are all the log shows "
