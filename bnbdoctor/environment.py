@@ -8,6 +8,7 @@ is refused even if someone adds it to the list by mistake.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 #: Variables that change how bitsandbytes, torch, CUDA and the dynamic loader behave.
 ALLOWED_ENV: frozenset[str] = frozenset(
@@ -84,3 +85,9 @@ def check_allowed(name: str) -> str:
     if looks_secret(canonical) or canonical not in ALLOWED_ENV:
         raise EnvNotAllowed(name)
     return canonical
+
+
+def override_named(env: Mapping[str, str]) -> str:
+    """The library override these variables set: ``BNB_ROCM_VERSION`` when it is set alone (the ROCm releases that
+    read it), else ``BNB_CUDA_VERSION``. A log rarely shows torch's HIP version; the variable says ROCm then."""
+    return "BNB_ROCM_VERSION" if "BNB_ROCM_VERSION" in env and "BNB_CUDA_VERSION" not in env else "BNB_CUDA_VERSION"

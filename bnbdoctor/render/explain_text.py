@@ -6,6 +6,7 @@ only when text is rendered.
 
 from __future__ import annotations
 
+from bnbdoctor.environment import override_named
 from bnbdoctor.facts import Facts
 from bnbdoctor.report import Report
 
@@ -70,21 +71,12 @@ def seen_lines(facts: Facts) -> list[tuple[str, str]]:
                 "Library",
                 sel.expected_file
                 + ("" if sel.exists else " (missing)")
-                + (f", {_override_variable(facts)}={sel.override}" if sel.override else ""),
+                + (f", {override_named(facts.env)}={sel.override}" if sel.override else ""),
             )
         )
     if facts.log and facts.log.exception:
         rows.append(("Raised", facts.log.exception))
     return rows
-
-
-def _override_variable(facts: Facts) -> str:
-    """The override the log shows set: BNB_ROCM_VERSION on ROCm releases that read it, else BNB_CUDA_VERSION."""
-    return (
-        "BNB_ROCM_VERSION"
-        if "BNB_ROCM_VERSION" in facts.env and "BNB_CUDA_VERSION" not in facts.env
-        else ("BNB_CUDA_VERSION")
-    )
 
 
 def render_explain_text(report: Report, *, color: bool = False, width: int | None = None) -> str:

@@ -17,12 +17,21 @@ import pkgutil
 from collections.abc import Iterable
 from functools import cache
 
-from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Finding, Severity
 from bnbdoctor.rules.base import RULE_FILE, Rule, registered, registered_rules, rule_identity
-from bnbdoctor.rules.engine import MODE_SECTIONS, Diagnosis, run_rules
+from bnbdoctor.rules.engine import Diagnosis, mode_sections, run_rules
 
-__all__ = ["Diagnosis", "Finding", "Rule", "Severity", "all_rules", "get_rule", "rules_for", "run_rules"]
+__all__ = [
+    "Diagnosis",
+    "Finding",
+    "Rule",
+    "Severity",
+    "all_rules",
+    "get_rule",
+    "mode_sections",
+    "rules_for",
+    "run_rules",
+]
 
 
 class RuleLayoutError(RuntimeError):
@@ -93,11 +102,6 @@ def rules_for(present: Iterable[str]) -> list[Rule]:
         importlib.import_module(module_name)
     wanted = set(modules)
     return [rule for rule in registered_rules() if rule.module in wanted]
-
-
-def mode_sections(facts: Facts) -> set[str]:
-    """The mode sections ``facts`` hold (what :func:`rules_for` needs to know of them)."""
-    return {section for section in MODE_SECTIONS if getattr(facts, section, None) not in (None, [])}
 
 
 def select_rules(ids: list[str]) -> list[Rule]:

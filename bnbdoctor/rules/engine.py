@@ -102,8 +102,17 @@ LINT = Pipeline("lint", selects=lambda rule: "lint" in rule.needs)
 MODE_SECTIONS = frozenset({"log", "fit", "lint", "probes"})
 
 
+def _holds(facts: Facts, section: str) -> bool:
+    return getattr(facts, section, None) not in (None, [])
+
+
 def _missing_sections(rule: Rule, facts: Facts) -> list[str]:
-    return [section for section in rule.needs if getattr(facts, section, None) in (None, [])]
+    return [section for section in rule.needs if not _holds(facts, section)]
+
+
+def mode_sections(facts: Facts) -> set[str]:
+    """The mode sections ``facts`` hold: what a diagnosis of them can run (``bnbdoctor.rules.rules_for``)."""
+    return {section for section in MODE_SECTIONS if _holds(facts, section)}
 
 
 def _finding(rule: Rule, hit: Hit) -> Finding:

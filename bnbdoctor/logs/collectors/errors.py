@@ -48,6 +48,13 @@ _PREFIX = re.compile(r"^(?:>\s?)*(?:E\s{1,8})?")
 _EMBEDDED = re.compile(
     r"(?<![A-Za-z0-9_.])(?<!except )(?:[A-Za-z_][A-Za-z0-9_]{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception):\s?[^\s`*]"
 )
+
+
+def _unprefixed(line: str) -> str:
+    """The line without the decoration a copy put before it (Markdown quotes, pytest's ``E``)."""
+    return _PREFIX.sub("", line.strip()).strip()
+
+
 #: Markdown left around an exception taken from inside a line.
 _MARKDOWN_END = re.compile(r"[\s`*]+$")
 #: A non-zero status: a number other than 0 (and -0).
@@ -56,7 +63,7 @@ _NONZERO = r"-?(?!0+\b)\d{1,10}\b"  # Windows' NTSTATUS codes too (-1073741819, 
 
 @collects(("Error", "Exception"), r"(?:Error|Exception)(?::|\s*$)")
 def exception_line(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    text = _PREFIX.sub("", line.strip()).strip()
+    text = _unprefixed(line)
     found = EXCEPTION.match(text)
     if found is None and (inside := _EMBEDDED.search(text)) is not None:
         text = _MARKDOWN_END.sub("", text[inside.start() :])
@@ -90,7 +97,7 @@ def comfyui_exception(state: LogState, m: re.Match[str], number: int, line: str)
 )
 def process_ended(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """A line that says the process died or exited with an error: an error line, named or not."""
-    state.error_line(number, _PREFIX.sub("", line.strip()).strip(), ending=True)
+    state.error_line(number, _unprefixed(line), ending=True)
 
 
 # pip's own errors (it prints no exception): "ERROR: No matching distribution found for bitsandbyte", "ERROR: Failed
@@ -99,7 +106,7 @@ def process_ended(state: LogState, m: re.Match[str], number: int, line: str) -> 
 @collects("ERROR: ", r"^\s{0,8}ERROR: (?!pip's dependency resolver)\S.{0,300}")
 def installer_error(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """An installer's error line (pip's ``ERROR:``): the run failed, whether or not a family names it."""
-    state.error_line(number, _PREFIX.sub("", line.strip()).strip())
+    state.error_line(number, _unprefixed(line))
 
 
 #: Each key that is no anchor word of its own costs one more scan of every block (bnbdoctor.logs.patterns), so
@@ -124,7 +131,7 @@ def installer_error(state: LogState, m: re.Match[str], number: int, line: str) -
 def tool_error(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """A build tool's, a native program's or a thread's failure (see the module's list): an error line, as the log
     shows it, whether or not a family names it."""
-    state.error_line(number, _PREFIX.sub("", line.strip()).strip())
+    state.error_line(number, _unprefixed(line))
 
 
 @collects(
@@ -137,7 +144,7 @@ def raised_message(state: LogState, m: re.Match[str], number: int, line: str) ->
     (torch/nn/modules/module.py), and the OSError torch/__init__.py gives when a DLL of its own fails to load on
     Windows. An error line, as the log shows it (an exception line holding it is kept once, by
     :func:`exception_line`)."""
-    state.error_line(number, _PREFIX.sub("", line.strip()).strip())
+    state.error_line(number, _unprefixed(line))
 
 
 @collects("Traceback (most recent call last)", r"Traceback \(most recent call last\)")

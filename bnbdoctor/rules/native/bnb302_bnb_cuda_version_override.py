@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from bnbdoctor.environment import override_named
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Remediation, Severity, Skip
 from bnbdoctor.knowledge.loader import EMPTY_OVERRIDE_IGNORED, NEAREST_BUILD, ROCM_REJECTS_CUDA_OVERRIDE
@@ -127,10 +128,8 @@ def override(facts: Facts) -> Hit | Skip | None:
     """
     native, torch, bnb = _native(facts), torch_of(facts), bnb_of(facts)
     release = release_tuple(bnb.version if bnb else None) or (0,)
-    # a log may not show torch's HIP version: BNB_ROCM_VERSION set (and no CUDA torch) says ROCm too
-    rocm = bool(torch and torch.hip) or (
-        "BNB_ROCM_VERSION" in facts.env and "BNB_CUDA_VERSION" not in facts.env and not (torch and torch.cuda)
-    )
+    # a log may not show torch's HIP version: BNB_ROCM_VERSION set alone (and no CUDA torch) says ROCm too
+    rocm = bool(torch and torch.hip) or (override_named(facts.env) == "BNB_ROCM_VERSION" and not (torch and torch.cuda))
     strict = NEAREST_BUILD.contains(release)
     variable = "BNB_ROCM_VERSION" if rocm and strict else "BNB_CUDA_VERSION"
     value = facts.env.get(variable)
@@ -145,7 +144,11 @@ def override(facts: Facts) -> Hit | Skip | None:
     sel = native.selection
     evidence = [ev(variable, repr(value), f"env.{variable}")]
     gap = underlying_gap(facts)
-    unset = _unset_remediation(facts, variable, gap, "")
+    # '6.2', '12.4' are rejected: the release wants digits ('62', '124')
+    digits = (
+        f", or write it in digits: {variable}={value.replace('.', '')}" if re.fullmatch(r"\d{1,2}\.\d", value) else ""
+    )
+    unset = _unset_remediation(facts, variable, gap, digits if sel and sel.outcome == "override_error" else "")
     if sel is None or sel.backend == "cpu":
         return Hit(
             title=f"{variable}={value!r} is set but has no effect here",
@@ -169,10 +172,6 @@ def override(facts: Facts) -> Hit | Skip | None:
         )
     evidence.append(ev("selected", sel.expected_file, "native.selection.expected_file"))
     if sel.outcome == "override_error":
-        if re.fullmatch(r"\d{1,2}\.\d", value):  # '6.2', '12.4': the release wants '62', '124'
-            unset = _unset_remediation(
-                facts, variable, gap, f", or write it in digits: {variable}={value.replace('.', '')}"
-            )
         return Hit(
             title=f"{variable}={value!r} is rejected by {versioned(facts, 'bitsandbytes', bnb.version)}",  # type: ignore[union-attr]
             explanation=f"bitsandbytes raises '{sel.message}'"
