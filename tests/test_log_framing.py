@@ -546,3 +546,40 @@ def test_a_framing_s_first_bytes_are_all_it_can_begin_with(framing: Framing) -> 
     assert framing.starts is not None
     assert first <= set(framing.starts), bytes(sorted(first - set(framing.starts)))
     assert framing.example.encode()[0] in framing.starts
+
+
+@cache
+def _kept_lines() -> list[str]:
+    return [line for path in LOGS for line in _lines(path.read_text(encoding="utf-8"))][:4000]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=3999),
+            st.lists(st.sampled_from([f.example for f in FRAMINGS]), max_size=3),
+            st.integers(min_value=0, max_value=10**9),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(min_value=2, max_value=6),
+)
+def test_framings_narrowed_by_the_distinct_lines_take_off_what_all_of_them_do(
+    picks: list[tuple[int, list[str], int]], copies: int
+) -> None:
+    """The extractor tries on a repetitive block only the framings its distinct lines (digits made 0) hold:
+    the result is the full expression's, line for line, whatever the stacks and the digits in them."""
+    from bnbdoctor.logs.candidates import distinct_lines
+
+    kept = _kept_lines()
+    lines = []
+    for _ in range(copies):  # repeats, with new digits in every copy, so the block has few distinct lines
+        for index, stack, digits in picks:
+            prefix = "".join(stack)
+            prefix = re.sub(r"\d", lambda m: str((digits + m.start()) % 10), prefix)
+            lines.append(prefix + kept[index % len(kept)])
+    block = "\n".join(lines).encode("utf-8", "surrogateescape")
+    distinct = distinct_lines(block)
+    assert unframe(block, distinct) == unframe(block)

@@ -52,19 +52,32 @@ class Candidates:
     unread: int = 0  # lines a dense anchor did not bring (an estimate, from its occurrences)
 
 
-def absent_anchors(block: bytes, anchors: Iterable[bytes]) -> set[bytes]:
+def distinct_lines(block: bytes) -> bytes | None:
+    """The block's distinct lines with every digit made ``0``, each after a ``\\n`` (in no order); None
+    when they are more than :data:`_DISTINCT_SHARE` of its lines (searching them would cost about as
+    much as searching the block). A long log is mostly lines that differ only in their numbers, so this
+    is a small text that holds, as a line, every line of the block up to its digits: what a search for
+    a digit-blind pattern (an anchor, a framing) finds nowhere in it is in no line of the block."""
+    lines = block.translate(_ONE_DIGIT).split(b"\n")
+    distinct = set(lines)
+    if len(distinct) > len(lines) * _DISTINCT_SHARE:
+        return None
+    return b"\n" + b"\n".join(distinct)
+
+
+def absent_anchors(block: bytes, anchors: Iterable[bytes], distinct: bytes | None = b"") -> set[bytes]:
     """Those of ``anchors`` that no line of ``block`` holds, as far as they can be told at once; an
     anchor not returned may still be absent (each is then searched in the block itself).
+    ``distinct`` is :func:`distinct_lines` of the block when the caller has it (``b""``: not computed).
 
     An anchor found in the block lies in one of its lines (an anchor holding a newline is never
     returned); with its digits made ``0`` it lies in that line with its digits made ``0``, one of the
     block's distinct lines so made. So an anchor absent from those distinct lines is absent from the
-    block."""
-    lines = block.translate(_ONE_DIGIT).split(b"\n")
-    distinct = set(lines)
-    if len(distinct) > len(lines) * _DISTINCT_SHARE:
+    block. (The distinct lines of a block before its framing was taken off serve too: a line unframed
+    is the end of the line it was, unless hard-wrapped pieces were joined.)"""
+    text = distinct_lines(block) if distinct == b"" else distinct
+    if text is None:
         return set()  # few repeats: the distinct lines are about the block; the searches are as cheap there
-    text = b"\n".join(distinct)
     return {a for a in anchors if b"\n" not in a and a.translate(_ONE_DIGIT) not in text}
 
 

@@ -32,6 +32,7 @@ from bnbdoctor.logs.candidates import (
     MAX_OCCURRENCES_PER_ANCHOR,
     Candidates,
     absent_anchors,
+    distinct_lines,
     line_bytes,
     scan_anchor,
     select,
@@ -107,8 +108,9 @@ class LogExtractor:
         self._blocks += 1
         if not self.state.content and block and not block.isspace():
             self.state.content = True
-        levelled = _first_and_last(error_levelled(block))  # records a logging format marks ERROR, before it goes
-        block, emptied = unframe(block)  # framing off, hard wraps joined: as many lines as before
+        distinct = distinct_lines(block)  # the block's lines up to their digits, once: for levels, framings, anchors
+        levelled = _first_and_last(error_levelled(block, distinct))  # records a logging format marks ERROR
+        block, emptied = unframe(block, distinct)  # framing off, hard wraps joined: as many lines as before
         if emptied:
             self.state.joined_lines([first + offset for offset in emptied])
         if self._blocks > EVIDENCE_BLOCKS:
@@ -116,7 +118,7 @@ class LogExtractor:
         lines_in_block = block.count(b"\n")
         # Anchors the block does not hold (blanking lines cannot add them): those its distinct lines
         # do not hold, and those a search finds nowhere (added by _candidates).
-        absent = absent_anchors(block, ANCHORS)
+        absent = absent_anchors(block, ANCHORS, b"" if emptied else distinct)
         found = self._candidates(block, REPEATS_CHECKED_AFTER, absent)
         if found is None or line_bytes(block, found.lines) > MAX_BYTES_PER_BLOCK // 2:
             # Many lines to match: blank the copies of repeated ones first (logs.repeats).

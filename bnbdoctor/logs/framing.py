@@ -31,7 +31,7 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import compress
 
 
@@ -197,9 +197,26 @@ def _expression(chosen: tuple[int, ...]) -> re.Pattern[bytes]:
     return re.compile(rb"\n" + first + rb"(?:" + alternatives + rb"){1,%d}" % MAX_STACKED, re.MULTILINE)
 
 
-def _framed(block: bytes) -> re.Pattern[bytes]:
-    """The expression of the framings a block may hold (those whose hints it holds, and the hintless)."""
-    return _expression(tuple(i for i, f in enumerate(FRAMINGS) if not f.hints or any(h in block for h in f.hints)))
+def _framed(block: bytes, distinct: bytes | None = None) -> re.Pattern[bytes]:
+    """The expression of the framings a block may hold (those whose hints it holds, and the hintless);
+    with ``distinct`` (:func:`~bnbdoctor.logs.candidates.distinct_lines` of the block), only those that
+    start one of its lines, alone or behind others: the expression then rejects most lines at their
+    first byte (the framings' ``starts``), and takes off exactly what the full one would (at each step
+    of a line it takes the first framing, in order, that matches there; one that matches at no step of
+    any line never changes a choice). Every framing is blind to a digit's value (each ``\\d``, and each
+    class holding a digit, holds all ten), so what it matches in a line it matches in the line with
+    its digits made ``0``."""
+    hinted = tuple(i for i, f in enumerate(FRAMINGS) if not f.hints or any(h in block for h in f.hints))
+    if distinct is not None:
+        hinted = tuple(i for i in hinted if _reachable(i).search(distinct))
+    return _expression(hinted)
+
+
+@cache
+def _reachable(index: int) -> re.Pattern[bytes]:
+    """Framing ``index`` at the start of a line, or behind other framings there."""
+    every = rb"|".join(f.regex for f in FRAMINGS)
+    return re.compile(rb"\n(?:" + every + rb"){0,%d}?(?:" % (MAX_STACKED - 1) + FRAMINGS[index].regex + rb")")
 
 
 #: Every framing at the start of a line (what a line that starts a record of its own may begin with).
@@ -350,11 +367,14 @@ _ERROR_LEVELLED = re.compile(
 )
 
 
-def error_levelled(block: bytes) -> list[int]:
+def error_levelled(block: bytes, distinct: bytes | None = None) -> list[int]:
     """The indices of the lines of ``block`` (counted from 0) whose framing says the record is an error: the
     framing :func:`unframe` takes off carries the level, and a failure an application logs (``… - ERROR - Model
-    loading failed``) often names no exception. A block without the words is passed over at C speed."""
-    if not (b"ERROR" in block or b"CRITICAL" in block or b"FATAL" in block):
+    loading failed``) often names no exception. A block without the words is passed over at C speed, and so
+    is one whose ``distinct`` lines (:func:`~bnbdoctor.logs.candidates.distinct_lines`, where the caller has
+    them: a much smaller text) hold none."""
+    text = block if distinct is None else distinct
+    if not (b"ERROR" in text or b"CRITICAL" in text or b"FATAL" in text):
         return []
     framed = b"\n" + block
     found: list[int] = []
@@ -366,10 +386,12 @@ def error_levelled(block: bytes) -> list[int]:
     return found
 
 
-def unframe(block: bytes) -> tuple[bytes, list[int]]:
+def unframe(block: bytes, distinct: bytes | None = None) -> tuple[bytes, list[int]]:
     """``block`` (whole lines joined by ``\\n``) with hard wraps joined and each line's framing taken
     off, as many lines as it had; and the indices of the lines a join left empty (counted from the
-    block's first line, 0)."""
+    block's first line, 0). ``distinct``, :func:`~bnbdoctor.logs.candidates.distinct_lines` of the
+    block where the caller has it, narrows the framings tried to those its lines hold (a repetitive
+    log is searched for one or two framings instead of all of them)."""
     emptied: list[int] = []
     if b"\n" in block:
         lines = block.split(b"\n")
@@ -380,4 +402,6 @@ def unframe(block: bytes) -> tuple[bytes, list[int]]:
     if not block:
         return block, emptied
     framed = b"\n" + block
-    return _framed(framed).sub(b"\n", framed)[1:], emptied
+    if emptied:
+        distinct = None  # a joined line is not one of the distinct lines
+    return _framed(framed, distinct).sub(b"\n", framed)[1:], emptied
