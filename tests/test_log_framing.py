@@ -577,8 +577,7 @@ def test_framings_narrowed_by_the_distinct_lines_take_off_what_all_of_them_do(
     lines = []
     for _ in range(copies):  # repeats, with new digits in every copy, so the block has few distinct lines
         for index, stack, digits in picks:
-            prefix = "".join(stack)
-            prefix = re.sub(r"\d", lambda m, d=digits: str((d + m.start()) % 10), prefix)
+            prefix = "".join(str((digits + i) % 10) if c.isdigit() else c for i, c in enumerate("".join(stack)))
             lines.append(prefix + kept[index % len(kept)])
     block = "\n".join(lines).encode("utf-8", "surrogateescape")
     distinct = distinct_lines(block)
