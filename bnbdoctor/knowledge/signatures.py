@@ -832,6 +832,20 @@ META_DEVICE_WEIGHT_NEEDS_VALUE = _declare(
     ("meta_device_weight_needs_value",),
     "accelerate found a weight still on the meta device (never loaded) when placing the model",
 )
+PAGED_OPTIMIZER_INVALID_ARGUMENT = _declare(
+    "paged_optimizer_invalid_argument",
+    ROOT,
+    "workflow",
+    ("paged_optimizer_invalid_argument",),
+    "a paged optimizer's prefetch of its state was refused as an invalid argument",
+)
+QUANTIZER_BUFFER_KEYERROR = _declare(
+    "quantizer_buffer_keyerror",
+    ROOT,
+    "workflow",
+    ("quantizer_buffer_keyerror",),
+    "transformers 4.38's bitsandbytes quantizer looked a checkpoint buffer (inv_freq) up among parameters",
+)
 
 # --- families found in the development corpus (issue 24, item 3) --------------------------
 LEGACY_SETUP_NONETYPE_DECODE = _declare(

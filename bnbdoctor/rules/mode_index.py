@@ -92,10 +92,12 @@ MODE_NEEDS: dict[str, tuple[str, ...]] = {
     "bnbdoctor.rules.workflow_logs.bnb562_bnb_multibackend_preview_transformers_mismatch": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb563_transformers_torch_unavailable": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb564_device_map_requires_accelerate": ("log",),
+    "bnbdoctor.rules.workflow_logs.bnb565_paged_optimizer_invalid_argument": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb566_vllm_bnb_load_format_mismatch": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb567_vllm_model_lacks_bnb_support": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb568_transformers_too_old_for_bnb_config": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb569_kbit_save_pretrained_str_numel": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb570_comfy_nf4_node_incompatible": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb571_meta_device_weight_needs_value": ("log",),
+    "bnbdoctor.rules.workflow_logs.bnb572_quantizer_buffer_keyerror": ("log",),
 }

@@ -147,6 +147,16 @@ recognises(
 )
 
 
+# A paged optimizer's prefetch refused (issue 24): cprefetch's cudaMemPrefetchAsync in pythonInterface.c (line 393 in
+# 0.41) fails its CUDA check with cudaErrorInvalidValue, as when resuming from a checkpoint.
+recognises(
+    S.PAGED_OPTIMIZER_INVALID_ARGUMENT,
+    "invalid argument at line",
+    r"Error invalid argument at line \d{1,6} in file \S{0,500}?pythonInterface\.c",
+    bnb=True,
+)
+
+
 # bitsandbytes' ROCm kernels without the 4-bit blocksize 64 (issue 24): the multi-backend preview's message, and
 # 0.47-0.48's check as a traceback shows its source line (its message is only "Expected cond to be True").
 recognises(

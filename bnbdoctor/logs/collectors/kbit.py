@@ -228,6 +228,16 @@ recognises(
 )
 
 
+# transformers 4.38.0-4.38.2's bitsandbytes quantizers indexing module._parameters with every checkpoint key: a buffer
+# (a rotary embedding's inv_freq) raises KeyError; the traceback's source line is the quantizer's own.
+recognises(
+    S.QUANTIZER_BUFFER_KEYERROR,
+    ("inv_freq", "_parameters[tensor_name], bnb.nn."),
+    r"KeyError: ['\"](?P<buffer>(?:[\w.]{0,100}\.)?inv_freq)['\"]",
+    r"isinstance\(module\._parameters\[tensor_name\], bnb\.nn\.(?:Params4bit|Int8Params)\)",
+)
+
+
 # accelerate placing a parameter that was never loaded (still on the meta device).
 recognises(
     S.META_DEVICE_WEIGHT_NEEDS_VALUE,
