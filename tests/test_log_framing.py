@@ -318,6 +318,7 @@ def test_every_kept_log_is_left_as_it_is_but_its_own_framing() -> None:
         # the GPU pooling layer's log around the paged optimizer's error (Firefly #185)
         "0000-00-00 00:00:00 [ERROR] ",
         "0000-00-00 00:00:00 [INFO] ",
+        "ERROR:torch.distributed.elastic.multiprocessing.api:",  # torchrun's record after the paged optimizer's abort
         "0000-00-00 00:00:00 [WARNING] ",
         "> ",  # the 8-bit Adam import error quoted in bitsandbytes #86
     }, prefixes

@@ -197,6 +197,14 @@ BACKEND_CHECKED = VersionRange("4.45", None, f"transformers 4.45.0 integrations/
 FROZENSET_DISCARD_BUG = VersionRange(
     "4.45", "4.50", f"transformers 4.45.0-4.49.0 _validate_bnb_multi_backend_availability; {ORACLE}", last="4.49"
 )
+#: The releases whose bitsandbytes quantizers index ``module._parameters[tensor_name]`` in check_quantized_param, so a
+#: checkpoint buffer (a rotary embedding's ``inv_freq``) raises KeyError: the PyPI wheels of 4.38.0, 4.38.1 and 4.38.2
+#: (4.37.2 has no quantizers/ folder; 4.39.0 uses ``module._parameters.get(tensor_name, None)``, PR #29329).
+QUANTIZER_BUFFER_KEYERROR = VersionRange(
+    "4.38", "4.39", "transformers 4.38.0-4.38.2 quantizers/quantizer_bnb_4bit.py, quantizer_bnb_8bit.py", last="4.38.2"
+)
+#: The release before the quantizer classes, which some threads pin instead (CogVLM #396).
+BEFORE_QUANTIZERS = "4.37.2"
 CPU_DISCARDED = VersionRange(
     "4.45", "4.53", f"transformers 4.45.0-4.52.4 _validate_bnb_multi_backend_availability; {ORACLE}", last="4.52"
 )

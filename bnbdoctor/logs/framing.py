@@ -243,7 +243,8 @@ _RECORD_START = re.compile(
     rb"|\$ |\(\S{1,60}\) \S{1,60}@|[\w.\-]{1,60}@[\w.\-]{1,60}:\S{0,200}[$#] "
     rb"|(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception|Warning|Interrupt|Exit)(?::|$)"
     rb"|\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:|\[(?:rank|default)\d|" + _LEVEL + rb" \d{2}-\d{2} |[IWEF]\d{3,4} \d\d:"
-    rb"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:)"
+    rb"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:"
+    rb"| {0,3}\d{1,5}: \s)"  # srun --label's task number before an indented line: never the rest of a wrapped one
 )
 
 

@@ -40,17 +40,17 @@ def paged_optimizer_invalid_argument(facts: Facts) -> Hit | None:
     """## What it detects
 
     The rule fires on bitsandbytes' CUDA check in `csrc/pythonInterface.c` reporting `Error invalid argument at line N
-    in file .../pythonInterface.c` (line 393 in 0.41, where `cprefetch` calls `cudaMemPrefetchAsync`). The same
+    in file .../pythonInterface.c` (line 393 in the threads' release, where `cprefetch` calls `cudaMemPrefetchAsync`). The same
     check reporting `operation not supported` is BNB560's (no managed memory at all); `invalid configuration
     argument` is a kernel launch's (BNB519's family of kernel errors).
 
     ## Why it matters
 
     bitsandbytes' paged optimizers keep their state in CUDA managed memory (`cget_managed_ptr`, `cudaMallocManaged`)
-    and prefetch it to the GPU before each update (`cprefetch`, `cudaMemPrefetchAsync`; bitsandbytes 0.41's source,
-    line 393). CUDA answers `invalid argument` (cudaErrorInvalidValue) for a pointer or size it cannot prefetch, and
+    and prefetch it to the GPU before each update (`cprefetch`, `cudaMemPrefetchAsync`; line 393
+    of the threads' release). CUDA answers `invalid argument` (cudaErrorInvalidValue) for a pointer or size it cannot prefetch, and
     the check aborts the process with that text. In bitsandbytes #782 it happened on resuming a DPO run from a
-    checkpoint on 8xA100 with bitsandbytes 0.41.1, the state restored into ordinary tensors; in axolotl #864 with
+    checkpoint on 8xA100, the state restored into ordinary tensors; in axolotl #864 with
     `paged_adamw_32bit` in QLoRA training, where the maintainers moved their examples off the paged optimizer.
 
     ## How to fix
