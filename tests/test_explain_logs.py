@@ -429,3 +429,13 @@ def test_pip_s_error_lines_are_errors() -> None:
         "Successfully installed bitsandbytes-0.45.5\n"
     )
     assert explain_text(notice).findings == []
+
+
+def test_comfyuis_banner_gives_the_torch_version() -> None:
+    """ComfyUI prints ``pytorch version: 2.4.1+cpu`` at start-up, in every log its users paste."""
+    report = explain_text(
+        "Total VRAM 16308 MB, total RAM 16308 MB\npytorch version: 2.4.1+cpu\nSet vram state to: DISABLED\n"
+    )
+    assert report.facts.python is not None and report.facts.python.torch is not None
+    assert report.facts.python.torch.version == "2.4.1+cpu"
+    assert report.facts.python.torch.cuda is None

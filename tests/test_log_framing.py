@@ -319,6 +319,7 @@ def test_every_kept_log_is_left_as_it_is_but_its_own_framing() -> None:
         "0000-00-00 00:00:00 [ERROR] ",
         "0000-00-00 00:00:00 [INFO] ",
         "ERROR:torch.distributed.elastic.multiprocessing.api:",  # torchrun's record after the paged optimizer's abort
+        ">",  # a quote without its space (textgen #3339's paste)
         "0000-00-00 00:00:00 [WARNING] ",
         "> ",  # the 8-bit Adam import error quoted in bitsandbytes #86
     }, prefixes
@@ -583,3 +584,11 @@ def test_framings_narrowed_by_the_distinct_lines_take_off_what_all_of_them_do(
     block = "\n".join(lines).encode("utf-8", "surrogateescape")
     distinct = distinct_lines(block)
     assert unframe(block, distinct) == unframe(block)
+
+
+def test_a_quote_without_its_space_is_framing_too() -> None:
+    """GitHub renders ``>text`` as a quote as well (textgen #3339 pasted its traceback so); a prompt is left."""
+    block = b">major, minor = map(int, torch.version.cuda.split('.'))\n>AttributeError: boom\n>>> import torch\n>5"
+    assert unframe(block)[0] == (
+        b"major, minor = map(int, torch.version.cuda.split('.'))\nAttributeError: boom\n>>> import torch\n>5"
+    )

@@ -174,9 +174,9 @@ FRAMINGS: tuple[Framing, ...] = (
         starts=DIGITS + b" ",
     ),
     Framing(
-        "quote",  # a quoted reply on GitHub, also HTML-escaped (> >>> keeps the prompt)
+        "quote",  # a quoted reply on GitHub, also HTML-escaped, with or without its space (> >>> keeps the prompt)
         "> ",
-        rb"(?:>|&gt;)(?: |$)",
+        rb"(?:>|&gt;)(?: |$|(?=[A-Za-z_]))",
         starts=b">&",
     ),
 )

@@ -137,6 +137,13 @@ def compiled_without_gpu(state: LogState, m: re.Match[str], number: int, line: s
             break
 
 
+# bitsandbytes 0.38-0.41's cuda_setup/main.py line that raises "'NoneType' object has no attribute 'split'" when
+# torch.version.cuda is None (a CPU or ROCm torch), as a traceback shows it above the bare AttributeError.
+@collects("cuda.split(", r"map\(int, torch\.version\.cuda\.split\(")
+def torch_cuda_split_source_line(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.match(S.TORCH_CUDA_NONE, number, line)
+
+
 @collects("has no attribute", r"'NoneType' object has no attribute '(?P<attr>\w{1,80})'")
 def none_attribute(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     attribute = m.group("attr")

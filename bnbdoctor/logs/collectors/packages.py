@@ -62,6 +62,7 @@ def bnb_version(state: LogState, m: re.Match[str], number: int, line: str) -> No
     rf"\b(?P<package>transformers|accelerate|peft|triton|pytorch-triton-rocm|scipy|trl|diffusers|torch)"
     rf"(?:==|-|`?\s{{0,40}}(?:version\s*)?[:=]?\s{{0,4}}v?)(?P<version>{VER})(?![\w.])",
     rf"(?<!used to build )PyTorch(?: version)?(?: \(GPU\?\))?:\s*(?P<version>{VER})",
+    rf"^\s{{0,8}}pytorch version:\s*(?P<version>{VER})",  # ComfyUI's start-up banner
     rf"Requirement already satisfied: (?P<package>transformers|accelerate|peft|triton|scipy|torch) in \S{{1,500}}"
     rf" \((?P<version>{VER})\)",
 )
