@@ -32,6 +32,21 @@ class Regression:
 
 _BNB = "https://github.com/bitsandbytes-foundation/bitsandbytes/"
 
+#: 0.36.0-0.41.0: the 8-bit optimizers' dynamic quantization map is built wrong. create_dynamic_map's
+#: ``if additional_items > 0:`` block sits inside the loop over exponent bits in the 0.36.0 and 0.41.0 tags'
+#: functional.py and after it in 0.35.0's and in the 0.41.1 sdist's (read there, not from a changelog).
+DYNAMIC_MAP_INDENT = Regression(
+    VersionRange(
+        "0.36.0",
+        "0.41.1",
+        "functional.py create_dynamic_map at tags 0.35.0, 0.36.0, 0.41.0; 0.41.1 sdist",
+        last="0.41.0",
+    ),
+    "the 8-bit optimizers' quantization map is built wrong (an if-block indented into a loop in "
+    "create_dynamic_map), so training with AdamW8bit and the other 8-bit optimizers goes to a NaN loss",
+    "no error: the loss becomes nan within a few steps",
+    (_BNB + "issues/227", _BNB + "issues/152", "https://github.com/kohya-ss/sd-scripts/issues/523"),
+)
 #: 0.46.0: 4-bit parameters lose their quantized state on a device move.
 PARAMS4BIT_REQUANTIZED = Regression(
     VersionRange("0.46.0", "0.46.1", "issue #1664, fixed by PR #1665 (first in 0.46.1)"),
@@ -56,7 +71,7 @@ INT8_OFFLOAD = Regression(
     (_BNB + "pull/1786",),
 )
 #: The shipped regressions, oldest first.
-REGRESSIONS: tuple[Regression, ...] = (PARAMS4BIT_REQUANTIZED, INT8_DEVICE_MOVE, INT8_OFFLOAD)
+REGRESSIONS: tuple[Regression, ...] = (DYNAMIC_MAP_INDENT, PARAMS4BIT_REQUANTIZED, INT8_DEVICE_MOVE, INT8_OFFLOAD)
 
 #: Downstream projects pin around these releases (unsloth: bitsandbytes!=0.46.0,!=0.48.0).
 DOWNSTREAM_PINS = "https://github.com/unslothai/unsloth/issues/4518"

@@ -839,6 +839,13 @@ PAGED_OPTIMIZER_INVALID_ARGUMENT = _declare(
     ("paged_optimizer_invalid_argument",),
     "a paged optimizer's prefetch of its state was refused as an invalid argument",
 )
+MERGE_INTO_QUANTIZED_REFUSED = _declare(
+    "merge_into_quantized_refused",
+    ROOT,
+    "workflow",
+    ("merge_adapters_into_quantized_base_refused",),
+    "LLaMA-Factory refused to merge LoRA adapters into a quantized base model",
+)
 QUANTIZER_BUFFER_KEYERROR = _declare(
     "quantizer_buffer_keyerror",
     ROOT,

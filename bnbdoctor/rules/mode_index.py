@@ -100,4 +100,5 @@ MODE_NEEDS: dict[str, tuple[str, ...]] = {
     "bnbdoctor.rules.workflow_logs.bnb570_comfy_nf4_node_incompatible": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb571_meta_device_weight_needs_value": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb572_quantizer_buffer_keyerror": ("log",),
+    "bnbdoctor.rules.workflow_logs.bnb573_merge_into_quantized_refused": ("log",),
 }

@@ -238,6 +238,14 @@ recognises(
 )
 
 
+# LLaMA-Factory's export refusing to merge adapters into a quantized base (a QLoRA run's 4-bit model, a GPTQ one).
+recognises(
+    S.MERGE_INTO_QUANTIZED_REFUSED,
+    "Cannot merge adapters",
+    r"Cannot merge adapters to a quantized model",
+)
+
+
 # accelerate placing a parameter that was never loaded (still on the meta device).
 recognises(
     S.META_DEVICE_WEIGHT_NEEDS_VALUE,

@@ -26,6 +26,10 @@ def known_bad_release(facts: Facts) -> Hit | None:
     version a log prints) lies in a row of bnbdoctor's table of shipped regressions
     (`bnbdoctor/knowledge/bad_releases.py`):
 
+    - {{ bad_releases.DYNAMIC_MAP_INDENT.releases.first_text }} to {{ bad_releases.DYNAMIC_MAP_INDENT.releases.last_text }}:
+      the 8-bit optimizers' quantization map is built wrong (an `if` block indented into a loop of
+      `create_dynamic_map`, as the releases' `functional.py` shows), so AdamW8bit training goes to a NaN loss without
+      an error; issues #227 and #152, kohya-ss/sd-scripts #523, fixed in {{ bad_releases.DYNAMIC_MAP_INDENT.fixed_in }}.
     - {{ bad_releases.PARAMS4BIT_REQUANTIZED.releases.first_text }}: `Params4bit.to()` drops `bnb_quantized`, so a
       4-bit model moved between devices is quantized again (`RuntimeError: Blockwise quantization only supports
       16/32-bit floats, but got torch.uint8`); issue #1664, fixed in {{
