@@ -609,6 +609,9 @@ COMPUTE_CAPABILITY = _declare(
 )
 CUDA_RUNTIME_PATH = _declare("cuda_runtime_path", FACT, "context", (), "the libcudart the legacy CUDA setup found")
 BNB_LIBRARY_SELECTED = _declare("bnb_library_selected", FACT, "context", (), "the native library bitsandbytes chose")
+AMD_GPU_UNDER_CUDA = _declare(
+    "amd_gpu_under_cuda", FACT, "context", (), "ZLUDA, or an AMD Radeon GPU, named where CUDA code runs"
+)
 GPU_NAME = _declare("gpu_name", FACT, "context", (), "a GPU name")
 NVIDIA_SMI_DRIVER = _declare("nvidia_smi_driver", FACT, "context", (), "the driver and its CUDA version (nvidia-smi)")
 PLATFORM = _declare("platform", FACT, "context", (), "the operating system")

@@ -17,6 +17,7 @@ from bnbdoctor.logs.state import LogState
 
 COLLECTOR = Collector("gpu")
 collects = COLLECTOR.collects
+recognises = COLLECTOR.recognises
 
 _MAX_GPUS = 16
 
@@ -35,3 +36,13 @@ def gpu_name(state: LogState, m: re.Match[str], number: int, line: str) -> None:
             state.match(S.GPU_NAME, number, line)
             if gpu.cc is not None:
                 state.gpu_cc(gpu.cc, number, line, highest=False)
+
+
+# ZLUDA (CUDA programs on AMD GPUs, the way AMD users run kohya, OneTrainer and Forge on Windows), or an AMD Radeon
+# GPU named in a log (``GPU: RX 7900 XT``): the context that makes a CUDA kernel error there a ZLUDA one (BNB506).
+recognises(
+    S.AMD_GPU_UNDER_CUDA,
+    ("ZLUDA", "zluda", "RX ", "Radeon"),
+    r"\b(?:ZLUDA|zluda)\b|\bRX \d{3,4}(?: XTX| XT| GRE)?\b|\bRadeon (?:RX|Pro|VII)\b",
+    up_to=2,
+)

@@ -15,7 +15,7 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB
     Severity.ERROR,
     "The log shows no 'named symbol not found' kernel error",
     needs=("log",),
-    covers=("named_symbol_not_found", "jetson_l4t_aarch64_wheel_mismatch"),
+    covers=("named_symbol_not_found", "jetson_l4t_aarch64_wheel_mismatch", "zluda_cuda_bnb_on_amd"),
     references=(
         "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/382",
         "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1941",
@@ -27,7 +27,8 @@ def named_symbol(facts: Facts) -> Hit | Skip | None:
     """## What it detects
 
     The rule fires on `Error named symbol not found at line … in file …ops.cu`. On a Jetson (the log shows `tegra`,
-    `Jetson` or `/etc/nv_tegra_release`) it reports the PyPI aarch64 wheel on L4T; when the log shows GPUs of different
+    `Jetson` or `/etc/nv_tegra_release`) it reports the PyPI aarch64 wheel on L4T; where the log names ZLUDA or an AMD
+    Radeon GPU (`GPU: RX 7900 XT`) it reports bitsandbytes' CUDA build running through ZLUDA; when the log shows GPUs of different
     generations under the legacy loader it stays silent and [BNB508](BNB508.md) explains the error. It is the log twin
     of [BNB108](BNB108.md) and [BNB106](BNB106.md).
 
@@ -49,6 +50,10 @@ def named_symbol(facts: Facts) -> Hit | Skip | None:
       ```
 
     - Keep only the CUDA runtime matching `torch.version.cuda` on `LD_LIBRARY_PATH`; check the driver with `nvidia-smi`.
+    - ZLUDA on an AMD GPU (kohya_ss, OneTrainer, Forge on Windows): bitsandbytes' CUDA kernels do not run through
+      it; users there load fp8 or GGUF models instead of NF4 ones (lshqqytiger/stable-diffusion-webui-amdgpu-forge
+      #16, lllyasviel/stable-diffusion-webui-forge #1066, lshqqytiger/OneTrainer #8), and bitsandbytes itself runs on
+      AMD GPUs under Linux with ROCm.
     - Jetson: build bitsandbytes on the device (`cmake -DCOMPUTE_BACKEND=cuda`) or use a wheel built for JetPack (the
       Jetson AI Lab index).
     """
@@ -70,6 +75,22 @@ def named_symbol(facts: Facts) -> Hit | Skip | None:
                 "wheel on L4T."
             ),
             covers=["jetson_l4t_aarch64_wheel_mismatch", "named_symbol_not_found"],
+        )
+    if log.seen(facts, S.AMD_GPU_UNDER_CUDA):
+        return Hit(
+            title="bitsandbytes' CUDA build runs through ZLUDA on an AMD GPU, and its kernels do not resolve there",
+            explanation="The log names ZLUDA or an AMD Radeon GPU: the CUDA build of bitsandbytes (a Windows wheel "
+            "from PyPI) is running on AMD hardware through ZLUDA's CUDA translation, which does not provide the "
+            "kernels bitsandbytes' library needs, so its first 4-bit/8-bit kernel fails with 'named symbol not "
+            "found'. Reinstalling it cannot help.",
+            evidence=lines + log.line_evidence(facts, S.AMD_GPU_UNDER_CUDA, limit=1),
+            remediation=Remediation(
+                "Under ZLUDA, use what does not need bitsandbytes' kernels: an fp8 or GGUF model instead of an NF4 "
+                "one, and an optimizer other than the 8-bit ones (AdamW instead of AdamW8bit). For bitsandbytes "
+                "itself on an AMD GPU, run Linux with a ROCm build of torch and bitsandbytes' ROCm support.",
+                [PYTHON_M_BNB],
+            ),
+            covers=["zluda_cuda_bnb_on_amd", "named_symbol_not_found"],
         )
     return Hit(
         title="The CUDA runtime could not resolve a bitsandbytes kernel ('named symbol not found')",
