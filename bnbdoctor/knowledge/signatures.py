@@ -849,6 +849,30 @@ MERGE_INTO_QUANTIZED_REFUSED = _declare(
     ("merge_adapters_into_quantized_base_refused",),
     "LLaMA-Factory refused to merge LoRA adapters into a quantized base model",
 )
+PACKED_4BIT_WEIGHT_AS_TENSOR = _declare(
+    "packed_4bit_weight_as_tensor",
+    ROOT,
+    "workflow",
+    ("packed_4bit_weight_used_as_tensor",),
+    "a 4-bit weight (packed uint8, 'Byte') met a float tensor in code that uses it as a plain tensor",
+)
+UINT8_INPUT_TYPE_MISMATCH = _declare(
+    "uint8_input_type_mismatch",
+    HINT,
+    "workflow",
+    ("packed_4bit_weight_used_as_tensor",),
+    "torch's 'Input type (ByteTensor) and weight type': a 4-bit weight's dtype under a 4-bit load, or a raw image",
+)
+KBIT_LOAD_CONTEXT = _declare(
+    "kbit_load_context", FACT, "context", (), "the log shows a 4-bit or 8-bit bitsandbytes load being asked for"
+)
+BNB_CHECKPOINT_TO_GGUF = _declare(
+    "bnb_checkpoint_to_gguf",
+    ROOT,
+    "workflow",
+    ("bnb_checkpoint_gguf_conversion_unsupported",),
+    "a bitsandbytes-quantized checkpoint given to a GGUF converter (llama.cpp, Ollama)",
+)
 QUANTIZER_BUFFER_KEYERROR = _declare(
     "quantizer_buffer_keyerror",
     ROOT,

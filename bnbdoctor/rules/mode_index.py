@@ -101,4 +101,6 @@ MODE_NEEDS: dict[str, tuple[str, ...]] = {
     "bnbdoctor.rules.workflow_logs.bnb571_meta_device_weight_needs_value": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb572_quantizer_buffer_keyerror": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb573_merge_into_quantized_refused": ("log",),
+    "bnbdoctor.rules.workflow_logs.bnb574_packed_4bit_weight_as_tensor": ("log",),
+    "bnbdoctor.rules.workflow_logs.bnb575_bnb_checkpoint_to_gguf": ("log",),
 }

@@ -67,12 +67,23 @@ def load_in_kbit_wrapped(state: LogState, m: re.Match[str], number: int, line: s
 
 recognises(
     S.KBIT_MODEL_MOVED,
-    ("-bit`", "cast a bitsandbytes model", "supported for quantized model", "not supported for 4-bit", "for 8-bit"),
+    (
+        "-bit`",
+        "cast a bitsandbytes model",
+        "supported for quantized model",
+        "not supported for 4-bit",
+        "for 8-bit",
+        "via .to() is not supported",
+        "via `.to()` is not supported",
+    ),
     r"(?:`\.?(?P<call>to|cuda)(?:\(\))?`|Calling `(?P<called>to|cuda)\(\)`) is not supported for `(?P<bits>4|8)-bit`",
     # the same, its backticks lost to Markdown in a paste
     r"Calling (?P<called2>to|cuda)\(\) is not supported for (?P<bits2>4|8)-bit quantized models",
     r"You cannot cast a bitsandbytes model in a new `?dtype",
     r"`\.?(?P<cast>half|float)\(\)` is not supported for quantized model",
+    # diffusers' wording (its model offloading moves each module with .to())
+    r"has been loaded in `?bitsandbytes`? (?P<bits3>4|8)-?bit and moving it to \S{1,40} via `?\.?to\(\)`? is not"
+    r" supported",
 )
 
 
@@ -85,8 +96,9 @@ recognises(
 
 
 @collects(
-    ("Cannot flatten integer dtype", "Must flatten tensors with uniform dtype"),
+    ("Cannot flatten integer dtype", "Must flatten tensors with uniform dtype", "Integer parameters are unsupported"),
     r"Cannot flatten integer dtype tensors",
+    r"Integer parameters are unsupported",  # torch 2.0's FlatParameter
     r"Must flatten tensors with uniform dtype but got (?P<a>(?:torch\.)?\w{1,20}) and (?P<b>(?:torch\.)?\w{1,20})",
 )
 def fsdp_flatten(state: LogState, m: re.Match[str], number: int, line: str) -> None:
@@ -178,7 +190,9 @@ recognises(
 def matmul_dtype_mismatch(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     """An int8 operand (Char) is an 8-bit weight used as a plain one; two float dtypes are another problem."""
     pair = {m.group("a"), m.group("b")}
-    if pair & {"Char", "Byte"}:
+    if "Byte" in pair:  # uint8: a 4-bit weight's packed storage, not an 8-bit one
+        state.match(S.PACKED_4BIT_WEIGHT_AS_TENSOR, number, line)
+    elif "Char" in pair:
         state.match(S.INT8_WEIGHT_DTYPE_MISMATCH, number, line)
     elif pair == {None}:
         state.match(S.MATMUL_DTYPE_MISMATCH, number, line)
@@ -243,6 +257,33 @@ recognises(
     S.MERGE_INTO_QUANTIZED_REFUSED,
     "Cannot merge adapters",
     r"Cannot merge adapters to a quantized model",
+)
+
+
+# A uint8 tensor where a float one is expected in a convolution or a layer (``Input type (torch.cuda.ByteTensor) and
+# weight type (CUDABFloat16Type) should be the same``): under a 4-bit load, a packed weight or its dtype (remote model
+# code casting its input to a layer's weight.dtype);
+# BNB574 names it only under a 4-bit load (raw uint8 images raise it too).
+recognises(
+    S.UINT8_INPUT_TYPE_MISMATCH,
+    "ByteTensor",
+    r"Input type \((?:torch\.)?(?:cuda\.)?ByteTensor\) and weight type \(\S{1,60}\) should be the same",
+    r"Input type \(\S{1,60}\) and weight type \((?:torch\.)?(?:cuda\.)?ByteTensor\) should be the same",
+)
+recognises(
+    S.KBIT_LOAD_CONTEXT,
+    ("load_in_4bit", "bnb-4bit", "BitsAndBytesConfig", "bnb_4bit", "Linear4bit"),
+    r"load_in_4bit\s{0,4}=\s{0,4}True|bnb-4bit|BitsAndBytesConfig\(|bnb_4bit_\w{1,40}|\bLinear4bit\b",
+    up_to=2,
+)
+# A bitsandbytes checkpoint given to a GGUF converter: llama.cpp's convert_hf_to_gguf.py finds the quantization
+# state's tensors (absmax, quant_map, ...), Ollama's importer the packed weights' U8 type.
+recognises(
+    S.BNB_CHECKPOINT_TO_GGUF,
+    ("Can not map tensor", "unknown data type: U8"),
+    r"Can not map tensor '[\w.]{1,200}\.(?:absmax|quant_map|nested_absmax|nested_quant_map|SCB|"
+    r"quant_state\.bitsandbytes__(?:nf4|fp4))'",
+    r"[Ee]rror: unknown data type: U8\b",
 )
 
 
