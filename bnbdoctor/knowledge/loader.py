@@ -81,6 +81,12 @@ ROCM_PREVIEW_WHEELS = VersionRange(
 )
 #: Up to 0.43.x the override builds a wrong file name for the _nocublaslt builds (cc < 7.5);
 #: 0.44.0 fixed it with re.sub(r"cuda\d+", ...) (#1318).
+#: The legacy CUDA setup stats every path-like environment variable's folders (remove_non_existent_dirs) and lets a
+#: PermissionError through: 0.37.0-0.40.x catch only OSError's ENAMETOOLONG; 0.41.x add ``except PermissionError``
+#: after ``except OSError``, which already caught it (the 0.41.0 tag and the 0.41.1 sdist); 0.42.0 catches it first.
+LEGACY_SETUP_PERMISSION_ERROR = VersionRange(
+    None, "0.42", "cuda_setup/main.py remove_non_existent_dirs at tags 0.37.0, 0.41.0, 0.42.0; the 0.41.1 sdist"
+)
 OVERRIDE_NOCUBLASLT_BUG = VersionRange(
     None, "0.44", "bnb_internals.md §1.4: issue #1312, fixed by #1318", last="0.43.3"
 )

@@ -873,6 +873,13 @@ BNB_CHECKPOINT_TO_GGUF = _declare(
     ("bnb_checkpoint_gguf_conversion_unsupported",),
     "a bitsandbytes-quantized checkpoint given to a GGUF converter (llama.cpp, Ollama)",
 )
+LEGACY_SETUP_PERMISSION_ERROR = _declare(
+    "legacy_setup_permission_error",
+    ROOT,
+    "loader",
+    ("legacy_cuda_setup_path_permission_error",),
+    "the legacy CUDA setup raised PermissionError on a folder an environment variable names",
+)
 QUANTIZER_BUFFER_KEYERROR = _declare(
     "quantizer_buffer_keyerror",
     ROOT,

@@ -137,6 +137,16 @@ def compiled_without_gpu(state: LogState, m: re.Match[str], number: int, line: s
             break
 
 
+# The legacy CUDA setup's scan of the folders environment variables name, as a traceback shows it (0.37-0.41 let a
+# PermissionError on one of them through): the frame, which comes just before the PermissionError line.
+recognises(
+    S.LEGACY_SETUP_PERMISSION_ERROR,
+    "remove_non_existent_dirs",
+    r"cuda_setup[\\/]main\.py\S{0,2},? line \d{1,5}, in remove_non_existent_dirs",
+    bnb=True,
+)
+
+
 # bitsandbytes 0.38-0.41's cuda_setup/main.py line that raises "'NoneType' object has no attribute 'split'" when
 # torch.version.cuda is None (a CPU or ROCm torch), as a traceback shows it above the bare AttributeError.
 @collects("cuda.split(", r"map\(int, torch\.version\.cuda\.split\(")

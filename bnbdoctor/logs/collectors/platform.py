@@ -63,9 +63,13 @@ def libc_line(state: LogState, m: re.Match[str], number: int, line: str) -> None
     state.platform.libc_version = groups.get("version") or groups.get("version2")
 
 
+#: The platform a user states in prose: "running this from WSL", "under WSL".
+_ON_WSL = re.compile(r"\b(?:on|in|from|under|using|via|inside|with) WSL\b")
+
+
 @collects(("WSL", "/usr/lib/wsl"), r"microsoft-standard-WSL2|\bWSL2?\b|/usr/lib/wsl/lib", evidence=5)
 def wsl(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    if m.group(0) == "WSL" and not re.search(r"\bWSL\b.{0,40}\b(?:2|Ubuntu|Debian)\b", line):
+    if m.group(0) == "WSL" and not (re.search(r"\bWSL\b.{0,40}\b(?:2|Ubuntu|Debian)\b", line) or _ON_WSL.search(line)):
         return  # "WSL" alone in prose; WSL2 kernels and paths are matched above
     state.platform.wsl = True
     state.platform.os_votes["linux"] += 1
@@ -82,4 +86,16 @@ def wsl(state: LogState, m: re.Match[str], number: int, line: str) -> None:
 def jetson(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.jetson = state.platform.jetson or line.strip()[:120]
     state.platform.os_votes["linux"] += 1  # L4T is Linux
+    state.match(S.PLATFORM, number, line, up_to=_PLATFORM_LINES)
+
+
+# A Mac as users name theirs in the prose around a paste ("MacBook Air M2", "Macs with M1/M2/M3 Silicon chips", "under
+# MacOS"): a vote, as paths cast theirs, which an explicit Platform: line or a majority of Linux paths outweighs.
+@collects(
+    ("Mac", "macOS", "Apple Silicon", "Apple silicon"),
+    r"\bMacBook(?: Air| Pro)?\b|\bApple [Ss]ilicon\b|\b(?:mac|Mac)OS\b|\bMacs? with M[1-4]\b|\bMac (?:mini|Studio)\b",
+    evidence=3,
+)
+def mac_in_prose(state: LogState, m: re.Match[str], number: int, line: str) -> None:
+    state.platform.os_votes["macos"] += 2
     state.match(S.PLATFORM, number, line, up_to=_PLATFORM_LINES)

@@ -22,6 +22,7 @@ from bnbdoctor.rules.workflow._shared import PYTHON_M_BNB, UPGRADE_TO_WINDOWS_WH
         "compiled_without_gpu_support",
         "cpu_lib_undefined_symbol_cget_col_row_stats",
         "torch_cpu_flavor_on_gpu_host",
+        "macos_apple_silicon_no_native_lib",
     ),
     references=(BNB_DOCS_INSTALL, "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/459"),
     stands_in_for=("BNB301", "BNB308", "BNB202"),
@@ -116,7 +117,8 @@ def cpu_fallback(facts: Facts) -> Hit | None:
         evidence=lines,
         remediation=fix,
         severity=severity,
-        covers=(["torch_cpu_flavor_on_gpu_host"] if cpu_torch and not log.is_macos(facts) else [])
+        covers=(["macos_apple_silicon_no_native_lib"] if log.is_macos(facts) else [])
+        + (["torch_cpu_flavor_on_gpu_host"] if cpu_torch and not log.is_macos(facts) else [])
         + ["compiled_without_gpu_support"]
         + (
             ["cpu_lib_undefined_symbol_cget_col_row_stats"]
