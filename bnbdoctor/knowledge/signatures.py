@@ -880,6 +880,13 @@ LEGACY_SETUP_PERMISSION_ERROR = _declare(
     ("legacy_cuda_setup_path_permission_error",),
     "the legacy CUDA setup raised PermissionError on a folder an environment variable names",
 )
+VLLM_BNB_MINIMUM = _declare(
+    "vllm_bnb_minimum",
+    ROOT,
+    "import",
+    ("vllm_bnb_missing_or_below_minimum",),
+    "vLLM's bitsandbytes quantizer found bitsandbytes missing or older than the minimum it names",
+)
 QUANTIZER_BUFFER_KEYERROR = _declare(
     "quantizer_buffer_keyerror",
     ROOT,

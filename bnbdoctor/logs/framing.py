@@ -75,7 +75,13 @@ def _after_time(level: bytes, *, required: bool = False) -> bytes:
         rb"|\[" + level + rb"\] ?(?:\[" + _SOURCE + rb"(?::\w{1,80})?\] ?)?"  # [INFO] [file.py:12:func] (DeepSpeed)
         rb"|\[[\w.\-]{1,120}\]\[" + level + rb"\] - "  # [name][INFO] - (Hydra)
         rb"|" + level + rb" {1,8}\| " + _LOGGER + rb":[\w<>]{1,80}:\d{1,6} - "  # INFO | name:func:12 - (loguru)
-        rb"|" + level + rb"(?: - | {1,8}" + _LOGGER + rb": | {1,8}))" + (b"" if required else b"?")  # INFO - / INFO
+        # INFO - / INFO, but not a vLLM record's level behind a container's timestamp (ERROR 12-04 10:11:12 ...)
+        rb"|"
+        + level
+        + rb"(?: - | {1,8}"
+        + _LOGGER
+        + rb": | {1,8}(?!\d{2}-\d{2} \d{2}:)))"
+        + (b"" if required else b"?")
     )
 
 

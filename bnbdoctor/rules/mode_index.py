@@ -104,4 +104,5 @@ MODE_NEEDS: dict[str, tuple[str, ...]] = {
     "bnbdoctor.rules.workflow_logs.bnb574_packed_4bit_weight_as_tensor": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb575_bnb_checkpoint_to_gguf": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb576_legacy_setup_permission_error": ("log",),
+    "bnbdoctor.rules.workflow_logs.bnb577_vllm_bnb_minimum": ("log",),
 }

@@ -287,6 +287,17 @@ recognises(
 )
 
 
+# vLLM's bitsandbytes quantizer refusing the environment: "Please install bitsandbytes>=X via `pip install ...` to use
+# bitsandbytes quantizer." (missing), "bitsandbytes version is wrong. Please install bitsandbytes>=X." (too old).
+recognises(
+    S.VLLM_BNB_MINIMUM,
+    ("to use bitsandbytes quantizer", "bitsandbytes version is wrong"),
+    r"Please install bitsandbytes>=(?P<minimum>\d{1,3}\.\d{1,3}(?:\.\d{1,3})?) via .{0,60}"
+    r"to use bitsandbytes quantizer",
+    r"bitsandbytes version is wrong\. Please install bitsandbytes>=(?P<minimum2>\d{1,3}\.\d{1,3}(?:\.\d{1,3})?)",
+)
+
+
 # accelerate placing a parameter that was never loaded (still on the meta device).
 recognises(
     S.META_DEVICE_WEIGHT_NEEDS_VALUE,
