@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bnbdoctor.explain import explain_stream, explain_text
@@ -295,6 +295,16 @@ def test_a_wider_wrap_keeps_the_findings_where_two_lines_show_it() -> None:
     st.sampled_from(LOGS),
     st.lists(st.sampled_from(["", LOGGING, VLLM, RANK, DOCKER, KUBERNETES, SLURM, COLUMNS, "> "]), min_size=1),
     st.lists(st.sampled_from(["", RANK, "> ", KUBERNETES + LOGGING]), min_size=1, max_size=3),
+)
+@example(  # found by a CI run: srun's task number before a rank prefix, after a line at the wrap width
+    ROOT / "tests" / "data" / "real_logs" / "params4bit_lacks_quant_storage_old_bnb.txt",
+    ["", "", "", "", "", "", "", "2024-05-01T10:11:12.123456789Z ", "0: ", "2024-05-01T10:11:12.123Z stdout F "],
+    ["[rank0]: "],
+)
+@example(  # found by a CI run: srun's task number before an indented line
+    ROOT / "tests" / "data" / "synthetic_logs" / "cuda_setup_failed_despite_gpu_available.txt",
+    ["2024-05-01T10:11:12.123456789Z ", "INFO 12-01 10:11:12 model_runner.py:123] ", "0: ", "", ""],
+    ["[rank0]: ", ""],
 )
 def test_any_mix_of_framings_gives_the_same_findings(path: Path, outer: list[str], inner: list[str]) -> None:
     """Each line in its own framing (two stacked), drawn at random, some lines bare."""

@@ -322,7 +322,17 @@ def _starts_record(line: bytes, before: bytes) -> bool:
         return True
     if before.endswith((b" ", b"\t")):
         return False
-    return line[:2].isspace() or bool(_RECORD_START.match(line))
+    if line[:2].isspace() or _RECORD_START.match(line):
+        return True
+    # A framing whose rest starts a record (srun's "0: " before "[rank0]: Traceback"); a framing alone does not: a
+    # wrapped sentence may go on with "12: " too.
+    if line[:1].isdigit() and before.endswith(b":"):
+        return False  # "file.py:" wrapped before its line number ("85: UserWarning: ..."), not srun's task number
+    framed = _FRAMED.match(b"\n" + line)
+    if framed is None or framed.end() <= 1:
+        return False
+    rest = line[framed.end() - 1 :]
+    return rest[:2].isspace() or bool(_RECORD_START.match(rest))
 
 
 def dewrap(lines: list[bytes], *, plain: bool | None = None, partial: bool | None = None) -> list[int]:
