@@ -671,6 +671,13 @@ APP_NO_BITSANDBYTES = _declare(
     ("app_hides_bnb_import_error",),
     "an application caught the failed import of bitsandbytes and raised its own 'No bitsandbytes'",
 )
+REMOTE_CODE_BNB_NOT_FOUND = _declare(
+    "remote_code_bnb_not_found",
+    CONSEQUENCE,
+    "import",
+    ("app_hides_bnb_import_error",),
+    "transformers' import check of a model's remote code reported bitsandbytes as not found",
+)
 BNB_LACKS_OPTIMIZER = _declare(
     "bnb_lacks_optimizer",
     ROOT,

@@ -86,13 +86,15 @@ def bnb_binary_not_found(state: LogState, m: re.Match[str], number: int, line: s
 
 
 @collects(
-    ("version not found", "Library not found"),
+    ("version not found", "Library not found", "compile library for specific version"),
     rf"Required library version not found:\s*(?P<file>{LIB})",
+    # 0.35-0.37's legacy setup, where no library is built for the CUDA version it detected
+    rf"TODO: compile library for specific version:\s*(?P<file2>{LIB})",
     rf"Library not found:\s*(?P<path>\S{{0,1000}}?{LIB})",
 )
 def required_library_not_found(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    if m.groupdict().get("file"):
-        name = m.group("file")
+    if m.groupdict().get("file") or m.groupdict().get("file2"):
+        name = m.groupdict().get("file") or m.group("file2")
         state.bnb.set_era("legacy")
     else:
         name = basename(m.group("path"))

@@ -139,6 +139,14 @@ recognises(
 
 # kohya's train_util (and trainers copied from it) catch the failed `import bitsandbytes` and raise their own message.
 recognises(S.APP_NO_BITSANDBYTES, "No bitsandbytes", r"ImportError: No bitsandbytes\b")
+# transformers' check_imports for a model's remote code (trust_remote_code): an import of bitsandbytes that failed on
+# a missing dependency ("No module named 'scipy'") is reported as bitsandbytes not found (Baichuan2 #196).
+recognises(
+    S.REMOTE_CODE_BNB_NOT_FOUND,
+    "requires the following packages that were not found",
+    r"This modeling file requires the following packages that were not found in your environment: "
+    r"(?:[\w.-]{1,60}, ){0,20}bitsandbytes\b",
+)
 
 
 # A bitsandbytes older than the optimizer the trainer asks for (8-bit Lion, the paged optimizers).

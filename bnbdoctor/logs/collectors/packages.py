@@ -63,12 +63,13 @@ def bnb_version(state: LogState, m: re.Match[str], number: int, line: str) -> No
     rf"(?:==|-|`?\s{{0,40}}(?:version\s*)?[:=]?\s{{0,4}}v?)(?P<version>{VER})(?![\w.])",
     rf"(?<!used to build )PyTorch(?: version)?(?: \(GPU\?\))?:\s*(?P<version>{VER})",
     rf"^\s{{0,8}}pytorch version:\s*(?P<version>{VER})",  # ComfyUI's start-up banner
+    rf"^\s{{0,8}}PyTorch {VER} with CUDA \d{{3,4}} \(you have (?P<version2>{VER})\)",  # xFormers' build check
     rf"Requirement already satisfied: (?P<package>transformers|accelerate|peft|triton|scipy|torch) in \S{{1,500}}"
     rf" \((?P<version>{VER})\)",
 )
 def package_version(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     package = (m.groupdict().get("package") or "torch").lower()
-    version = m.group("version")
+    version = m.groupdict().get("version") or m.group("version2")
     if package == "torch":
         if not re.match(r"\d+\.\d+\.\d+", version):
             return  # "torch 2.1" in prose is too vague to trust

@@ -25,6 +25,21 @@ FINDING = log.LogFinding(
 )
 
 
+#: transformers' check of a model's remote code (trust_remote_code) says "not found" for an import that failed.
+REMOTE_CODE = log.LogFinding(
+    (S.REMOTE_CODE_BNB_NOT_FOUND,),
+    title="transformers says bitsandbytes is not found for the model's own code: its import may have failed instead",
+    explanation="Before running a model's remote code (trust_remote_code), transformers imports each package that "
+    "code imports and lists the ones that fail as 'not found in your environment'. A bitsandbytes whose import "
+    "fails on a missing dependency (older releases need scipy: 'No module named scipy') is listed too, so the "
+    "message reads as 'not installed' when bitsandbytes is there.{why}",
+    fix="Run the import with the same Python to see its real error: if it names a missing dependency (scipy), install "
+    "that; if bitsandbytes itself is missing, install it into that environment.",
+    commands=(IMPORT_BNB, PYTHON_M_BNB),
+    limit=2,
+)
+
+
 @rule(
     Severity.ERROR,
     "The log shows no application replacing bitsandbytes' import error with its own",
@@ -34,6 +49,7 @@ FINDING = log.LogFinding(
         "https://github.com/bmaltais/kohya_ss/issues/1683",
         "https://github.com/bmaltais/kohya_ss/issues/1999",
         "https://github.com/hollowstrawberry/kohya-colab/issues/297",
+        "https://github.com/baichuan-inc/Baichuan2/issues/196",
     ),
     confirm=(IMPORT_BNB, PYTHON_M_BNB),
 )
@@ -42,7 +58,9 @@ def app_hides_bitsandbytes_import_error(facts: Facts) -> Hit | None:
 
     The rule fires on `ImportError: No bitsandbytes / bitsandbytesがインストールされていないようです`, which kohya_ss'
     `train_util.get_optimizer` (and the trainers built on sd-scripts) raises when `import bitsandbytes` fails for an
-    8-bit optimizer.
+    8-bit optimizer, and on transformers' `ImportError: This modeling file requires the following packages that were
+    not found in your environment: bitsandbytes`, which its check of a model's remote code raises when `import
+    bitsandbytes` fails, also on a missing dependency (Baichuan2 #196: installing scipy fixed it).
 
     When the log also shows why bitsandbytes did not import (its native library, a missing module), the finding
     for that cause comes first; this one says that the application's message is not the cause.
@@ -73,4 +91,4 @@ def app_hides_bitsandbytes_import_error(facts: Facts) -> Hit | None:
         if cause
         else " The log does not show the import's own error; running the import by hand does."
     )
-    return FINDING.hit(facts, why=why)
+    return FINDING.hit(facts, why=why) or REMOTE_CODE.hit(facts, why=why)
