@@ -894,6 +894,13 @@ VLLM_BNB_MINIMUM = _declare(
     ("vllm_bnb_missing_or_below_minimum",),
     "vLLM's bitsandbytes quantizer found bitsandbytes missing or older than the minimum it names",
 )
+TRITON_NO_C_COMPILER = _declare(
+    "triton_no_c_compiler",
+    ROOT,
+    "import",
+    ("triton_c_compiler_missing",),
+    "Triton found no C compiler to build its driver module or a kernel",
+)
 QUANTIZER_BUFFER_KEYERROR = _declare(
     "quantizer_buffer_keyerror",
     ROOT,

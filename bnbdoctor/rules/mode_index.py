@@ -105,4 +105,5 @@ MODE_NEEDS: dict[str, tuple[str, ...]] = {
     "bnbdoctor.rules.workflow_logs.bnb575_bnb_checkpoint_to_gguf": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb576_legacy_setup_permission_error": ("log",),
     "bnbdoctor.rules.workflow_logs.bnb577_vllm_bnb_minimum": ("log",),
+    "bnbdoctor.rules.workflow_logs.bnb578_triton_no_c_compiler": ("log",),
 }

@@ -209,3 +209,12 @@ recognises(
     "module 'bitsandbytes' has no attribute",
     r"module 'bitsandbytes' has no attribute '(?P<name>nn|optim|functional|autograd|utils|research|cextension)'",
 )
+
+
+# Triton compiling its driver module or a kernel at run time (bitsandbytes' Triton backend on XPU, transformers'
+# bitsandbytes integration importing Triton) on a machine without a C compiler.
+recognises(
+    S.TRITON_NO_C_COMPILER,
+    "Failed to find C compiler",
+    r"Failed to find C compiler\. Please specify via CC environment variable",
+)
