@@ -100,8 +100,10 @@ def linux_hint(state: LogState, m: re.Match[str], number: int, line: str) -> Non
 
 
 @collects(
-    ("/Users/", "/opt/homebrew", ".dylib", "/Library/"),
+    ("/Users/", "/opt/homebrew", ".dylib", "/Library/", "Mac", "macOS", "Apple Silicon", "Apple silicon"),
     r"(?:^|[\s('\"])/Users/|/opt/homebrew/|-darwin|\.dylib\b|/Library/Frameworks/",
+    # a Mac as users name theirs in the prose around a paste ("MacBook Air M2", "Macs with M1/M2/M3", "under MacOS")
+    r"\bMacBook(?: Air| Pro)?\b|\bApple [Ss]ilicon\b|\b(?:mac|Mac)OS\b|\bMacs? with M[1-4]\b|\bMac (?:mini|Studio)\b",
     evidence=40,
 )
 def macos_hint(state: LogState, m: re.Match[str], number: int, line: str) -> None:

@@ -87,15 +87,3 @@ def jetson(state: LogState, m: re.Match[str], number: int, line: str) -> None:
     state.platform.jetson = state.platform.jetson or line.strip()[:120]
     state.platform.os_votes["linux"] += 1  # L4T is Linux
     state.match(S.PLATFORM, number, line, up_to=_PLATFORM_LINES)
-
-
-# A Mac as users name theirs in the prose around a paste ("MacBook Air M2", "Macs with M1/M2/M3 Silicon chips", "under
-# MacOS"): a vote, as paths cast theirs, which an explicit Platform: line or a majority of Linux paths outweighs.
-@collects(
-    ("Mac", "macOS", "Apple Silicon", "Apple silicon"),
-    r"\bMacBook(?: Air| Pro)?\b|\bApple [Ss]ilicon\b|\b(?:mac|Mac)OS\b|\bMacs? with M[1-4]\b|\bMac (?:mini|Studio)\b",
-    evidence=3,
-)
-def mac_in_prose(state: LogState, m: re.Match[str], number: int, line: str) -> None:
-    state.platform.os_votes["macos"] += 2
-    state.match(S.PLATFORM, number, line, up_to=_PLATFORM_LINES)
