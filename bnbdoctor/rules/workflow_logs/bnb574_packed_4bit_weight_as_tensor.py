@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bnbdoctor.facts import Facts
 from bnbdoctor.findings import Hit, Severity
 from bnbdoctor.knowledge import signatures as S
@@ -25,15 +27,7 @@ FINDING = log.LogFinding(
 
 
 #: The same finding from torch's convolution/layer message, which a raw uint8 image raises too: only under a 4-bit load.
-INPUT_FINDING = log.LogFinding(
-    (S.UINT8_INPUT_TYPE_MISMATCH,),
-    title=FINDING.title,
-    explanation=FINDING.explanation,
-    fix=FINDING.fix,
-    covers=("packed_4bit_weight_used_as_tensor",),
-    also_quoted=(S.KBIT_LOAD_CONTEXT,),
-    limit=2,
-)
+INPUT_FINDING = replace(FINDING, signatures=(S.UINT8_INPUT_TYPE_MISMATCH,))
 
 
 @rule(
